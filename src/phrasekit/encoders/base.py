@@ -81,7 +81,7 @@ class Encoder(ABC):
         n = len(items)
         if n == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        bs = int(batch_size or self.default_batch_size)
+        bs = int(self.default_batch_size if batch_size is None else batch_size)
         if bs <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         order = sorted(range(n), key=lambda i: self._sort_key(items[i]), reverse=True)

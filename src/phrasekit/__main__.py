@@ -1,0 +1,5 @@
+"""``python -m phrasekit`` runs the command line."""
+
+from phrasekit.cli import main
+
+main()

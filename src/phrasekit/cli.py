@@ -1,0 +1,225 @@
+"""``phrasekit`` command line: thin wrappers over the Python API.
+
+Exit codes: 0 success, 2 bad input (unknown model, missing file, malformed data), 1 other errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    name="phrasekit",
+    help="Phrase embeddings, phrase benchmark and phrase-based topic mining (offline, CPU).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+logger = logging.getLogger("phrasekit")
+
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and results; no progress bars.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")]
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model name (see `phrasekit models`) or folder.")]
+
+
+class BadInput(Exception):
+    """Raised by commands for user errors that should exit with code 2."""
+
+
+def _setup_logging(quiet: bool, verbose: bool = False) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S", force=True)
+    for noisy in ("transformers", "sentence_transformers", "urllib3", "filelock", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING if not verbose else logging.INFO)
+    try:  # the weights-loading bar of transformers is noise for a CLI user
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def _run(fn: Callable[[], Any]) -> Any:
+    """Run a command body, mapping user errors to exit code 2 with a one-line message."""
+    from phrasekit.io import CorpusError
+    from phrasekit.settings import SharedDataMissing
+
+    try:
+        return fn()
+    except (BadInput, ValueError, TypeError, FileNotFoundError, CorpusError,
+            SharedDataMissing) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(code=2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(code=130) from None
+
+
+@app.command("models")
+def models_cmd() -> None:
+    """List the model names `phrasekit.load` knows.
+
+    Example: phrasekit models
+    """
+    from phrasekit.models.registry import available_models
+
+    for name, desc in available_models().items():
+        typer.echo(f"{name:<14} {desc}")
+
+
+@app.command("encode")
+def encode_cmd(
+    input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output .npy file (float32, n x d).")],
+    model: ModelOpt = "minilm",
+    batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
+    precision: Annotated[str, typer.Option(help="fp32, bf16 or int8 (transformer models).")] = "fp32",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Embed phrases (one per line) and save an L2-normalised float32 matrix.
+
+    Example: phrasekit encode phrases.txt --out phrases.npy --model minilm
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        import numpy as np
+
+        from phrasekit.io import atomic_write
+        from phrasekit.models.registry import load
+
+        if not input_file.is_file():
+            raise BadInput(f"input file not found: {input_file}")
+        try:
+            lines = input_file.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"{input_file}: not valid UTF-8 ({exc})") from exc
+        phrases = [ln.strip() for ln in lines if ln.strip()]
+        if not phrases:
+            raise BadInput(f"{input_file}: no phrases (empty file)")
+        kwargs = {"precision": precision} if precision != "fp32" else {}
+        encoder = load(model, **kwargs)
+        vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)
+        with atomic_write(out, "wb") as fh:
+            np.save(fh, vecs)
+        logger.info("wrote %s: %d x %d", out, *vecs.shape)
+
+    _run(body)
+
+
+@app.command("eval")
+def eval_cmd(
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Model name; repeat for several rows.")],
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated tasks (default: all).")] = None,
+    quick: Annotated[bool, typer.Option(help="Small deterministic subset of every task.")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write all metrics as JSON.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Run the phrase benchmark and print one table (rows: models, columns: tasks, avg7).
+
+    Example: phrasekit eval --model minilm --model glove-50d --json runs/eval.json
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.eval.runner import format_table, run_benchmark
+
+        task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+        result = run_benchmark(model, tasks=task_list, data_dir=data_dir, quick=quick,
+                               json_path=json_out, show_progress=not quiet)
+        typer.echo(format_table(result))
+
+    _run(body)
+
+
+@app.command("phrases")
+def phrases_cmd(
+    corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSON vocabulary.")],
+    min_df: Annotated[int, typer.Option(help="Keep phrases in at least this many documents.")] = 2,
+    max_phrases: Annotated[int | None, typer.Option(help="Keep at most this many (most frequent).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Extract noun chunks and named entities with counts and document frequencies.
+
+    Example: phrasekit phrases sample --out phrases.json --min-df 3
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.datasets import resolve_corpus
+        from phrasekit.io import read_corpus, write_json
+        from phrasekit.phrases import PhraseExtractor
+
+        docs = read_corpus(resolve_corpus(corpus))
+        vocab = PhraseExtractor().extract(docs, show_progress=not quiet)
+        vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
+        write_json(out, vocab.to_json())
+        logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
+
+    _run(body)
+
+
+@app.command("topics")
+def topics_cmd(
+    corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample` (bundled arXiv abstracts).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for topics.json and topics.md.")],
+    model: ModelOpt = "minilm",
+    n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (default: chosen by silhouette).")] = None,
+    k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette.")] = 5,
+    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette.")] = 30,
+    min_df: Annotated[int, typer.Option(help="Keep phrases found in at least this many documents.")] = 3,
+    max_phrases: Annotated[int, typer.Option(help="Cluster at most this many phrases (most frequent).")] = 5000,
+    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
+    seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling).")] = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Mine topics described by words and phrases; writes topics.json and topics.md.
+
+    Example: phrasekit topics sample --out runs/demo
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.datasets import resolve_corpus
+        from phrasekit.io import read_corpus
+        from phrasekit.topics import PhraseTopicModel, write_topic_outputs
+
+        if k_min < 2 or k_max < k_min:
+            raise BadInput(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
+        if n_topics is not None and n_topics < 2:
+            raise BadInput(f"-k must be at least 2, got {n_topics}")
+        if out.exists() and not out.is_dir():
+            raise BadInput(f"--out {out} exists and is not a folder")
+        t0 = time.perf_counter()
+        docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
+        tm = PhraseTopicModel(encoder=model, n_topics=n_topics, k_range=(k_min, k_max),
+                              min_df=min_df, max_phrases=max_phrases, random_state=seed)
+        tm.fit(docs, show_progress=not quiet)
+        write_topic_outputs(tm, docs, out)
+        secs = time.perf_counter() - t0
+        typer.echo(f"{tm.n_topics_} topics from {len(docs)} documents in {secs:.1f}s -> "
+                   f"{out / 'topics.md'}")
+
+    _run(body)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

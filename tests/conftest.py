@@ -1,0 +1,42 @@
+"""Shared pytest fixtures: encoders loaded once per session, the shared-data location."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import phrasekit
+from phrasekit.settings import corpora_dir, data_dir
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged all-MiniLM-L6-v2 encoder (loaded once)."""
+    return phrasekit.load("minilm")
+
+
+@pytest.fixture(scope="session")
+def glove():
+    """GloVe 6B 50d average encoder (loaded once)."""
+    return phrasekit.load("glove-50d")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared benchmark data folder, or skip with the reason when it is absent."""
+    path = data_dir(required=False)
+    if path is None:
+        pytest.skip("shared benchmark data not found (set PHRASEKIT_SHARED or PHRASEKIT_DATA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_corpora() -> Path:
+    """The shared corpora folder, or skip with the reason when it is absent."""
+    path = corpora_dir(required=False)
+    if path is None:
+        pytest.skip("shared corpora not found (set PHRASEKIT_SHARED or PHRASEKIT_CORPORA)")
+    return path

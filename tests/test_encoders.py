@@ -1,0 +1,116 @@
+"""The encoder contract, on every registered encoder, with real weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import phrasekit
+from phrasekit.encoders import CharNgramEncoder, validate_texts
+
+PHRASES = [
+    "natural language processing",
+    "machine translation",
+    "New York City",
+    "the big apple",
+    "protein folding",
+    "heart attack",
+    "myocardial infarction",
+    "a",
+    "an extremely long phrase " * 40,
+]
+
+
+@pytest.fixture(scope="module", params=["string", "glove-50d", "minilm"])
+def encoder(request, minilm, glove):
+    return {"string": CharNgramEncoder(), "glove-50d": glove, "minilm": minilm}[request.param]
+
+
+def test_shape_dtype_and_normalisation(encoder):
+    vecs = encoder.encode(PHRASES)
+    assert vecs.shape == (len(PHRASES), encoder.dim)
+    assert vecs.dtype == np.float32
+    norms = np.linalg.norm(vecs, axis=1)
+    assert np.all((np.abs(norms - 1) < 1e-4) | (norms == 0))
+    assert np.abs(norms[:7] - 1).max() < 1e-4
+
+
+def test_empty_input_gives_zero_rows(encoder):
+    out = encoder.encode([])
+    assert out.shape == (0, encoder.dim) and out.dtype == np.float32
+
+
+def test_order_is_kept_whatever_the_batching(encoder):
+    full = encoder.encode(PHRASES, batch_size=64)
+    small = encoder.encode(PHRASES, batch_size=2)
+    one_by_one = np.vstack([encoder.encode([p]) for p in PHRASES])
+    np.testing.assert_allclose(full, small, atol=1e-5)
+    np.testing.assert_allclose(full, one_by_one, atol=1e-5)
+
+
+def test_single_string_is_one_row(encoder):
+    assert encoder.encode("heart attack").shape == (1, encoder.dim)
+
+
+@pytest.mark.parametrize(
+    ("bad", "exc", "fragment"),
+    [
+        (["ok", None], TypeError, "texts[1] is None"),
+        (["ok", "fine", 3], TypeError, "texts[2] is int"),
+        (["", "x"], ValueError, "texts[0] is empty"),
+        (["x", "   "], ValueError, "texts[1] is empty"),
+        (None, TypeError, "got None"),
+        (b"bytes", TypeError, "decode"),
+    ],
+)
+def test_bad_input_names_the_index(bad, exc, fragment):
+    with pytest.raises(exc) as info:
+        validate_texts(bad)
+    assert fragment in str(info.value)
+
+
+def test_bad_batch_size(glove):
+    with pytest.raises(ValueError, match="batch_size"):
+        glove.encode(["a b"], batch_size=0)
+
+
+def test_minilm_matches_sentence_transformers(minilm):
+    """Our mean pooling reproduces SentenceTransformer.encode on the same packaged weights."""
+    from sentence_transformers import SentenceTransformer
+
+    from phrasekit.models.registry import minilm_path
+
+    st = SentenceTransformer(str(minilm_path()), device="cpu")
+    ref = st.encode(PHRASES, normalize_embeddings=True, convert_to_numpy=True)
+    ours = minilm.encode(PHRASES)
+    np.testing.assert_allclose(ours, ref, atol=2e-4)
+
+
+def test_minilm_semantics(minilm):
+    """Synonymous phrases are closer than unrelated ones (a real model, not a mock)."""
+    v = minilm.encode(["heart attack", "myocardial infarction", "protein folding"])
+    assert v[0] @ v[1] > v[0] @ v[2]
+
+
+def test_glove_unknown_words_give_zero_row(glove):
+    v = glove.encode(["qzxqzxqzx", "heart attack"])
+    assert np.allclose(v[0], 0) and abs(np.linalg.norm(v[1]) - 1) < 1e-5
+
+
+def test_string_encoder_is_surface_similarity():
+    enc = CharNgramEncoder()
+    v = enc.encode(["Palmate newt", "Palmate Newt", "Cane toad"])
+    assert v[0] @ v[1] > 0.99 and v[0] @ v[2] < 0.5
+
+
+@pytest.mark.parametrize(("precision", "min_cos"), [("bf16", 0.995), ("int8", 0.85)])
+def test_reduced_precision_stays_close(minilm, precision, min_cos):
+    fast = phrasekit.load("minilm", precision=precision)
+    a, b = minilm.encode(PHRASES[:7]), fast.encode(PHRASES[:7])
+    cos = (a * b).sum(axis=1)
+    assert cos.min() > min_cos, cos
+
+
+def test_similarity_matrix(glove):
+    sim = glove.similarity(["heart attack", "car"], ["heart disease"])
+    assert sim.shape == (2, 1) and sim[0, 0] > sim[1, 0]

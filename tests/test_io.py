@@ -1,0 +1,74 @@
+"""Corpus reading and atomic writes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from phrasekit.datasets import resolve_corpus, sample_corpus_path
+from phrasekit.io import CorpusError, atomic_write, read_corpus, write_json
+
+
+def test_read_jsonl_and_gz(tmp_path):
+    rows = [{"id": "a", "text": "First doc.", "label": 1}, {"id": "b", "text": "Second doc."}]
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    docs = read_corpus(p)
+    assert [d.id for d in docs] == ["a", "b"] and docs[0].meta == {"label": 1}
+    gz = tmp_path / "c.jsonl.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as fh:
+        fh.write(p.read_text(encoding="utf-8"))
+    assert [d.text for d in read_corpus(gz)] == ["First doc.", "Second doc."]
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "documents.jsonl").write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+    assert len(read_corpus(tmp_path / "dir")) == 2
+
+
+def test_read_plain_text(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("one line\n\nanother line\n", encoding="utf-8")
+    assert [d.text for d in read_corpus(p)] == ["one line", "another line"]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ('{"id": 1, "text": "ok"}\n{"id": 2, "text": \n', ":2: malformed JSON"),
+        ('{"id": 1, "body": "no text field"}\n', "field 'text' missing"),
+        ('["a list"]\n', "expected a JSON object"),
+        ("\n\n", "no documents"),
+    ],
+)
+def test_malformed_jsonl(tmp_path, content, fragment):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(content, encoding="utf-8")
+    with pytest.raises(CorpusError, match=fragment.replace("(", r"\(").replace("[", r"\[")):
+        read_corpus(p)
+
+
+def test_wrong_encoding_and_missing(tmp_path):
+    p = tmp_path / "latin1.txt"
+    p.write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(CorpusError, match="UTF-8"):
+        read_corpus(p)
+    with pytest.raises(CorpusError, match="not found"):
+        read_corpus(tmp_path / "nope.jsonl")
+
+
+def test_atomic_write_leaves_old_file_on_error(tmp_path):
+    target = tmp_path / "out.json"
+    write_json(target, {"v": 1})
+    with pytest.raises(RuntimeError), atomic_write(target) as fh:
+        fh.write("partial")
+        raise RuntimeError("boom")
+    assert json.loads(target.read_text(encoding="utf-8")) == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_bundled_sample_corpus():
+    path = sample_corpus_path()
+    docs = read_corpus(path)
+    assert len(docs) == 1863 and all(d.text for d in docs)
+    assert resolve_corpus("sample") == path
