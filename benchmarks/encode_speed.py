@@ -56,11 +56,17 @@ def load_phrases(n: int) -> tuple[list[str], str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=None,
-                    help="same batch size for both (default: each library's own default)")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="same batch size for both (default: each library's own default)",
+    )
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--precisions", default="bf16,int8")
     args = ap.parse_args()
@@ -72,13 +78,19 @@ def main() -> None:
     phrases, source = load_phrases(args.n)
     print(f"phrases: {len(phrases)} from {source}; torch threads: {torch.get_num_threads()}")
     plain = SentenceTransformer(str(minilm_path()), device="cpu")
-    systems = {"plain": lambda: plain.encode(phrases, batch_size=args.batch_size or 32,
-                                             normalize_embeddings=True, convert_to_numpy=True)}
+    systems = {
+        "plain": lambda: plain.encode(
+            phrases,
+            batch_size=args.batch_size or 32,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+        )
+    }
     encoders = {"phrasekit-fp32": phrasekit.load("minilm")}
     for prec in [p for p in args.precisions.split(",") if p]:
         encoders[f"phrasekit-{prec}"] = phrasekit.load("minilm", precision=prec)
     for name, enc in encoders.items():
-        systems[name] = (lambda e=enc: e.encode(phrases, batch_size=args.batch_size))
+        systems[name] = lambda e=enc: e.encode(phrases, batch_size=args.batch_size)
 
     for enc in encoders.values():
         enc.encode(phrases[:256])
@@ -99,7 +111,8 @@ def main() -> None:
     for name in names:
         rate = len(phrases) / statistics.median(times[name])
         cos = (vecs[name] * ref).sum(axis=1)
-        print(f"{name:<16} {rate:>10.0f} {rate / plain_rate:>7.2f} {cos.mean():>9.5f} {cos.min():>8.5f}")
+        ratio = rate / plain_rate
+        print(f"{name:<16} {rate:>10.0f} {ratio:>7.2f} {cos.mean():>9.5f} {cos.min():>8.5f}")
     fp32_rate = len(phrases) / statistics.median(times["phrasekit-fp32"])
     print(f"ratio: {fp32_rate / plain_rate:.2f}")
     for name in names:

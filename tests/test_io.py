@@ -22,7 +22,9 @@ def test_read_jsonl_and_gz(tmp_path):
         fh.write(p.read_text(encoding="utf-8"))
     assert [d.text for d in read_corpus(gz)] == ["First doc.", "Second doc."]
     (tmp_path / "dir").mkdir()
-    (tmp_path / "dir" / "documents.jsonl").write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "dir" / "documents.jsonl").write_text(
+        p.read_text(encoding="utf-8"), encoding="utf-8"
+    )
     assert len(read_corpus(tmp_path / "dir")) == 2
 
 

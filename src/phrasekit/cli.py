@@ -28,7 +28,7 @@ Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model name (see `phrasekit models`) or folder.")]
 
 
-class BadInput(Exception):
+class BadInputError(Exception):
     """Raised by commands for user errors that should exit with code 2."""
 
 
@@ -49,12 +49,12 @@ def _setup_logging(quiet: bool, verbose: bool = False) -> None:
 def _run(fn: Callable[[], Any]) -> Any:
     """Run a command body, mapping user errors to exit code 2 with a one-line message."""
     from phrasekit.io import CorpusError
-    from phrasekit.settings import SharedDataMissing
+    from phrasekit.settings import SharedDataMissingError
 
     try:
         return fn()
-    except (BadInput, ValueError, TypeError, FileNotFoundError, CorpusError,
-            SharedDataMissing) as exc:
+    except (BadInputError, ValueError, TypeError, FileNotFoundError, CorpusError,
+            SharedDataMissingError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(code=2) from None
     except KeyboardInterrupt:
@@ -97,14 +97,14 @@ def encode_cmd(
         from phrasekit.models.registry import load
 
         if not input_file.is_file():
-            raise BadInput(f"input file not found: {input_file}")
+            raise BadInputError(f"input file not found: {input_file}")
         try:
             lines = input_file.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError as exc:
-            raise BadInput(f"{input_file}: not valid UTF-8 ({exc})") from exc
+            raise BadInputError(f"{input_file}: not valid UTF-8 ({exc})") from exc
         phrases = [ln.strip() for ln in lines if ln.strip()]
         if not phrases:
-            raise BadInput(f"{input_file}: no phrases (empty file)")
+            raise BadInputError(f"{input_file}: no phrases (empty file)")
         kwargs = {"precision": precision} if precision != "fp32" else {}
         encoder = load(model, **kwargs)
         vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)
@@ -145,27 +145,30 @@ def eval_cmd(
 @app.command("phrases")
 def phrases_cmd(
     corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample`.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSON vocabulary.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output JSON vocabulary (.json or .json.gz).")],
     min_df: Annotated[int, typer.Option(help="Keep phrases in at least this many documents.")] = 2,
     max_phrases: Annotated[int | None, typer.Option(help="Keep at most this many (most frequent).")] = None,
+    text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Extract noun chunks and named entities with counts and document frequencies.
+    """Extract noun chunks and named entities with counts, document frequencies and surface forms.
 
-    Example: phrasekit phrases sample --out phrases.json --min-df 3
+    Example: phrasekit phrases sample --out phrases.json.gz --min-df 3
     """
     _setup_logging(quiet, verbose)
 
     def body() -> None:
         from phrasekit.datasets import resolve_corpus
-        from phrasekit.io import read_corpus, write_json
+        from phrasekit.io import read_corpus
         from phrasekit.phrases import PhraseExtractor
 
-        docs = read_corpus(resolve_corpus(corpus))
+        if min_df < 1:
+            raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+        docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
         vocab = PhraseExtractor().extract(docs, show_progress=not quiet)
         vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
-        write_json(out, vocab.to_json())
+        vocab.to_json(out)
         logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
 
     _run(body)
@@ -178,9 +181,10 @@ def topics_cmd(
     model: ModelOpt = "minilm",
     n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (default: chosen by silhouette).")] = None,
     k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette.")] = 5,
-    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette.")] = 30,
-    min_df: Annotated[int, typer.Option(help="Keep phrases found in at least this many documents.")] = 3,
-    max_phrases: Annotated[int, typer.Option(help="Cluster at most this many phrases (most frequent).")] = 5000,
+    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette.")] = 25,
+    min_df: Annotated[int, typer.Option(help="Keep terms found in at least this many documents.")] = 5,
+    max_phrases: Annotated[int, typer.Option(help="Cluster at most this many terms (most frequent).")] = 5000,
+    phrase_cache: Annotated[Path | None, typer.Option(help="A .json.gz file to reuse extracted phrases between runs.")] = None,
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling).")] = 0,
     quiet: Quiet = False,
@@ -194,24 +198,24 @@ def topics_cmd(
 
     def body() -> None:
         from phrasekit.datasets import resolve_corpus
-        from phrasekit.io import read_corpus
-        from phrasekit.topics import PhraseTopicModel, write_topic_outputs
+        from phrasekit.topics import format_timings, run_topics
 
         if k_min < 2 or k_max < k_min:
-            raise BadInput(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
+            raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
         if n_topics is not None and n_topics < 2:
-            raise BadInput(f"-k must be at least 2, got {n_topics}")
+            raise BadInputError(f"-k must be at least 2, got {n_topics}")
         if out.exists() and not out.is_dir():
-            raise BadInput(f"--out {out} exists and is not a folder")
+            raise BadInputError(f"--out {out} exists and is not a folder")
+        path = resolve_corpus(corpus)
+        if not path.exists():
+            raise BadInputError(f"corpus not found: {corpus}")
         t0 = time.perf_counter()
-        docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
-        tm = PhraseTopicModel(encoder=model, n_topics=n_topics, k_range=(k_min, k_max),
-                              min_df=min_df, max_phrases=max_phrases, random_state=seed)
-        tm.fit(docs, show_progress=not quiet)
-        write_topic_outputs(tm, docs, out)
+        tm, paths = run_topics(path, out, model=model, n_topics=n_topics, k_min=k_min,
+                               k_max=k_max, min_df=min_df, max_phrases=max_phrases, quiet=quiet,
+                               phrase_cache=phrase_cache, text_field=text_field, random_state=seed)
         secs = time.perf_counter() - t0
-        typer.echo(f"{tm.n_topics_} topics from {len(docs)} documents in {secs:.1f}s -> "
-                   f"{out / 'topics.md'}")
+        typer.echo(f"{tm.n_topics_} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> "
+                   f"{paths['markdown']}")
 
     _run(body)
 

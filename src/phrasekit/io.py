@@ -14,7 +14,9 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[Any]:
+def atomic_write(
+    path: str | Path, mode: str = "w", encoding: str | None = "utf-8"
+) -> Iterator[Any]:
     """Open a temp file next to ``path`` and move it into place only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +104,9 @@ def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
     return docs
 
 
-def _parse_jsonl_line(path: Path, lineno: int, line: str, text_field: str, id_field: str) -> Document:
+def _parse_jsonl_line(
+    path: Path, lineno: int, line: str, text_field: str, id_field: str
+) -> Document:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 
-class SharedDataMissing(FileNotFoundError):
+class SharedDataMissingError(FileNotFoundError):
     """Raised when benchmark data or corpora are needed but cannot be found."""
 
 
@@ -35,13 +35,13 @@ def shared_dir(required: bool = True) -> Path | None:
         if path.is_dir():
             return path
         if required:
-            raise SharedDataMissing(f"PHRASEKIT_SHARED={env!r} is not a directory")
+            raise SharedDataMissingError(f"PHRASEKIT_SHARED={env!r} is not a directory")
         return None
     for cand in _candidates():
         if (cand / "data").is_dir() or (cand / "corpora").is_dir():
             return cand
     if required:
-        raise SharedDataMissing(
+        raise SharedDataMissingError(
             "shared benchmark data not found: set PHRASEKIT_SHARED to the folder that holds "
             "data/ and corpora/ (or PHRASEKIT_DATA to the data folder itself)"
         )
@@ -55,7 +55,7 @@ def _sub_dir(env_name: str, sub: str, required: bool) -> Path | None:
         if path.is_dir():
             return path
         if required:
-            raise SharedDataMissing(f"{env_name}={env!r} is not a directory")
+            raise SharedDataMissingError(f"{env_name}={env!r} is not a directory")
         return None
     root = shared_dir(required=required)
     if root is None:
@@ -64,7 +64,7 @@ def _sub_dir(env_name: str, sub: str, required: bool) -> Path | None:
     if path.is_dir():
         return path
     if required:
-        raise SharedDataMissing(f"{path} does not exist")
+        raise SharedDataMissingError(f"{path} does not exist")
     return None
 
 

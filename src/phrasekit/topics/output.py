@@ -1,0 +1,185 @@
+"""Write a fitted ``PhraseTopicModel`` as ``topics.json`` (machine-readable) and ``topics.md``
+(for people), atomically."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from phrasekit.io import Document, write_json, write_text
+from phrasekit.phrases import as_documents
+from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
+
+logger = logging.getLogger(__name__)
+
+FORMAT_NAME = "phrasekit.topics"
+FORMAT_VERSION = 1
+
+#: How many generic terms (most frequent first) topics.json / topics.md list.
+N_GENERIC_LISTED = 30
+
+
+def snippet(text: str, max_chars: int = 240) -> str:
+    """The start of ``text`` on one line, cut at a word boundary, with "…" when cut.
+
+    A short first line (a title) is set off from the rest with " — ".
+    """
+    head, sep, rest = text.strip().partition("\n")
+    if sep and rest.strip() and len(head) <= 150 and head.strip()[-1:] not in ".:;,":
+        text = f"{head.strip()} — {rest}"
+    flat = " ".join(text.split())
+    if len(flat) <= max_chars:
+        return flat
+    cut = flat.rfind(" ", 0, max_chars)
+    if cut < max_chars // 2:
+        cut = max_chars
+    return flat[:cut].rstrip(" ,;:") + "…"
+
+
+def _doc_texts(model: PhraseTopicModel, docs: Iterable[Document | str]) -> list[str]:
+    documents = as_documents(docs)
+    ids = [d.id for d in documents]
+    if ids != model.doc_ids_:
+        raise ValueError(
+            f"docs ({len(ids)}) are not the documents the model was fitted on "
+            f"({len(model.doc_ids_)})"
+        )
+    return [d.text for d in documents]
+
+
+def topics_to_dict(
+    model: PhraseTopicModel, docs: Iterable[Document | str], snippet_chars: int = 240
+) -> dict[str, Any]:
+    """Everything ``topics.json`` holds, as a JSON-ready dict."""
+    model._check_fitted()
+    texts = _doc_texts(model, docs)
+    vocab = model.vocabulary_
+    topics = []
+    for t in range(model.n_topics_):
+        topics.append(
+            {
+                "id": t,
+                "label": model.topic_label(t),
+                "n_terms": model.topic_sizes_[t],
+                "n_docs": model.topic_doc_counts_[t],
+                "top_terms": [{"term": w, "score": s} for w, s in model.topics_[t]],
+                "top_words": [{"term": w, "score": s} for w, s in model.topic_words_[t]],
+                "top_phrases": [{"term": w, "score": s} for w, s in model.topic_phrases_[t]],
+                "typical_docs": [
+                    {
+                        "id": model.doc_ids_[d],
+                        "share": share,
+                        "n_phrases": int(model.doc_n_phrases_[d]),
+                        "snippet": snippet(texts[d], snippet_chars),
+                    }
+                    for d, share in model.typical_docs_[t]
+                ],
+            }
+        )
+    doc_topics = []
+    for d, doc_id in enumerate(model.doc_ids_):
+        label = int(model.doc_labels_[d])
+        row = model.doc_topics_[d]
+        doc_topics.append(
+            {
+                "id": doc_id,
+                "topic": label if label >= 0 else None,
+                "share": round(float(row[label]), 4) if label >= 0 else 0.0,
+                "n_phrases": int(model.doc_n_phrases_[d]),
+                "distribution": {str(t): round(float(s), 4) for t, s in enumerate(row) if s > 0},
+            }
+        )
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "params": json_params(model),
+        "encoder": model.encoder_name,
+        "n_docs": len(model.doc_ids_),
+        "n_terms": len(model.terms_),
+        "n_words": vocab.n_words,
+        "n_phrases": len(vocab) - vocab.n_words,
+        "n_generic": len(model.generic_terms_),
+        "n_topics": model.n_topics_,
+        "k_chosen_by": "fixed" if model.n_topics is not None else "silhouette",
+        "silhouette": [
+            {"k": int(k), "score": round(v, 5)} for k, v in sorted(model.silhouette_.items())
+        ],
+        "timings_s": {k: round(v, 3) for k, v in model.timings_.items()},
+        "generic_terms": model.generic_terms_[:N_GENERIC_LISTED],
+        "topics": topics,
+        "doc_topics": doc_topics,
+    }
+
+
+def _terms_line(entries: list[dict[str, Any]]) -> str:
+    return ", ".join(e["term"] for e in entries) if entries else "—"
+
+
+def _md_escape(text: str) -> str:
+    for ch in ("\\", "*", "_", "`", "[", "]", "<", ">", "#"):
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def topics_to_markdown(data: dict[str, Any]) -> str:
+    """Render the dict of ``topics_to_dict`` as readable Markdown."""
+    lines = ["# Topics", ""]
+    n_assigned = sum(1 for d in data["doc_topics"] if d["topic"] is not None)
+    how = "chosen by silhouette" if data["k_chosen_by"] == "silhouette" else "fixed"
+    lines.append(
+        f"{data['n_topics']} topics ({how}) from {data['n_terms']} frequent terms "
+        f"({data['n_words']} words, {data['n_phrases']} multi-word phrases; "
+        f"{data['n_generic']} set aside as generic) of {data['n_docs']} documents "
+        f"({n_assigned} placed in a topic); encoder `{data['encoder']}`."
+    )
+    if data["silhouette"]:
+        sil = ", ".join(f"K={row['k']}: {row['score']:.3f}" for row in data["silhouette"])
+        lines += ["", f"Silhouette (cosine) per K: {sil}."]
+    if data["generic_terms"]:
+        lines += [
+            "",
+            f"Generic terms (in no topic): {_md_escape(', '.join(data['generic_terms']))}.",
+        ]
+    if data.get("timings_s"):
+        lines += ["", f"Time: {format_timings(data['timings_s'])}."]
+    for topic in data["topics"]:
+        lines += [
+            "",
+            f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
+            "",
+            f"*{topic['n_docs']} documents, {topic['n_terms']} terms*",
+            "",
+            f"- **Top words:** {_md_escape(_terms_line(topic['top_words']))}",
+            f"- **Top phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
+        ]
+        if topic["typical_docs"]:
+            lines += ["- **Typical documents:**"]
+            for doc in topic["typical_docs"]:
+                lines.append(
+                    f"    - `{doc['id']}` ({doc['share']:.0%} of its {doc['n_phrases']} phrases): "
+                    f"{_md_escape(doc['snippet'])}"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def write_topic_outputs(
+    model: PhraseTopicModel,
+    docs: Iterable[Document | str],
+    out_dir: str | Path,
+    snippet_chars: int = 240,
+) -> dict[str, Path]:
+    """Write ``topics.json`` and ``topics.md`` into ``out_dir`` (created if needed), each
+    atomically. ``docs`` must be the documents the model was fitted on (for the snippets).
+
+    Returns ``{"json": path, "markdown": path}``.
+    """
+    data = topics_to_dict(model, docs, snippet_chars=snippet_chars)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
+    write_json(paths["json"], data)
+    write_text(paths["markdown"], topics_to_markdown(data))
+    logger.info("wrote %s and %s", paths["json"], paths["markdown"])
+    return paths

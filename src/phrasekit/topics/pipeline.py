@@ -1,0 +1,94 @@
+"""One call for the ``phrasekit topics`` command: read a corpus, fit, write the outputs."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import Document, read_corpus
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.topics.model import PhraseTopicModel
+from phrasekit.topics.output import write_topic_outputs
+
+logger = logging.getLogger(__name__)
+
+
+def load_or_extract_vocabulary(
+    docs: list[Document],
+    cache: str | Path | None,
+    extractor: PhraseExtractor | None = None,
+    show_progress: bool = False,
+) -> PhraseVocabulary:
+    """The phrase vocabulary of ``docs``: read from ``cache`` when it was extracted from the
+    same documents with the same settings, otherwise extracted (and written to ``cache``)."""
+    extractor = extractor or PhraseExtractor()
+    if cache is not None and Path(cache).is_file():
+        try:
+            vocab = PhraseVocabulary.from_json(cache)
+        except (ValueError, KeyError, OSError) as exc:
+            logger.warning("ignoring unreadable phrase cache %s (%s)", cache, exc)
+        else:
+            if vocab.doc_ids != [d.id for d in docs]:
+                logger.warning("phrase cache %s is for other documents; re-extracting", cache)
+            elif vocab.params != extractor.get_params():
+                logger.warning("phrase cache %s used other settings; re-extracting", cache)
+            else:
+                logger.info("phrases read from cache %s", cache)
+                return vocab
+    vocab = extractor.extract(docs, show_progress=show_progress)
+    if cache is not None:
+        vocab.to_json(cache)
+    return vocab
+
+
+def run_topics(
+    corpus: str | Path,
+    out_dir: str | Path,
+    model: str | Encoder = "minilm",
+    n_topics: int | None = None,
+    k_min: int = 5,
+    k_max: int = 25,
+    min_df: int = 5,
+    max_phrases: int | None = 5000,
+    quiet: bool = False,
+    phrase_cache: str | Path | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
+    **model_kwargs: Any,
+) -> tuple[PhraseTopicModel, dict[str, Path]]:
+    """Read ``corpus``, fit a ``PhraseTopicModel`` and write ``topics.json`` / ``topics.md``
+    into ``out_dir``. Parameters are checked before any long work starts.
+
+    ``phrase_cache``: a ``.json(.gz)`` file to reuse extracted phrases between runs.
+    Extra keyword arguments go to ``PhraseTopicModel``. Returns the model and the paths written.
+    """
+    estimator = PhraseTopicModel(
+        encoder=model,
+        n_topics=n_topics,
+        k_range=(k_min, k_max),
+        min_df=min_df,
+        max_phrases=max_phrases,
+        **model_kwargs,
+    )
+    estimator.check_params()
+    if not isinstance(model, Encoder):
+        from phrasekit.models.registry import load
+
+        estimator.set_params(encoder=load(model))  # an unknown name fails before long work
+    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
+    logger.info("read %d documents from %s", len(docs), corpus)
+    vocabulary = None
+    t0 = time.perf_counter()
+    if phrase_cache is not None:
+        vocabulary = load_or_extract_vocabulary(
+            docs, phrase_cache, estimator.extractor, show_progress=not quiet
+        )
+    extraction_s = time.perf_counter() - t0
+    estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
+    if vocabulary is not None:
+        estimator.timings_["extraction"] = extraction_s
+    paths = write_topic_outputs(estimator, docs, out_dir)
+    return estimator, paths
