@@ -39,3 +39,10 @@ def test_bad_precision():
 def test_glove_rejects_options():
     with pytest.raises(TypeError):
         phrasekit.load("glove-50d", precision="bf16")
+
+
+def test_precision_shorthand():
+    enc = phrasekit.load("minilm@bf16")
+    assert enc.precision == "bf16" and enc.name == "minilm@bf16"
+    with pytest.raises(ValueError, match="precision"):
+        phrasekit.load("minilm@fp8")

@@ -54,7 +54,8 @@ def minilm_path() -> Path:
 def _minilm(**kwargs: Any) -> Encoder:
     from phrasekit.encoders.transformer import TransformerEncoder
 
-    kwargs.setdefault("name", "minilm")
+    precision = kwargs.get("precision", "fp32")
+    kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
     return TransformerEncoder(minilm_path(), **kwargs)
 
 
@@ -82,12 +83,17 @@ def available_models() -> dict[str, str]:
 def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     """Build the encoder registered as ``name_or_path``, or load a local model folder.
 
-    Extra keyword arguments go to the encoder (e.g. ``precision="bf16"`` for transformers).
-    Raises ``ValueError`` listing the known names when nothing matches.
+    Extra keyword arguments go to the encoder (e.g. ``precision="bf16"`` for transformers);
+    ``"NAME@PRECISION"`` (e.g. ``"minilm@bf16"``) is a shorthand for the same, usable wherever
+    a model name is (CLI ``--model`` included). Raises ``ValueError`` listing the known names
+    when nothing matches.
     """
     if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
         raise ValueError(f"model name must be a non-empty string, got {name_or_path!r}")
     key = str(name_or_path)
+    base, sep, precision = key.rpartition("@")
+    if sep and base in _REGISTRY and "precision" not in kwargs:
+        key, kwargs = base, {**kwargs, "precision": precision}
     spec = _REGISTRY.get(key)
     if spec is not None:
         return spec.factory(**kwargs)
