@@ -122,12 +122,14 @@ def eval_cmd(
     quick: Annotated[bool, typer.Option(help="Small deterministic subset of every task.")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write all metrics as JSON.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
+    threads: Annotated[int | None, typer.Option(help="torch threads for the run (default: torch's own).")] = None,
+    timings: Annotated[bool, typer.Option(help="Also print seconds per task.")] = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Run the phrase benchmark and print one table (rows: models, columns: tasks, avg7).
 
-    Example: phrasekit eval --model minilm --model glove-50d --json runs/eval.json
+    Example: phrasekit eval --model minilm --model minilm@bf16 --json runs/eval.json
     """
     _setup_logging(quiet, verbose)
 
@@ -136,8 +138,9 @@ def eval_cmd(
 
         task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
         result = run_benchmark(model, tasks=task_list, data_dir=data_dir, quick=quick,
-                               json_path=json_out, show_progress=not quiet)
-        typer.echo(format_table(result))
+                               json_path=json_out, show_progress=not quiet,
+                               num_threads=threads)
+        typer.echo(format_table(result, timings=timings))
 
     _run(body)
 

@@ -1,0 +1,152 @@
+"""The benchmark task contract and the helpers every task shares.
+
+A :class:`Task` reads its files from the benchmark data folder (``phrasekit.settings.data_dir``),
+embeds what it needs with any :class:`~phrasekit.encoders.base.Encoder` and returns its metrics
+in percent (``{"acc": 67.3}``). Tasks are stateless, deterministic (fixed seeds) and offer a
+``quick`` mode: a small fixed subset for smoke tests.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from phrasekit.encoders.base import Encoder, l2_normalize
+
+logger = logging.getLogger(__name__)
+
+DATA_HINT = (
+    "set PHRASEKIT_DATA to the benchmark data folder (or PHRASEKIT_SHARED to the folder that "
+    "holds data/), or pass data_dir explicitly"
+)
+
+
+def require_path(data_dir: Path, relative: str, kind: str = "file") -> Path:
+    """``data_dir / relative`` if it exists, else a FileNotFoundError naming it and the setting."""
+    path = Path(data_dir) / relative
+    ok = path.is_dir() if kind == "folder" else path.is_file()
+    if not ok:
+        raise FileNotFoundError(f"benchmark {kind} not found: {path} ({DATA_HINT})")
+    return path
+
+
+def encode_unique(
+    encoder: Encoder, strings: Sequence[str], batch_size: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Embed each distinct string once: ``(vectors of the sorted uniques, inverse index)``.
+
+    ``vectors[inverse]`` is aligned with ``strings``. Use this form when the (n, d) expansion
+    would be large (e.g. the 4096-d ``string`` encoder on many pairs).
+    """
+    items = list(strings)
+    if not items:
+        return np.zeros((0, encoder.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    uniq, inverse = np.unique(np.asarray(items, dtype=str), return_inverse=True)
+    vecs = encoder.encode(uniq.tolist(), batch_size=batch_size)
+    logger.debug("encoded %d unique of %d strings with %s", len(uniq), len(items), encoder.name)
+    return l2_normalize(vecs), inverse.reshape(-1).astype(np.int64)
+
+
+def embed_unique(
+    encoder: Encoder, strings: Sequence[str], batch_size: int | None = None
+) -> np.ndarray:
+    """Embed ``strings`` as an (n, d) matrix aligned with the input, encoding duplicates once.
+
+    This is the per-run cache of the benchmark: a phrase that occurs many times in a task is
+    sent to the encoder once. Rows are L2-normalised (zero rows stay zero), so dot = cosine.
+    """
+    vecs, inverse = encode_unique(encoder, strings, batch_size)
+    return vecs[inverse]
+
+
+def rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``a`` with the same row of ``b`` (0 where either row is zero)."""
+    return np.einsum("ij,ij->i", l2_normalize(a), l2_normalize(b))
+
+
+def nearest(queries: np.ndarray, candidates: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """Index of the most cosine-similar candidate row for every query row (first on ties).
+
+    Works in chunks of queries so the similarity matrix never exceeds ``chunk`` x n_candidates.
+    """
+    q = l2_normalize(queries)
+    c = l2_normalize(candidates)
+    out = np.empty(len(q), dtype=np.int64)
+    for start in range(0, len(q), chunk):
+        out[start : start + chunk] = np.argmax(q[start : start + chunk] @ c.T, axis=1)
+    return out
+
+
+def read_tsv(
+    path: Path, header: Sequence[str] | None = None, min_fields: int = 2
+) -> list[list[str]]:
+    """Read a tab-separated file literally (no quote handling), checking the header if given.
+
+    Returns the data rows; raises ValueError naming the file and line for short rows.
+    """
+    rows: list[list[str]] = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        for lineno, row in enumerate(reader, start=1):
+            if lineno == 1 and header is not None:
+                if [h.strip() for h in row[: len(header)]] != list(header):
+                    raise ValueError(f"{path}: expected header {list(header)}, got {row}")
+                continue
+            if not row:
+                continue
+            if len(row) < min_fields:
+                raise ValueError(f"{path}:{lineno}: expected >= {min_fields} fields, got {row}")
+            rows.append(row)
+    return rows
+
+
+def percent(x: float) -> float:
+    """A fraction or correlation as a percent rounded to 4 decimals (JSON-friendly float)."""
+    return round(float(x) * 100.0, 4)
+
+
+def std_percent(values: np.ndarray) -> float:
+    """Sample standard deviation (ddof=1) of fractions, in percent; 0.0 for a single value."""
+    values = np.asarray(values, dtype=np.float64)
+    return percent(values.std(ddof=1)) if len(values) > 1 else 0.0
+
+
+def drop_empty(strings: Iterable[str]) -> list[bool]:
+    """Mask of the items that can be embedded (non-empty after stripping)."""
+    return [bool(s and s.strip()) for s in strings]
+
+
+class Task(ABC):
+    """One benchmark task: reads its data, embeds it, returns metrics in percent.
+
+    Subclasses set ``name``, ``main_metric`` and ``required`` (paths relative to the data folder
+    that must exist; a trailing "/" marks a folder) and implement :meth:`evaluate`.
+    """
+
+    name: str = "task"
+    main_metric: str = "acc"
+    required: tuple[str, ...] = ()
+    description: str = ""
+
+    def check_data(self, data_dir: Path) -> None:
+        """Raise FileNotFoundError if a required file of this task is missing (before any work)."""
+        for rel in self.required:
+            kind = "folder" if rel.endswith("/") else "file"
+            require_path(Path(data_dir), rel.rstrip("/"), kind)
+
+    def run(self, encoder: Encoder, data_dir: Path, quick: bool = False) -> dict[str, float]:
+        """Check the data, then evaluate ``encoder``; metrics are percentages."""
+        self.check_data(Path(data_dir))
+        return self.evaluate(encoder, Path(data_dir), quick=quick)
+
+    @abstractmethod
+    def evaluate(self, encoder: Encoder, data_dir: Path, quick: bool = False) -> dict[str, float]:
+        """Compute the metrics (percent) of ``encoder`` on this task."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, main_metric={self.main_metric!r})"

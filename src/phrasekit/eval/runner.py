@@ -1,0 +1,395 @@
+"""Run the phrase benchmark over one or more encoders and format the result table.
+
+``run_benchmark(["minilm", "string"], tasks=None)`` validates everything first (task names, data
+folder, every required file, model names), then loads each model in turn, runs the tasks,
+logs the time of each, and optionally writes a JSON report atomically after every task.
+``format_table(result)`` renders the summary as a markdown table (one row per model).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.eval.autofj import AutoFJTask
+from phrasekit.eval.base import Task
+from phrasekit.eval.bird import BirdTask
+from phrasekit.eval.clustering import EntityClusteringTask
+from phrasekit.eval.ppdb import PPDBTask
+from phrasekit.eval.stsb import STSBTask
+from phrasekit.eval.turney import TurneyTask
+from phrasekit.eval.yago import YagoProxyTask
+
+logger = logging.getLogger(__name__)
+
+TASKS: dict[str, Task] = {
+    t.name: t
+    for t in (
+        BirdTask(),
+        TurneyTask(),
+        TurneyTask(with_reversed=True),
+        PPDBTask("ppdb"),
+        PPDBTask("ppdb_filtered"),
+        EntityClusteringTask("conll2003"),
+        EntityClusteringTask("bc5cdr"),
+        AutoFJTask(),
+        YagoProxyTask(),
+        STSBTask(),
+    )
+}
+"""Every benchmark task by name, in table order."""
+
+AVG7: tuple[str, ...] = ("ppdb", "ppdb_filtered", "turney", "bird", "conll2003", "bc5cdr", "autofj")
+"""The seven tasks of PEARL's average (main metrics; NMI for the clustering tasks)."""
+
+CLUSTERING = ("conll2003", "bc5cdr")
+
+_HEADERS = {"conll2003": "conll2003 (NMI)", "bc5cdr": "bc5cdr (NMI)"}
+
+
+def parse_tasks(tasks: str | Sequence[str] | None) -> list[str]:
+    """Task names from a list or a comma-separated string (None/empty -> all, in table order).
+
+    Raises ValueError listing the known tasks when a name is unknown. Duplicates are dropped.
+    """
+    if tasks is None:
+        return list(TASKS)
+    names = tasks.split(",") if isinstance(tasks, str) else list(tasks)
+    names = [n.strip() for n in names if n and n.strip()]
+    if not names:
+        return list(TASKS)
+    unknown = [n for n in names if n not in TASKS]
+    if unknown:
+        raise ValueError(f"unknown task(s) {unknown}; known tasks: {', '.join(TASKS)}")
+    return list(dict.fromkeys(names))
+
+
+def avg7(scores: dict[str, float]) -> float | None:
+    """Mean of the AVG7 main metrics (percent), or None unless all seven are present and finite."""
+    vals = [scores.get(t) for t in AVG7]
+    if any(v is None or not math.isfinite(v) for v in vals):
+        return None
+    return sum(vals) / len(vals)  # type: ignore[arg-type]
+
+
+@dataclass
+class TaskResult:
+    """Metrics (percent) of one task for one model, with the wall time it took."""
+
+    task: str
+    metrics: dict[str, float]
+    seconds: float
+
+    @property
+    def main(self) -> float:
+        """The task's main metric."""
+        return self.metrics[TASKS[self.task].main_metric] if self.task in TASKS else math.nan
+
+
+@dataclass
+class ModelResult:
+    """All task results of one model."""
+
+    model: str
+    dim: int
+    load_seconds: float = 0.0
+    tasks: dict[str, TaskResult] = field(default_factory=dict)
+
+    def main_scores(self) -> dict[str, float]:
+        """Task name -> main metric."""
+        return {name: r.main for name, r in self.tasks.items()}
+
+    def summary(self) -> dict[str, float | None]:
+        """The table row: every task's main metric (None if not run), clustering ACC, avg7."""
+        scores = self.main_scores()
+        row: dict[str, float | None] = {name: scores.get(name) for name in TASKS}
+        for name in CLUSTERING:
+            r = self.tasks.get(name)
+            row[f"{name}_acc"] = r.metrics.get("acc") if r else None
+        row["avg7"] = avg7(scores)
+        return row
+
+    @property
+    def seconds(self) -> float:
+        """Total wall time: loading plus every task."""
+        return self.load_seconds + sum(r.seconds for r in self.tasks.values())
+
+
+@dataclass
+class BenchmarkResult:
+    """The outcome of :func:`run_benchmark`: one :class:`ModelResult` per model, in order."""
+
+    models: list[ModelResult]
+    tasks: list[str]
+    quick: bool
+    data_dir: str
+    num_threads: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (NaN -> None): settings, per-task metrics + seconds, summary."""
+        from phrasekit import __version__
+
+        return _json_safe({
+            "phrasekit_version": __version__,
+            "quick": self.quick,
+            "data_dir": self.data_dir,
+            "num_threads": self.num_threads,
+            "tasks": list(self.tasks),
+            "main_metrics": {t: TASKS[t].main_metric for t in self.tasks},
+            "avg7_tasks": list(AVG7),
+            "models": [
+                {
+                    "model": m.model,
+                    "dim": m.dim,
+                    "load_seconds": round(m.load_seconds, 3),
+                    "seconds": round(m.seconds, 3),
+                    "tasks": {
+                        name: {"metrics": r.metrics, "seconds": round(r.seconds, 3)}
+                        for name, r in m.tasks.items()
+                    },
+                    "summary": m.summary(),
+                }
+                for m in self.models
+            ],
+        })
+
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchmarkResult:
+        """Rebuild a result from :meth:`to_dict` output (e.g. to re-print or merge saved runs)."""
+        models = [
+            ModelResult(
+                model=m["model"], dim=m["dim"], load_seconds=m.get("load_seconds", 0.0),
+                tasks={
+                    name: TaskResult(name, {k: (math.nan if v is None else v)
+                                            for k, v in entry["metrics"].items()},
+                                     entry.get("seconds", 0.0))
+                    for name, entry in m["tasks"].items()
+                },
+            )
+            for m in data["models"]
+        ]
+        return cls(models=models, tasks=list(data["tasks"]), quick=bool(data["quick"]),
+                   data_dir=str(data.get("data_dir", "")), num_threads=data.get("num_threads"))
+
+
+def load_report(*paths: str | Path) -> BenchmarkResult:
+    """Read one or more JSON reports written by :func:`run_benchmark` into one result."""
+    parts = [BenchmarkResult.from_dict(json.loads(Path(p).read_text(encoding="utf-8")))
+             for p in paths]
+    if not parts:
+        raise ValueError("give at least one report path")
+    tasks = list(dict.fromkeys(t for r in parts for t in r.tasks))
+    return BenchmarkResult(
+        models=[m for r in parts for m in r.models], tasks=tasks,
+        quick=any(r.quick for r in parts), data_dir=parts[0].data_dir,
+        num_threads=parts[0].num_threads,
+    )
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def resolve_data_dir(data_dir: str | Path | None) -> Path:
+    """The benchmark data folder: ``data_dir`` if given, else ``settings.data_dir()``.
+
+    Raises FileNotFoundError (naming PHRASEKIT_DATA / PHRASEKIT_SHARED) when it is missing.
+    """
+    from phrasekit.settings import data_dir as default_data_dir
+
+    if data_dir is None:
+        return default_data_dir(required=True)  # type: ignore[return-value]
+    path = Path(data_dir).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"benchmark data folder not found: {path} (set PHRASEKIT_DATA or PHRASEKIT_SHARED, "
+            "or pass an existing folder)"
+        )
+    return path
+
+
+def _check_model(model: str | Path | Encoder) -> None:
+    """Fail fast on a model name that ``phrasekit.load`` would not accept."""
+    if isinstance(model, Encoder):
+        return
+    from phrasekit.models.registry import available_models
+
+    key = str(model)
+    if not key.strip():
+        raise ValueError("model name must be a non-empty string")
+    if key in available_models():
+        return
+    path = Path(key).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        return
+    raise ValueError(
+        f"unknown model {key!r}: known names are {', '.join(available_models())}, "
+        "or give a local model folder"
+    )
+
+
+def _load(model: str | Path | Encoder) -> Encoder:
+    if isinstance(model, Encoder):
+        return model
+    import phrasekit
+
+    return phrasekit.load(model)
+
+
+def run_benchmark(
+    model_names: Sequence[str | Path | Encoder] | str | Encoder,
+    tasks: str | Sequence[str] | None = None,
+    data_dir: str | Path | None = None,
+    quick: bool = False,
+    json_path: str | Path | None = None,
+    show_progress: bool = True,
+    num_threads: int | None = None,
+) -> BenchmarkResult:
+    """Evaluate each model (a registered name, a model folder or an ``Encoder``) on ``tasks``.
+
+    Everything is validated before any model is loaded: unknown task or model names (and a bad
+    ``num_threads`` or ``json_path``) raise ValueError, a missing data folder or file raises
+    FileNotFoundError. With ``json_path`` the
+    report is (re)written atomically after every task, so an interrupted run keeps its results.
+    ``num_threads`` sets torch's intra-op threads for the run (restored afterwards): on a busy
+    2-core machine one thread can be several times faster than two.
+    """
+    if isinstance(model_names, str | Path | Encoder):
+        model_names = [model_names]
+    models = list(model_names)
+    if not models:
+        raise ValueError("give at least one model")
+    names = parse_tasks(tasks)
+    for m in models:
+        _check_model(m)
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    if json_path is not None and Path(json_path).is_dir():
+        raise ValueError(f"json_path {json_path} is a directory; give a file name")
+    root = resolve_data_dir(data_dir)
+    for name in names:
+        TASKS[name].check_data(root)
+
+    result = BenchmarkResult(models=[], tasks=names, quick=quick, data_dir=str(root),
+                             num_threads=num_threads)
+    with torch_threads(num_threads):
+        _run_all(result, models, names, root, quick, json_path, show_progress)
+    if json_path is not None:
+        write_report(result, json_path)
+    return result
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op thread count (no-op for None)."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_all(
+    result: BenchmarkResult,
+    models: list[str | Path | Encoder],
+    names: list[str],
+    root: Path,
+    quick: bool,
+    json_path: str | Path | None,
+    show_progress: bool,
+) -> None:
+    """Load each model in turn and run every task on it, filling ``result`` in place."""
+    bar = tqdm(total=len(models) * len(names), desc="benchmark", unit="task",
+               disable=not show_progress)
+    try:
+        for model in models:
+            t0 = time.perf_counter()
+            encoder = _load(model)
+            load_s = time.perf_counter() - t0
+            logger.info("loaded %s (dim %d) in %.1f s", encoder.name, encoder.dim, load_s)
+            mres = ModelResult(model=encoder.name, dim=encoder.dim, load_seconds=load_s)
+            result.models.append(mres)
+            for name in names:
+                task = TASKS[name]
+                bar.set_description(f"{encoder.name}:{name}")
+                t0 = time.perf_counter()
+                metrics = task.run(encoder, root, quick=quick)
+                secs = time.perf_counter() - t0
+                mres.tasks[name] = TaskResult(name, metrics, secs)
+                logger.info("%s %s: %s=%.2f (%.1f s)", encoder.name, name, task.main_metric,
+                            metrics[task.main_metric], secs)
+                if json_path is not None:
+                    write_report(result, json_path)
+                bar.update(1)
+            logger.info("%s: total %.1f s", encoder.name, mres.seconds)
+    finally:
+        bar.close()
+
+
+def write_report(result: BenchmarkResult, path: str | Path) -> None:
+    """Write ``result.to_dict()`` as JSON, atomically."""
+    from phrasekit.io import write_json
+
+    write_json(path, result.to_dict())
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.1f}"
+
+
+def _markdown(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+
+
+def format_table(result: BenchmarkResult, timings: bool = False) -> str:
+    """Markdown table: one row per model, one column per task (main metric, one decimal).
+
+    Columns: bird, turney, turney10, ppdb, ppdb_filtered, conll2003 (NMI), bc5cdr (NMI),
+    autofj, yago_proxy, stsb, avg7 ('-' for tasks not run; avg7 only when all seven ran).
+    When a clustering task ran, a second table gives its Hungarian ACC; with ``timings`` a
+    third gives the seconds per task.
+    """
+    headers = ["model", *(_HEADERS.get(t, t) for t in TASKS), "avg7"]
+    rows = []
+    for m in result.models:
+        s = m.summary()
+        rows.append([m.model, *(_fmt(s[t]) for t in TASKS), _fmt(s["avg7"])])
+    parts = [_markdown(headers, rows)]
+    if any(t in result.tasks for t in CLUSTERING):
+        acc_rows = [[m.model, *(_fmt(m.summary()[f"{t}_acc"]) for t in CLUSTERING)]
+                    for m in result.models]
+        parts.append(_markdown(["model", *(f"{t} (ACC)" for t in CLUSTERING)], acc_rows))
+    if timings:
+        t_rows = [[m.model, f"{m.load_seconds:.1f}",
+                   *(f"{m.tasks[t].seconds:.1f}" if t in m.tasks else "-" for t in result.tasks),
+                   f"{m.seconds:.1f}"] for m in result.models]
+        parts.append(_markdown(["seconds", "load", *result.tasks, "total"], t_rows))
+    return "\n\n".join(parts)

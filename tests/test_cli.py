@@ -1,0 +1,116 @@
+"""The `phrasekit` command line: commands run end to end, bad input exits with code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_help_lists_commands_with_examples():
+    res = invoke("--help")
+    assert res.exit_code == 0
+    for cmd in ("models", "encode", "eval", "phrases", "topics"):
+        assert cmd in res.output
+    sub = invoke("topics", "--help")
+    assert sub.exit_code == 0 and "Example" in sub.output
+
+
+def test_models_lists_registry():
+    res = invoke("models")
+    assert res.exit_code == 0 and "minilm" in res.output and "glove-50d" in res.output
+
+
+def test_encode_writes_npy(tmp_path):
+    src = tmp_path / "p.txt"
+    src.write_text("heart attack\n\nmyocardial infarction\nprotein folding\n", encoding="utf-8")
+    out = tmp_path / "v.npy"
+    res = invoke("encode", src, "--out", out, "--model", "glove-50d", "--quiet")
+    assert res.exit_code == 0, res.output
+    vecs = np.load(out)
+    assert vecs.shape == (3, 50) and vecs.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("setup", "fragment"),
+    [
+        ("missing", "not found"),
+        ("empty", "no phrases"),
+        ("latin1", "UTF-8"),
+    ],
+)
+def test_encode_bad_input_exit_2(tmp_path, setup, fragment):
+    src = tmp_path / "p.txt"
+    if setup == "empty":
+        src.write_text("\n \n", encoding="utf-8")
+    elif setup == "latin1":
+        src.write_bytes("caf\xe9\n".encode("latin-1"))
+    out = tmp_path / "v.npy"
+    res = invoke("encode", src, "--out", out, "--model", "glove-50d", "--quiet")
+    assert res.exit_code == 2 and fragment in res.output
+    assert not out.exists()
+
+
+def test_unknown_model_exit_2(tmp_path):
+    src = tmp_path / "p.txt"
+    src.write_text("x y\n", encoding="utf-8")
+    res = invoke("encode", src, "--out", tmp_path / "v.npy", "--model", "nope", "--quiet")
+    assert res.exit_code == 2 and "known names" in res.output
+
+
+def test_topics_bad_corpus_exit_2(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1, "text": "ok"}\n{broken\n', encoding="utf-8")
+    res = invoke("topics", bad, "--out", tmp_path / "out", "--quiet")
+    assert res.exit_code == 2 and "malformed JSON" in res.output
+    assert not (tmp_path / "out" / "topics.json").exists()
+
+
+def test_topics_bad_k_range_exit_2(tmp_path):
+    res = invoke("topics", "sample", "--out", tmp_path / "o", "--k-min", "9", "--k-max", "3")
+    assert res.exit_code == 2 and "k-min" in res.output
+
+
+def test_topics_end_to_end(tmp_path):
+    out = tmp_path / "topics"
+    corpus = FIXTURES / "corpus_small.jsonl"
+    res = invoke("topics", corpus, "--out", out, "--model", "glove-50d", "-k", "4",
+                 "--min-df", "2", "--quiet")
+    assert res.exit_code == 0, res.output
+    data = json.loads((out / "topics.json").read_text(encoding="utf-8"))
+    assert len(data["topics"]) == 4
+    assert (out / "topics.md").read_text(encoding="utf-8").count("## ") >= 4
+
+
+def test_phrases_command(tmp_path):
+    out = tmp_path / "phrases.json"
+    res = invoke("phrases", FIXTURES / "corpus_small.jsonl", "--out", out, "--min-df", "2",
+                 "--quiet")
+    assert res.exit_code == 0, res.output
+    assert out.is_file() and out.stat().st_size > 100
+
+
+def test_eval_quick_on_fixtures(tmp_path):
+    js = tmp_path / "eval.json"
+    res = invoke("eval", "--model", "string", "--quick", "--data-dir", FIXTURES / "eval",
+                 "--json", js, "--quiet")
+    assert res.exit_code == 0, res.output
+    assert "string" in res.output and "avg7" in res.output
+    assert js.is_file()
+
+
+def test_eval_unknown_task_exit_2():
+    res = invoke("eval", "--model", "string", "--tasks", "bird,nosuchtask", "--quiet")
+    assert res.exit_code == 2 and "nosuchtask" in res.output
