@@ -105,6 +105,22 @@ def read_tsv(
     return rows
 
 
+def pair_correlations(
+    encoder: Encoder, triples: Sequence[tuple[str, str, float]]
+) -> dict[str, float]:
+    """Pearson and Spearman (percent) between cosine(a, b) and the gold score of each triple."""
+    from scipy.stats import pearsonr, spearmanr
+
+    n = len(triples)
+    emb = embed_unique(encoder, [t[0] for t in triples] + [t[1] for t in triples])
+    cos = rowwise_cosine(emb[:n], emb[n:])
+    gold = [t[2] for t in triples]
+    return {
+        "pearson": percent(pearsonr(cos, gold).statistic),
+        "spearman": percent(spearmanr(cos, gold).statistic),
+    }
+
+
 def percent(x: float) -> float:
     """A fraction or correlation as a percent rounded to 4 decimals (JSON-friendly float)."""
     return round(float(x) * 100.0, 4)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from scipy.stats import pearsonr, spearmanr
-
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import Task, embed_unique, percent, read_tsv, rowwise_cosine
+from phrasekit.eval.base import Task, pair_correlations, read_tsv
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +43,4 @@ class BirdTask(Task):
         triples = load_bird(data_dir)
         if quick:
             triples = triples[:QUICK_N]
-        n = len(triples)
-        emb = embed_unique(encoder, [t[0] for t in triples] + [t[1] for t in triples])
-        cos = rowwise_cosine(emb[:n], emb[n:])
-        gold = [t[2] for t in triples]
-        return {
-            "pearson": percent(pearsonr(cos, gold).statistic),
-            "spearman": percent(spearmanr(cos, gold).statistic),
-        }
+        return pair_correlations(encoder, triples)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from scipy.stats import pearsonr, spearmanr
-
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import Task, embed_unique, percent, read_tsv, rowwise_cosine
+from phrasekit.eval.base import Task, pair_correlations, read_tsv
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +46,4 @@ class STSBTask(Task):
         triples = load_stsb(Path(data_dir) / FILE)
         if quick:
             triples = triples[:QUICK_N]
-        n = len(triples)
-        emb = embed_unique(encoder, [t[0] for t in triples] + [t[1] for t in triples])
-        cos = rowwise_cosine(emb[:n], emb[n:])
-        gold = [t[2] for t in triples]
-        return {
-            "spearman": percent(spearmanr(cos, gold).statistic),
-            "pearson": percent(pearsonr(cos, gold).statistic),
-        }
+        return pair_correlations(encoder, triples)
