@@ -229,20 +229,9 @@ def _check_model(model: str | Path | Encoder) -> None:
     """Fail fast on a model name that ``phrasekit.load`` would not accept."""
     if isinstance(model, Encoder):
         return
-    from phrasekit.models.registry import available_models
+    from phrasekit.models.registry import check_model_name
 
-    key = str(model)
-    if not key.strip():
-        raise ValueError("model name must be a non-empty string")
-    if key in available_models():
-        return
-    path = Path(key).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        return
-    raise ValueError(
-        f"unknown model {key!r}: known names are {', '.join(available_models())}, "
-        "or give a local model folder"
-    )
+    check_model_name(model)
 
 
 def _load(model: str | Path | Encoder) -> Encoder:

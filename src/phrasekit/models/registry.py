@@ -80,6 +80,33 @@ def available_models() -> dict[str, str]:
     return {name: spec.description for name, spec in sorted(_REGISTRY.items())}
 
 
+def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Split ``NAME@PRECISION`` and check that the name is registered or a model folder."""
+    if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
+        raise ValueError(f"model name must be a non-empty string, got {name_or_path!r}")
+    key = str(name_or_path)
+    base, sep, precision = key.rpartition("@")
+    if sep and base in _REGISTRY and "precision" not in kwargs:
+        key, kwargs = base, {**kwargs, "precision": precision}
+    if key in _REGISTRY:
+        return key, kwargs
+    path = Path(key).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        return key, kwargs
+    known = ", ".join(sorted(_REGISTRY))
+    raise ValueError(
+        f"unknown model {key!r}: known names are {known}, or give a local model folder"
+    )
+
+
+def check_model_name(name_or_path: str | Path) -> None:
+    """Raise ``ValueError`` (listing the known names) unless ``load`` would find this model.
+
+    Cheap: nothing is loaded, so callers can validate before long work starts.
+    """
+    _resolve(name_or_path, {})
+
+
 def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     """Build the encoder registered as ``name_or_path``, or load a local model folder.
 
@@ -88,22 +115,12 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     a model name is (CLI ``--model`` included). Raises ``ValueError`` listing the known names
     when nothing matches.
     """
-    if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
-        raise ValueError(f"model name must be a non-empty string, got {name_or_path!r}")
-    key = str(name_or_path)
-    base, sep, precision = key.rpartition("@")
-    if sep and base in _REGISTRY and "precision" not in kwargs:
-        key, kwargs = base, {**kwargs, "precision": precision}
+    key, kwargs = _resolve(name_or_path, kwargs)
     spec = _REGISTRY.get(key)
     if spec is not None:
         return spec.factory(**kwargs)
-    path = Path(key).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        from phrasekit.encoders.transformer import TransformerEncoder
+    from phrasekit.encoders.transformer import TransformerEncoder
 
-        kwargs.setdefault("name", path.name)
-        return TransformerEncoder(path, **kwargs)
-    known = ", ".join(sorted(_REGISTRY))
-    raise ValueError(
-        f"unknown model {key!r}: known names are {known}, or give a local model folder"
-    )
+    path = Path(key).expanduser()
+    kwargs.setdefault("name", path.name)
+    return TransformerEncoder(path, **kwargs)
