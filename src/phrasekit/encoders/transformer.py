@@ -1,7 +1,7 @@
 """Transformer encoder with mean pooling over a packaged (offline) backbone.
 
 Precision modes trade a little accuracy for speed on CPU:
-``fp32`` (default); ``bf16`` (weights and activations in bfloat16, pooled in float32: about 3x
+``fp32`` (default); ``bf16`` (weights and activations in bfloat16, pooled in float32: about 1.8x
 faster where the CPU has AVX512-BF16/AMX, cosine to fp32 above 0.999); ``int8`` (dynamic
 per-channel int8 quantisation of the Linear layers: faster, but it moves vectors noticeably,
 cosine to fp32 around 0.97, so it is not recommended for benchmarks).
