@@ -223,6 +223,42 @@ def topics_cmd(
     _run(body)
 
 
+@app.command("join")
+def join_cmd(
+    left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],
+    right: Annotated[Path, typer.Argument(help="Right CSV whose rows are matched to left rows.")],
+    left_on: Annotated[str, typer.Option(help="Column of the left CSV to match on.")],
+    right_on: Annotated[str, typer.Option(help="Column of the right CSV to match on.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output CSV of matches.")],
+    model: ModelOpt = "minilm",
+    k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
+    threshold: Annotated[float | None, typer.Option(help="Drop candidates under this cosine.")] = None,
+    one_to_one: Annotated[bool, typer.Option(help="Each left and right row in at most one match (greedy by score).")] = False,
+    skip_empty: Annotated[bool, typer.Option(help="Skip rows whose join cell is empty instead of failing.")] = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Fuzzy-join two CSV tables by embedding similarity of one column each.
+
+    Example: phrasekit join left.csv right.csv --left-on title --right-on title --out matches.csv
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.models.registry import check_model_name, load
+        from phrasekit.similarity.join import fuzzy_join, read_column, write_matches
+
+        check_model_name(model)
+        left_vals = read_column(left, left_on, skip_empty=skip_empty)
+        right_vals = read_column(right, right_on, skip_empty=skip_empty)
+        matches = fuzzy_join(left_vals, right_vals, load(model), k=k, threshold=threshold,
+                             one_to_one=one_to_one, show_progress=not quiet)
+        write_matches(out, matches)
+        typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows -> {out}")
+
+    _run(body)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

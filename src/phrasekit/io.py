@@ -15,14 +15,14 @@ from typing import Any
 
 @contextlib.contextmanager
 def atomic_write(
-    path: str | Path, mode: str = "w", encoding: str | None = "utf-8"
+    path: str | Path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = None
 ) -> Iterator[Any]:
     """Open a temp file next to ``path`` and move it into place only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        kwargs = {} if "b" in mode else {"encoding": encoding}
+        kwargs = {} if "b" in mode else {"encoding": encoding, "newline": newline}
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
             fh.flush()
