@@ -72,14 +72,12 @@ def rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def nearest(queries: np.ndarray, candidates: np.ndarray, chunk: int = 2048) -> np.ndarray:
     """Index of the most cosine-similar candidate row for every query row (first on ties).
 
-    Works in chunks of queries so the similarity matrix never exceeds ``chunk`` x n_candidates.
+    Same search as ``phrasekit.similarity.VectorIndex`` (and so as the fuzzy-join API).
     """
-    q = l2_normalize(queries)
-    c = l2_normalize(candidates)
-    out = np.empty(len(q), dtype=np.int64)
-    for start in range(0, len(q), chunk):
-        out[start : start + chunk] = np.argmax(q[start : start + chunk] @ c.T, axis=1)
-    return out
+    from phrasekit.similarity.index import VectorIndex
+
+    index = VectorIndex(l2_normalize(candidates), chunk=chunk)
+    return index.search(l2_normalize(queries), k=1)[1][:, 0]
 
 
 def read_tsv(
