@@ -1,4 +1,5 @@
-"""Exact vector search and the fuzzy join (API and CLI) on real AutoFJ fixture tables."""
+"""Vector search (exact and faiss HNSW, save/load) and the fuzzy join (API and CLI) on real
+fixture data (AutoFJ tables, Turney / YAGO names)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,17 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.encoders import CharNgramEncoder
 from phrasekit.eval.autofj import AutoFJTask
-from phrasekit.similarity import JoinError, VectorIndex, fuzzy_join, read_column
+from phrasekit.similarity import (
+    ANN_THRESHOLD,
+    ANNIndex,
+    JoinError,
+    VectorIndex,
+    build_index,
+    fuzzy_join,
+    load_index,
+    read_column,
+)
+from phrasekit.similarity.index import faiss_threads
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 TABLE = FIXTURES / "autofj" / "Galaxy"
@@ -98,3 +109,149 @@ def test_join_cli(tmp_path):
                                      "rank", "score"}
     bad = CliRunner().invoke(app, [*args[:3], "--left-on", "nope", *args[5:]])
     assert bad.exit_code == 2 and "no column 'nope'" in bad.output
+
+
+# --- ANN index, index factory, persistence -------------------------------------------------
+
+
+def _fixture_names() -> list[str]:
+    """A few hundred distinct real phrases from the eval fixtures (Turney, AutoFJ, YAGO)."""
+    names: list[str] = []
+    for line in (FIXTURES / "turney2012" / "turney.txt").read_text(encoding="utf-8").splitlines():
+        names += [w.strip() for w in line.split("|") if w.strip()]
+    for table in sorted(p for p in (FIXTURES / "autofj").iterdir() if p.is_dir()):
+        names += [v for _, v in read_column(table / "left.csv", "title")]
+    for line in (FIXTURES / "yago_retrieval" / "yago_test_samples.tsv").read_text(
+        encoding="utf-8"
+    ).splitlines():
+        names += line.split("\t")
+    return list(dict.fromkeys(n for n in names if n))
+
+
+@pytest.fixture(scope="module")
+def name_vectors() -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Fixture names, their char-n-gram vectors and vectors of lower-cased, re-ordered queries."""
+    names = _fixture_names()
+    enc = CharNgramEncoder()
+    queries = [" ".join(reversed(n.lower().split())) + "s" for n in names[::2]]
+    return names, enc.encode(names), enc.encode(queries)
+
+
+def test_ann_recall_against_exact_on_real_names(name_vectors):
+    names, vecs, queries = name_vectors
+    assert len(names) > 300
+    exact = build_index(vecs, kind="exact")
+    ann = build_index(vecs, kind="ann", m=16, ef_construction=40, ef_search=32)
+    assert isinstance(exact, VectorIndex) and isinstance(ann, ANNIndex)
+    _, ei = exact.search(queries, k=5)
+    as_, ai = ann.search(queries, k=5, show_progress=False)
+    recall = np.mean([len(set(a) & set(e)) / 5 for a, e in zip(ai, ei, strict=True)])
+    assert recall >= 0.95
+    assert np.all(np.diff(as_, axis=1) <= 1e-6)  # best first
+    # HNSW stores the flat vectors: scores are exact cosines of the returned ids
+    assert np.allclose(as_, np.einsum("qd,qkd->qk", queries, vecs[ai]), atol=1e-5)
+    assert ann.search(queries[:3], k=10_000)[1].shape == (3, len(names))  # k clipped
+
+
+def test_build_index_auto_kind_and_errors(name_vectors):
+    _, vecs, _ = name_vectors
+    assert build_index(vecs, kind="auto", ann_threshold=len(vecs) + 1).kind == "exact"
+    assert build_index(vecs, kind="auto", ann_threshold=len(vecs)).kind == "ann"
+    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=100).kind == "exact"
+    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=10**6).kind == "ann"
+    assert ANN_THRESHOLD > 1000
+    with pytest.raises(ValueError, match="index kind must be one of"):
+        build_index(vecs, kind="hnsw")
+    with pytest.raises(ValueError, match="queries must be"):
+        build_index(vecs, kind="ann").search(np.zeros((1, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="empty"):
+        ANNIndex(vecs.shape[1]).search(vecs[:1])
+
+
+def test_index_add_continues_ids(name_vectors):
+    _, vecs, _ = name_vectors
+    for index in (VectorIndex(vecs[:0]), ANNIndex(vecs.shape[1])):
+        index.add(vecs[:100])
+        index.add(vecs[100:200])
+        assert len(index) == 200
+        assert index.search(vecs[150:151], k=1)[1][0, 0] == 150
+        assert np.allclose(index.reconstruct([3, 150]), vecs[[3, 150]])
+
+
+@pytest.mark.parametrize("kind", ["exact", "ann"])
+def test_index_save_load_round_trip(tmp_path, name_vectors, kind):
+    _, vecs, queries = name_vectors
+    index = build_index(vecs, kind=kind, ef_search=48)
+    index.save(tmp_path / "idx")
+    index.save(tmp_path / "idx")  # replacing an earlier save is fine
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp folders left
+    files = {p.name for p in (tmp_path / "idx").iterdir()}
+    assert files == {"index.json", "vectors.npy" if kind == "exact" else "index.faiss"}
+    back = load_index(tmp_path / "idx")
+    assert back.kind == kind and back.params() == index.params() and len(back) == len(vecs)
+    s1, i1 = index.search(queries, k=3)
+    s2, i2 = back.search(queries, k=3)
+    assert np.array_equal(i1, i2) and np.allclose(s1, s2)
+
+
+def test_index_load_and_save_errors(tmp_path, name_vectors):
+    _, vecs, _ = name_vectors
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_index(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError, match=r"no index\.json"):
+        load_index(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("precious", encoding="utf-8")
+    with pytest.raises(ValueError, match="not replacing"):
+        VectorIndex(vecs).save(other)
+    assert (other / "keep.txt").is_file()
+    build_index(vecs[:50], kind="ann").save(tmp_path / "a")
+    (tmp_path / "a" / "index.faiss").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="cannot read the faiss index"):
+        load_index(tmp_path / "a")
+
+
+def test_faiss_threads_follow_torch():
+    import faiss
+    import torch
+
+    before_torch, before_faiss = torch.get_num_threads(), faiss.omp_get_max_threads()
+    torch.set_num_threads(1)
+    try:
+        with faiss_threads(None):
+            assert faiss.omp_get_max_threads() == 1
+        with faiss_threads(2):
+            assert faiss.omp_get_max_threads() == 2
+    finally:
+        torch.set_num_threads(before_torch)
+    assert faiss.omp_get_max_threads() == before_faiss
+
+
+def test_join_ann_matches_exact_on_fixture_tables():
+    enc = CharNgramEncoder()
+    for table in sorted(p for p in (FIXTURES / "autofj").iterdir() if p.is_dir()):
+        left = read_column(table / "left.csv", "title")
+        right = read_column(table / "right.csv", "title")
+        exact = fuzzy_join(left, right, enc, k=3, index="exact")
+        ann = fuzzy_join(left, right, enc, k=3, index="ann")
+        auto = fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1,
+                          ann_min_queries=1)
+        assert fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1) == exact
+        key = [(m.right_row, m.rank, m.score) for m in exact]  # ties may swap left rows
+        assert [(m.right_row, m.rank, m.score) for m in ann] == key
+        assert [(m.right_row, m.rank, m.score) for m in auto] == key
+    with pytest.raises(ValueError, match="index kind"):
+        fuzzy_join(left, right, enc, index="fast")
+
+
+def test_join_cli_index_option(tmp_path):
+    out = tmp_path / "m.csv"
+    args = ["join", str(TABLE / "left.csv"), str(TABLE / "right.csv"), "--left-on", "title",
+            "--right-on", "title", "--out", str(out), "--model", "string", "--quiet"]
+    res = CliRunner().invoke(app, [*args, "--index", "ann", "--one-to-one"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    assert rows and len({r["left_row"] for r in rows}) == len(rows)
+    bad = CliRunner().invoke(app, [*args, "--index", "fast"])
+    assert bad.exit_code == 2 and "--index must be one of" in bad.output

@@ -1,7 +1,8 @@
 """Fuzzy join: match each row of a right table to its most similar rows of a left table.
 
 Values are embedded with any phrasekit encoder (each distinct string once), every right value
-is searched against all left values by cosine (exact top-k), candidates under ``threshold`` are
+is searched against all left values by cosine (top-k; exact search, or a faiss HNSW index for
+large left tables, see ``similarity.index.build_index``), candidates under ``threshold`` are
 dropped, and ``one_to_one`` optionally keeps each left and right row in at most one match
 (greedy by decreasing score).
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import atomic_write
-from phrasekit.similarity.index import VectorIndex
+from phrasekit.similarity.index import ANN_MIN_QUERIES, ANN_THRESHOLD, build_index, resolve_kind
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ def read_column(path: str | Path, column: str, skip_empty: bool = False) -> list
 
 
 def _embed(encoder: Encoder, values: list[str], show_progress: bool) -> np.ndarray:
+    """Encode each distinct value once and spread the vectors back to every row."""
     uniq, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
     vecs = encoder.encode(uniq.tolist(), show_progress=show_progress)
     return vecs[inverse.reshape(-1)]
@@ -101,11 +103,17 @@ def fuzzy_join(
     threshold: float | None = None,
     one_to_one: bool = False,
     show_progress: bool = False,
+    index: str = "auto",
+    ann_threshold: int = ANN_THRESHOLD,
+    ann_min_queries: int = ANN_MIN_QUERIES,
 ) -> list[Match]:
     """Top-``k`` left candidates for every right value, as ``Match`` rows sorted by right row.
 
     ``threshold`` drops candidates with a lower cosine; ``one_to_one`` keeps, greedily by
-    decreasing score, only pairs whose left and right rows are still unmatched.
+    decreasing score, only pairs whose left and right rows are still unmatched. ``index`` is
+    ``"exact"``, ``"ann"`` (faiss HNSW: approximate candidates, exact scores) or ``"auto"``
+    (ANN from ``ann_threshold`` left rows and ``ann_min_queries`` right rows on: below either,
+    exact search is faster than building the graph).
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -113,13 +121,18 @@ def fuzzy_join(
         raise ValueError(f"threshold is a cosine in [-1, 1], got {threshold}")
     if not left or not right:
         raise ValueError("both tables need at least one value to join")
+    # validate before encoding; a join is a one-off search, so the query count matters too
+    kind = resolve_kind(index, len(left), ann_threshold, n_queries=len(right),
+                        min_queries=ann_min_queries)
     left_vecs = _embed(encoder, [v for _, v in left], show_progress)
     right_vecs = _embed(encoder, [v for _, v in right], show_progress)
-    scores, ids = VectorIndex(left_vecs).search(right_vecs, k=k, show_progress=show_progress)
+    search_index = build_index(left_vecs, kind=kind, show_progress=show_progress)
+    logger.info("searching %d right rows in %s", len(right), search_index.describe())
+    scores, ids = search_index.search(right_vecs, k=k, show_progress=show_progress)
     matches: list[Match] = []
     for i, (r_row, r_val) in enumerate(right):
         for rank, (score, j) in enumerate(zip(scores[i], ids[i], strict=True), start=1):
-            if threshold is not None and score < threshold:
+            if j < 0 or (threshold is not None and score < threshold):
                 break
             l_row, l_val = left[int(j)]
             matches.append(Match(r_row, r_val, l_row, l_val, rank, round(float(score), 6)))

@@ -1,0 +1,448 @@
+"""Entity retrieval: a persisted top-k index over a dictionary of names (entities, aliases).
+
+``EntityIndex.build(names, encoder)`` embeds every distinct name once with any phrasekit encoder
+and indexes the vectors (exact search, or faiss HNSW for large dictionaries, see
+``similarity.index.build_index``); ``query(texts, k)`` returns, per text, the ``k`` best
+``(name, id, score)`` triples by cosine.
+
+Entries are ``(name, id)`` pairs; names are stripped of surrounding whitespace. Duplicates:
+with explicit ids, several names may share an id (aliases of one entity) and one name may carry
+several ids (homonyms) -- all are kept, only repeated identical ``(name, id)`` pairs are dropped.
+Without ids, an entry's id is its 0-based position in the input and a repeated name is dropped
+(the first occurrence, and its position, is kept). Drops are logged.
+
+A saved index is a directory: ``config.json`` (format, model name, encoder name, count, dim,
+index kind and parameters), ``names.jsonl`` (one ``{"name", "id"}`` object per entry, in index
+order), ``vectors.npy`` (float32 (count, dim)) and, for the ANN kind, ``index.faiss``. It is
+written to a temp folder and renamed into place. ``EntityIndex.load`` re-creates the encoder by
+its recorded name (or takes one) and checks it reproduces the stored vector of the first entry.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import atomic_write, write_json
+from phrasekit.similarity.index import (
+    ANN_THRESHOLD,
+    ANNIndex,
+    SearchIndex,
+    VectorIndex,
+    atomic_directory,
+    build_index,
+    resolve_kind,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+TYPE = "phrasekit.EntityIndex"
+CONFIG = "config.json"
+NAMES = "names.jsonl"
+VECTORS = "vectors.npy"
+# A re-created encoder must reproduce the stored first vector to this cosine (bf16 vs fp32
+# encodings of the same model agree to > 0.999; different models are far apart).
+PROBE_MIN_COSINE = 0.99
+
+Hit = tuple[str, str, float]
+
+
+class EntityIndexError(ValueError):
+    """An entity dictionary or saved index that cannot be used: empty, malformed, mismatched."""
+
+
+def read_names(
+    path: str | Path, column: str | None = None, id_column: str | None = None
+) -> tuple[list[str], list[str] | None]:
+    """Names (and ids when ``id_column`` is given) from a dictionary file.
+
+    ``.csv`` / ``.tsv`` files have a header row; ``column`` names the name column (optional when
+    the file has a single column). Any other file is plain text, one name per non-empty line.
+    Errors name the file and line: missing file, bad encoding, malformed CSV, missing column,
+    an empty name or id cell, no names at all.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise EntityIndexError(f"names file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix not in (".csv", ".tsv"):
+            if column is not None or id_column is not None:
+                raise EntityIndexError(
+                    f"{path}: column / id column need a .csv or .tsv file with a header row"
+                )
+            with open(path, encoding="utf-8") as fh:
+                names = [line.strip() for line in fh if line.strip()]
+            if not names:
+                raise EntityIndexError(f"{path}: no names (empty file)")
+            return names, None
+        return _read_table(path, "\t" if suffix == ".tsv" else ",", column, id_column)
+    except UnicodeDecodeError as exc:
+        raise EntityIndexError(f"{path}: not valid UTF-8 ({exc})") from exc
+    except csv.Error as exc:
+        raise EntityIndexError(f"{path}: malformed {suffix[1:].upper()} ({exc})") from exc
+
+
+def _read_table(
+    path: Path, delimiter: str, column: str | None, id_column: str | None
+) -> tuple[list[str], list[str] | None]:
+    """Name and id columns of a delimited file with a header row."""
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter, strict=True)
+        header = next(reader, None)
+        if not header:
+            raise EntityIndexError(f"{path}: empty file (no header row)")
+        header = [h.strip().lstrip("\ufeff") for h in header]
+        if column is None:
+            if len(header) != 1:
+                raise EntityIndexError(
+                    f"{path}: {len(header)} columns {header}; choose the name column (--column)"
+                )
+            column = header[0]
+        for col in (column, id_column):
+            if col is not None and col not in header:
+                raise EntityIndexError(f"{path}: no column {col!r}; columns are {header}")
+        name_col = header.index(column)
+        id_col = header.index(id_column) if id_column is not None else None
+        names: list[str] = []
+        ids: list[str] = []
+        for row in reader:
+            line = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise EntityIndexError(
+                    f"{path}:{line}: {len(row)} fields where the header has {len(header)}"
+                )
+            name = row[name_col].strip()
+            if not name:
+                raise EntityIndexError(f"{path}:{line}: empty {column!r} cell")
+            names.append(name)
+            if id_col is not None:
+                ident = row[id_col].strip()
+                if not ident:
+                    raise EntityIndexError(f"{path}:{line}: empty {id_column!r} cell")
+                ids.append(ident)
+    if not names:
+        raise EntityIndexError(f"{path}: no names in column {column!r}")
+    return names, (ids if id_column is not None else None)
+
+
+def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str], list[str]]:
+    """Validated, stripped, de-duplicated ``(names, ids)`` (see the module docstring)."""
+    if isinstance(names, str):
+        raise TypeError("names must be a list of strings, not a single string")
+    names = list(names)
+    if not names:
+        raise EntityIndexError("the dictionary is empty: give at least one name")
+    if ids is not None:
+        ids = list(ids)
+        if len(ids) != len(names):
+            raise EntityIndexError(f"{len(names)} names but {len(ids)} ids")
+    out_names: list[str] = []
+    out_ids: list[str] = []
+    seen: set[Any] = set()
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            raise TypeError(f"names[{i}] is {type(name).__name__}, not str: {name!r:.60}")
+        name = name.strip()
+        if not name:
+            raise EntityIndexError(f"names[{i}] is empty or whitespace only")
+        ident = str(i) if ids is None else str(ids[i]).strip()
+        if not ident:
+            raise EntityIndexError(f"ids[{i}] is empty")
+        key = name if ids is None else (name, ident)
+        if key in seen:
+            continue
+        seen.add(key)
+        out_names.append(name)
+        out_ids.append(ident)
+    if len(out_names) < len(names):
+        what = "repeated names" if ids is None else "repeated (name, id) pairs"
+        logger.info("dropped %d %s (%d entries kept)", len(names) - len(out_names), what,
+                    len(out_names))
+    return out_names, out_ids
+
+
+def _model_spec(encoder: Encoder | str) -> tuple[Encoder, str]:
+    """The encoder and the name to record for re-loading it (folders as absolute paths)."""
+    from phrasekit.models.registry import load
+
+    if isinstance(encoder, Encoder):
+        return encoder, str(encoder.name)
+    if not isinstance(encoder, str | Path):
+        raise TypeError(f"encoder must be a phrasekit Encoder or a model name, got {encoder!r}")
+    spec = str(encoder)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        spec = str(path.resolve())
+    return load(spec), spec
+
+
+def _is_entity_dir(path: Path) -> bool:
+    """Whether ``path`` holds a saved EntityIndex (so a new save may replace it)."""
+    try:
+        return json.loads((path / CONFIG).read_text(encoding="utf-8")).get("type") == TYPE
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+class EntityIndex:
+    """A searchable dictionary of names: build, query top-k, save, load."""
+
+    def __init__(
+        self,
+        names: list[str],
+        ids: list[str],
+        vectors: np.ndarray,
+        index: SearchIndex,
+        encoder: Encoder,
+        model: str,
+    ) -> None:
+        if not (len(names) == len(ids) == len(vectors) == len(index)):
+            raise EntityIndexError(
+                f"inconsistent index: {len(names)} names, {len(ids)} ids, {len(vectors)} vectors, "
+                f"{len(index)} indexed"
+            )
+        self.names = names
+        self.ids = ids
+        self.vectors = vectors
+        self.index = index
+        self.encoder = encoder
+        self.model = model
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self.index.dim
+
+    @property
+    def kind(self) -> str:
+        """Index kind: ``"exact"`` or ``"ann"``."""
+        return self.index.kind
+
+    def __repr__(self) -> str:
+        return f"EntityIndex({len(self)} names, model={self.model!r}, {self.index.describe()})"
+
+    @classmethod
+    def build(
+        cls,
+        names: Sequence[str],
+        encoder: Encoder | str = "minilm",
+        ids: Sequence[Any] | None = None,
+        index: str = "auto",
+        ann_threshold: int = ANN_THRESHOLD,
+        batch_size: int | None = None,
+        show_progress: bool = False,
+    ) -> EntityIndex:
+        """Embed ``names`` (each distinct string once) and index them.
+
+        ``encoder`` is an Encoder or a model name for ``phrasekit.load`` (recorded either way,
+        for ``load``); ``ids`` optionally gives one id per name (see the module docstring for
+        duplicates); ``index`` is ``"auto"``, ``"exact"`` or ``"ann"``.
+        """
+        names, ids = _entries(names, ids)
+        kind = resolve_kind(index, len(names), ann_threshold)
+        enc, model = _model_spec(encoder)
+        uniq, inverse = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
+        vectors = enc.encode(uniq.tolist(), batch_size=batch_size, show_progress=show_progress)
+        vectors = np.ascontiguousarray(vectors[inverse.reshape(-1)], dtype=np.float32)
+        search_index = build_index(vectors, kind=kind, show_progress=show_progress)
+        logger.info("indexed %d names (%d distinct) with %s: %s", len(names), len(uniq), model,
+                    search_index.describe())
+        return cls(names, ids, vectors, search_index, enc, model)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | Path,
+        encoder: Encoder | str = "minilm",
+        column: str | None = None,
+        id_column: str | None = None,
+        **kwargs: Any,
+    ) -> EntityIndex:
+        """``build`` from a names file (see ``read_names``); extra kwargs go to ``build``."""
+        names, ids = read_names(path, column=column, id_column=id_column)
+        return cls.build(names, encoder, ids=ids, **kwargs)
+
+    def query(
+        self, texts: str | Sequence[str], k: int = 5, show_progress: bool = False
+    ) -> list[list[Hit]]:
+        """The ``k`` best ``(name, id, cosine)`` per text, best first (one list per text)."""
+        if int(k) < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        if isinstance(texts, str):
+            texts = [texts]
+        vecs = self.encoder.encode(list(texts), show_progress=show_progress)
+        if len(vecs) == 0:
+            return []
+        scores, idx = self.index.search(vecs, k=k, show_progress=show_progress)
+        return [
+            [(self.names[j], self.ids[j], float(s)) for s, j in zip(row_s, row_i, strict=True)
+             if j >= 0]
+            for row_s, row_i in zip(scores, idx, strict=True)
+        ]
+
+    def config(self) -> dict[str, Any]:
+        """The ``config.json`` content."""
+        return {
+            "format": FORMAT, "type": TYPE, "model": self.model,
+            "encoder_name": str(self.encoder.name), "count": len(self), "dim": self.dim,
+            "index_kind": self.kind, "index": self.index.params(),
+        }
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the index to ``directory`` atomically (replacing an earlier EntityIndex there)."""
+        directory = Path(directory)
+        with atomic_directory(directory, _is_entity_dir, "a saved EntityIndex") as tmp:
+            with atomic_write(tmp / NAMES) as fh:
+                for name, ident in zip(self.names, self.ids, strict=True):
+                    fh.write(json.dumps({"name": name, "id": ident}, ensure_ascii=False) + "\n")
+            with atomic_write(tmp / VECTORS, "wb") as fh:
+                np.save(fh, self.vectors, allow_pickle=False)
+            if isinstance(self.index, ANNIndex):
+                self.index._write(tmp)
+            write_json(tmp / CONFIG, self.config())
+        logger.info("saved %r to %s", self, directory)
+        return directory
+
+    @classmethod
+    def load(
+        cls,
+        directory: str | Path,
+        encoder: Encoder | str | None = None,
+        check_model: bool = True,
+        num_threads: int | None = None,
+    ) -> EntityIndex:
+        """Read a saved index; the encoder is re-created by its recorded name unless given.
+
+        With ``check_model`` (default) a given encoder must carry the recorded encoder name, and
+        any encoder must reproduce the stored vector of the first entry; otherwise the query
+        vectors would not be comparable with the stored ones.
+        """
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise EntityIndexError(f"entity index directory not found: {directory}")
+        config = _read_config(directory)
+        count, dim = int(config["count"]), int(config["dim"])
+        names, ids = _read_names_file(directory / NAMES, count)
+        vpath = directory / VECTORS
+        if not vpath.is_file():
+            raise EntityIndexError(f"{directory}: {VECTORS} is missing")
+        try:
+            vectors = np.load(vpath, allow_pickle=False)
+        except ValueError as exc:
+            raise EntityIndexError(f"{vpath}: not a plain .npy array ({exc})") from exc
+        if vectors.shape != (count, dim) or vectors.dtype != np.float32:
+            raise EntityIndexError(
+                f"{vpath}: {vectors.dtype} {vectors.shape}, expected float32 ({count}, {dim})"
+            )
+        kind = config.get("index_kind")
+        index: SearchIndex
+        if kind == "exact":
+            index = VectorIndex(vectors)
+        elif kind == "ann":
+            try:
+                index = ANNIndex._read(directory, dict(config.get("index") or {}))
+            except (FileNotFoundError, ValueError) as exc:
+                raise EntityIndexError(str(exc)) from exc
+            index.num_threads = num_threads
+            if len(index) != count or index.dim != dim:
+                raise EntityIndexError(
+                    f"{directory}: index.faiss holds {len(index)}x{index.dim}, config says "
+                    f"{count}x{dim}"
+                )
+        else:
+            raise EntityIndexError(f"{directory / CONFIG}: unknown index_kind {kind!r}")
+        model = str(config["model"])
+        if encoder is None:
+            from phrasekit.models.registry import load
+
+            try:
+                enc = load(model)
+            except ValueError as exc:
+                raise EntityIndexError(
+                    f"{directory} was built with model {model!r}, which phrasekit.load cannot "
+                    f"find ({exc}); pass the encoder explicitly"
+                ) from exc
+        else:
+            enc, _ = _model_spec(encoder)
+            if check_model and str(enc.name) != config.get("encoder_name"):
+                raise EntityIndexError(
+                    f"{directory} was built with encoder {config.get('encoder_name')!r} "
+                    f"(model {model!r}); got {enc.name!r}"
+                )
+        if check_model:
+            _check_encoder(enc, names, vectors, directory, model)
+        return cls(names, ids, vectors, index, enc, model)
+
+
+def _read_config(directory: Path) -> dict[str, Any]:
+    """``config.json`` of a saved EntityIndex, validated."""
+    path = directory / CONFIG
+    if not path.is_file():
+        raise EntityIndexError(f"{directory}: no {CONFIG} (not a saved EntityIndex)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EntityIndexError(f"{path}: malformed JSON ({exc})") from exc
+    if not isinstance(config, dict) or config.get("type") != TYPE:
+        raise EntityIndexError(f"{path}: not an EntityIndex config")
+    if config.get("format") != FORMAT:
+        raise EntityIndexError(f"{path}: unsupported format {config.get('format')!r}")
+    missing = [k for k in ("model", "count", "dim", "index_kind") if k not in config]
+    if missing:
+        raise EntityIndexError(f"{path}: missing keys {missing}")
+    return config
+
+
+def _read_names_file(path: Path, count: int) -> tuple[list[str], list[str]]:
+    """Names and ids of ``names.jsonl``, checked against the recorded count."""
+    if not path.is_file():
+        raise EntityIndexError(f"{path.parent}: {NAMES} is missing")
+    names: list[str] = []
+    ids: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            try:
+                obj = json.loads(line)
+                names.append(str(obj["name"]))
+                ids.append(str(obj["id"]))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise EntityIndexError(f"{path}:{lineno}: malformed entry ({exc})") from exc
+    if len(names) != count:
+        raise EntityIndexError(f"{path}: {len(names)} entries, config says {count}")
+    return names, ids
+
+
+def _check_encoder(
+    enc: Encoder, names: list[str], vectors: np.ndarray, directory: Path, model: str
+) -> None:
+    """Fail unless ``enc`` maps the first name with a non-zero vector to (nearly) that vector."""
+    nonzero = np.flatnonzero(np.linalg.norm(vectors, axis=1) > 0.5)
+    if len(nonzero) == 0:
+        return
+    name, stored = names[int(nonzero[0])], vectors[int(nonzero[0])]
+    vec = enc.encode([name])
+    if vec.shape[1] != stored.shape[0]:
+        raise EntityIndexError(
+            f"{directory} holds {stored.shape[0]}-d vectors from {model!r}; the encoder "
+            f"{enc.name!r} gives {vec.shape[1]}-d"
+        )
+    cos = float(vec[0] @ stored)
+    if cos < PROBE_MIN_COSINE:
+        raise EntityIndexError(
+            f"{directory} was built with {model!r}; the encoder {enc.name!r} does not reproduce "
+            f"its vectors (cosine {cos:.3f} on {name!r}); use the same model or check_model=False"
+        )
