@@ -54,6 +54,18 @@ class TableEncoder(Encoder):
         return np.stack([self.vectors.get(t, self.default) for t in texts])
 
 
+class RecordingEncoder(Encoder):
+    """Wraps an encoder and records every string it is asked to embed."""
+
+    def __init__(self, inner: Encoder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.seen: list[str] = []
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return self.inner.encode(list(texts))
+
+
 @pytest.fixture(scope="module")
 def string_encoder() -> Encoder:
     return CharNgramEncoder()
@@ -334,3 +346,125 @@ def test_quick_benchmark_on_shared_data_with_minilm(shared_data, minilm, tmp_pat
     assert s["turney"] > 40 and s["turney10"] < s["turney"]
     assert all(s[t] is not None for t in TASKS)
     assert json.loads((tmp_path / "quick.json").read_text())["quick"] is True
+
+
+# --- typo robustness (noise) -----------------------------------------------------------------
+
+
+def test_perturb_is_seeded_per_string_and_matches_typo_noise():
+    import random
+
+    from phrasekit.eval.base import NOISE_SEED, TYPO_P, perturb
+    from phrasekit.training.augment import typo_noise
+
+    strings = ["Sagittarius Dwarf Spheroidal Galaxy", "access information", "of",
+               "access information"]
+    noisy = perturb(strings, "typo")
+    assert noisy[0] != strings[0] and noisy[2] == "of"
+    assert noisy[1] == noisy[3]  # same string, same noise: independent of position
+    assert perturb(strings[::-1], "typo") == noisy[::-1]
+    assert perturb(strings, "typo", seed=NOISE_SEED + 1) != noisy
+    expected = typo_noise(strings[0], random.Random(f"{NOISE_SEED}\x00typo\x00{strings[0]}"),
+                          p=TYPO_P)
+    assert noisy[0] == expected
+    assert perturb(strings, None) == strings
+    with pytest.raises(ValueError, match="known noise kinds: typo"):
+        perturb(strings, "blur")
+
+
+def test_noisy_tasks_are_named_and_validated():
+    from phrasekit.eval.bird import BirdTask
+
+    assert BirdTask(noise="typo").name == "bird+typo" and BirdTask().name == "bird"
+    assert AutoFJTask(noise="typo").name == "autofj+typo"
+    assert TASKS["bird"].with_noise("typo").name == "bird+typo"
+    assert TASKS["bird"].name == "bird" and TASKS["bird"].noise is None  # registry untouched
+    with pytest.raises(ValueError, match="does not support noise"):
+        TASKS["turney"].with_noise("typo")
+    with pytest.raises(ValueError, match="unknown noise"):
+        BirdTask(noise="blur")
+
+
+def test_bird_noise_perturbs_term2_only(string_encoder):
+    from phrasekit.eval.bird import BirdTask, load_bird
+
+    triples = load_bird(FIX)
+    enc = RecordingEncoder(string_encoder)
+    BirdTask(noise="typo").run(enc, FIX)
+    seen = set(enc.seen)
+    assert {t[0] for t in triples} <= seen  # term1 clean
+    term2 = {t[1] for t in triples}
+    assert 0 < len(term2 - seen) < len(term2)  # some (not all) term2 perturbed
+    clean = BirdTask().run(string_encoder, FIX)
+    noisy = BirdTask(noise="typo").run(string_encoder, FIX)
+    assert noisy == BirdTask(noise="typo").run(string_encoder, FIX)  # same seed, same strings
+    assert noisy["pearson"] != clean["pearson"]
+
+
+def test_autofj_noise_perturbs_right_titles_only():
+    from phrasekit.eval.autofj import load_table
+
+    enc = TableEncoder({}, default=[1.0, 0.0])  # constant vectors: only what is encoded matters
+    AutoFJTask(noise="typo").run(enc, FIX)
+    seen = set(enc.seen)
+    lefts, rights = set(), set()
+    for folder in table_dirs(FIX):
+        table = load_table(folder)
+        lefts |= set(table.left)
+        rights |= {q[0] for q in table.queries}
+    assert lefts <= seen  # the left "dictionary" stays clean
+    assert rights - lefts - seen  # some right titles were only seen perturbed
+    quick = TableEncoder({}, default=[1.0, 0.0])
+    AutoFJTask(noise="typo").run(quick, FIX, quick=True)
+    assert set(quick.seen) - lefts  # perturbed queries in quick mode too
+    assert set(quick.seen) <= seen  # quick mode perturbs its queries the same way
+
+
+def test_run_benchmark_with_noise(tmp_path):
+    enc = phrasekit.load("string")
+    out = tmp_path / "noisy.json"
+    result = run_benchmark([enc], tasks="bird,autofj", data_dir=FIX, noise="typo",
+                           json_path=out, show_progress=False)
+    assert result.tasks == ["bird+typo", "autofj+typo"] and result.noise == "typo"
+    task_results = result.models[0].tasks
+    assert task_results["bird+typo"].main == task_results["bird+typo"].metrics["pearson"]
+    report = json.loads(out.read_text())
+    assert report["noise"] == "typo"
+    assert report["main_metrics"] == {"bird+typo": "pearson", "autofj+typo": "acc"}
+    table = format_table(result)
+    header = [c.strip() for c in table.splitlines()[0].split("|")[1:-1]]
+    assert header[:3] == ["model", "bird", "bird+typo"]
+    assert header.index("autofj+typo") == header.index("autofj") + 1
+    row = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
+    assert row[1] == "-" and row[2] == f"{task_results['bird+typo'].main:.1f}"
+    assert format_table(load_report(out)) == table  # round-trips
+    # the default tasks with noise are the noise-capable ones
+    again = run_benchmark([enc], data_dir=FIX, noise="typo", show_progress=False)
+    assert again.tasks == ["bird+typo", "autofj+typo"]
+    assert again.models[0].main_scores() == result.models[0].main_scores()  # seeded
+
+
+def test_noise_with_unsupported_task_is_rejected_before_loading(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(phrasekit, "load", boom)
+    with pytest.raises(ValueError, match="tasks with noise support: bird, autofj"):
+        run_benchmark(["minilm"], tasks="bird,turney", data_dir=FIX, noise="typo")
+    with pytest.raises(ValueError, match="unknown noise"):
+        run_benchmark(["minilm"], tasks="bird", data_dir=FIX, noise="blur")
+
+
+def test_cli_eval_noise(tmp_path):
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["eval", "--model", "string", "--tasks", "bird", "--noise", "typo",
+                              "--data-dir", str(FIX), "--quiet", "--no-timings"])
+    assert res.exit_code == 0, res.output
+    assert "bird+typo" in res.output.splitlines()[0]
+    res = runner.invoke(app, ["eval", "--model", "string", "--tasks", "stsb", "--noise", "typo",
+                              "--data-dir", str(FIX), "--quiet"])
+    assert res.exit_code == 2 and "noise support" in res.output

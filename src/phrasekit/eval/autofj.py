@@ -14,6 +14,10 @@ Each table is encoded on its own (left + right titles, each distinct string once
 stays at one table even for the 4096-d ``string`` encoder. Quick mode: the 5 tables with the
 fewest left rows (ties by name), each cut to its first 30 gt rows and, as candidates, the first
 100 left rows plus the gold left titles of those queries (in left-file order).
+
+Typo robustness (``AutoFJTask(noise="typo")``, named ``autofj+typo``): the query side, the
+right-table titles, is perturbed (see :func:`phrasekit.eval.base.perturb`); the left table is
+the clean "dictionary" and the gold titles are compared unchanged.
 """
 
 from __future__ import annotations
@@ -127,6 +131,16 @@ class AutoFJTask(Task):
     main_metric = "acc"
     required = (f"{FOLDER}/",)
     description = "AutoFJ fuzzy join, nearest left title, macro accuracy over tables"
+    supports_noise = True
+
+    def __init__(self, noise: str | None = None) -> None:
+        self._set_noise(noise)
+
+    def noisy_table(self, table: JoinTable) -> JoinTable:
+        """The table with this task's noise on the right titles (left and gold stay clean)."""
+        noisy = self.perturb([q[0] for q in table.queries])
+        queries = [(r, q[1]) for q, r in zip(table.queries, noisy, strict=True)]
+        return JoinTable(table.name, table.left, queries)
 
     def evaluate(self, encoder: Encoder, data_dir: Path, quick: bool = False) -> dict[str, float]:
         """Evaluate table by table, then macro- and micro-average."""
@@ -139,6 +153,8 @@ class AutoFJTask(Task):
             table = load_table(folder)
             if quick:
                 table = quick_subset(table)
+            if self.noise:
+                table = self.noisy_table(table)
             correct, total = join_accuracy(encoder, table)
             if total == 0:
                 logger.warning("autofj %s: no usable gt rows; table skipped", table.name)

@@ -4,12 +4,20 @@ A :class:`Task` reads its files from the benchmark data folder (``phrasekit.sett
 embeds what it needs with any :class:`~phrasekit.encoders.base.Encoder` and returns its metrics
 in percent (``{"acc": 67.3}``). Tasks are stateless, deterministic (fixed seeds) and offer a
 ``quick`` mode: a small fixed subset for smoke tests.
+
+Robustness variants: a task with ``supports_noise`` accepts ``noise="typo"`` (constructor
+argument or :meth:`Task.with_noise`); it then perturbs the query side of its test data with
+:func:`perturb` and is named ``<task>+<noise>`` (e.g. ``bird+typo``). The perturbation of a
+string depends only on the string, the noise kind and the seed, never on the model, the order
+or quick mode, so every model sees the same noisy strings and drops are comparable.
 """
 
 from __future__ import annotations
 
+import copy
 import csv
 import logging
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,6 +32,38 @@ DATA_HINT = (
     "set PHRASEKIT_DATA to the benchmark data folder (or PHRASEKIT_SHARED to the folder that "
     "holds data/), or pass data_dir explicitly"
 )
+
+
+NOISES: tuple[str, ...] = ("typo",)
+"""Known test-side noise kinds: ``typo`` = one random character edit per word w.p. 0.3."""
+
+NOISE_SEED = 13
+"""The fixed seed of the benchmark perturbations."""
+
+TYPO_P = 0.3
+"""Probability that a word of a perturbed string gets one character edit (``typo`` noise)."""
+
+
+def check_noise(noise: str | None) -> None:
+    """Raise ValueError naming the known kinds if ``noise`` is not None or one of NOISES."""
+    if noise is not None and noise not in NOISES:
+        raise ValueError(f"unknown noise {noise!r}; known noise kinds: {', '.join(NOISES)}")
+
+
+def perturb(strings: Sequence[str], noise: str | None, seed: int = NOISE_SEED) -> list[str]:
+    """Each string with test-side noise (unchanged for ``noise=None``), deterministically.
+
+    Every string gets its own ``random.Random`` seeded by (seed, noise, string) (SHA-512
+    seeding, independent of PYTHONHASHSEED), so a string is always perturbed the same way,
+    whichever model, order or subset. ``typo``: :func:`phrasekit.training.augment.typo_noise`
+    with ``p=TYPO_P``.
+    """
+    check_noise(noise)
+    if noise is None:
+        return list(strings)
+    from phrasekit.training.augment import typo_noise
+
+    return [typo_noise(s, random.Random(f"{seed}\x00{noise}\x00{s}"), p=TYPO_P) for s in strings]
 
 
 def require_path(data_dir: Path, relative: str, kind: str = "file") -> Path:
@@ -146,6 +186,32 @@ class Task(ABC):
     main_metric: str = "acc"
     required: tuple[str, ...] = ()
     description: str = ""
+    supports_noise: bool = False
+    noise: str | None = None
+
+    @property
+    def base_name(self) -> str:
+        """The task name without its noise suffix (``bird`` for ``bird+typo``)."""
+        return self.name.split("+", 1)[0]
+
+    def _set_noise(self, noise: str | None) -> None:
+        """Validate ``noise`` and set it with the matching name (``<base>+<noise>``)."""
+        check_noise(noise)
+        if noise is not None and not self.supports_noise:
+            raise ValueError(f"task {self.base_name!r} does not support noise")
+        base = self.base_name
+        self.noise = noise
+        self.name = f"{base}+{noise}" if noise else base
+
+    def with_noise(self, noise: str | None) -> Task:
+        """A copy of this task with test-side ``noise`` (ValueError if unsupported or unknown)."""
+        task = copy.copy(self)
+        task._set_noise(noise)
+        return task
+
+    def perturb(self, strings: Sequence[str]) -> list[str]:
+        """``strings`` with this task's noise (a plain copy when it has none)."""
+        return perturb(strings, self.noise)
 
     def check_data(self, data_dir: Path) -> None:
         """Raise FileNotFoundError if a required file of this task is missing (before any work)."""

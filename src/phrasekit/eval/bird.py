@@ -5,6 +5,12 @@ header line, 3,345 pairs); for every pair embed ``term1`` and ``term2``, score
 cosine(term1, term2) and report the Pearson r (main metric ``pearson``) and the Spearman rho
 (``spearman``) against ``relatedness score`` over all pairs, in percent. PEARL maps the cosine
 to (cos + 1) / 2 first, which changes neither correlation. Quick mode: the first 200 pairs.
+
+Typo robustness (``BirdTask(noise="typo")``, named ``bird+typo``): the second phrase
+(``term2``) of every pair is perturbed (see :func:`phrasekit.eval.base.perturb`); ``term1``
+stays clean, so each pair compares a clean phrase with a possibly misspelt one, as a query
+against a dictionary entry would. term2 is the more varied side (term1 repeats across the
+pairs of one target), so perturbing it gives more distinct noisy strings.
 """
 
 from __future__ import annotations
@@ -37,10 +43,17 @@ class BirdTask(Task):
     main_metric = "pearson"
     required = (FILE,)
     description = "BiRD bigram relatedness, Pearson r of cosine vs score"
+    supports_noise = True
+
+    def __init__(self, noise: str | None = None) -> None:
+        self._set_noise(noise)
 
     def evaluate(self, encoder: Encoder, data_dir: Path, quick: bool = False) -> dict[str, float]:
         """Correlate cosine similarities with the gold scores."""
         triples = load_bird(data_dir)
         if quick:
             triples = triples[:QUICK_N]
+        if self.noise:
+            noisy = self.perturb([t[1] for t in triples])
+            triples = [(a, b, score) for (a, _, score), b in zip(triples, noisy, strict=True)]
         return pair_correlations(encoder, triples)

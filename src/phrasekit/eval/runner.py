@@ -4,6 +4,11 @@
 folder, every required file, model names), then loads each model in turn, runs the tasks,
 logs the time of each, and optionally writes a JSON report atomically after every task.
 ``format_table(result)`` renders the summary as a markdown table (one row per model).
+
+Typo robustness: ``run_benchmark(..., noise="typo")`` runs the noise-capable tasks (bird,
+autofj) on test data with seeded character noise, as tasks named ``bird+typo`` and
+``autofj+typo`` (their own table columns). With ``tasks=None`` it runs all noise-capable tasks;
+naming another task together with a noise is a ValueError that lists the supported ones.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.autofj import AutoFJTask
-from phrasekit.eval.base import Task
+from phrasekit.eval.base import Task, check_noise
 from phrasekit.eval.bird import BirdTask
 from phrasekit.eval.clustering import EntityClusteringTask
 from phrasekit.eval.ppdb import PPDBTask
@@ -52,6 +57,9 @@ TASKS: dict[str, Task] = {
 AVG7: tuple[str, ...] = ("ppdb", "ppdb_filtered", "turney", "bird", "conll2003", "bc5cdr", "autofj")
 """The seven tasks of PEARL's average (main metrics; NMI for the clustering tasks)."""
 
+NOISE_TASKS: tuple[str, ...] = tuple(n for n, t in TASKS.items() if t.supports_noise)
+"""The tasks that accept test-side noise (``run_benchmark(noise=...)``)."""
+
 CLUSTERING = ("conll2003", "bc5cdr")
 
 _HEADERS = {"conll2003": "conll2003 (NMI)", "bc5cdr": "bc5cdr (NMI)"}
@@ -74,6 +82,31 @@ def parse_tasks(tasks: str | Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def main_metric_of(task: str) -> str | None:
+    """The main metric of a task name, noisy variants included (``bird+typo`` -> ``pearson``)."""
+    base = TASKS.get(task.split("+", 1)[0])
+    return base.main_metric if base is not None else None
+
+
+def resolve_tasks(tasks: str | Sequence[str] | None, noise: str | None = None) -> list[Task]:
+    """The task objects to run: :func:`parse_tasks`, each with ``noise`` if one is given.
+
+    With a noise, ``tasks=None`` (or empty) means every noise-capable task; naming a task that
+    does not support noise raises ValueError listing the ones that do.
+    """
+    check_noise(noise)
+    if noise is None:
+        return [TASKS[n] for n in parse_tasks(tasks)]
+    empty = tasks is None or not [t for t in (tasks.split(",") if isinstance(tasks, str)
+                                              else tasks) if t and t.strip()]
+    names = list(NOISE_TASKS) if empty else parse_tasks(tasks)
+    unsupported = [n for n in names if n not in NOISE_TASKS]
+    if unsupported:
+        raise ValueError(f"noise {noise!r} is not supported by task(s) {unsupported}; "
+                         f"tasks with noise support: {', '.join(NOISE_TASKS)}")
+    return [TASKS[n].with_noise(noise) for n in names]
+
+
 def avg7(scores: dict[str, float]) -> float | None:
     """Mean of the AVG7 main metrics (percent), or None unless all seven are present and finite."""
     vals = [scores.get(t) for t in AVG7]
@@ -93,7 +126,8 @@ class TaskResult:
     @property
     def main(self) -> float:
         """The task's main metric."""
-        return self.metrics[TASKS[self.task].main_metric] if self.task in TASKS else math.nan
+        metric = main_metric_of(self.task)
+        return self.metrics.get(metric, math.nan) if metric else math.nan
 
 
 @dataclass
@@ -110,9 +144,14 @@ class ModelResult:
         return {name: r.main for name, r in self.tasks.items()}
 
     def summary(self) -> dict[str, float | None]:
-        """The table row: every task's main metric (None if not run), clustering ACC, avg7."""
+        """The table row: every task's main metric (None if not run), clustering ACC, avg7.
+
+        Noisy variants (``bird+typo``) that ran are added after the clean tasks; avg7 uses the
+        clean tasks only.
+        """
         scores = self.main_scores()
         row: dict[str, float | None] = {name: scores.get(name) for name in TASKS}
+        row.update({name: v for name, v in scores.items() if name not in TASKS})
         for name in CLUSTERING:
             r = self.tasks.get(name)
             row[f"{name}_acc"] = r.metrics.get("acc") if r else None
@@ -134,6 +173,7 @@ class BenchmarkResult:
     quick: bool
     data_dir: str
     num_threads: int | None = None
+    noise: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN -> None): settings, per-task metrics + seconds, summary."""
@@ -144,8 +184,9 @@ class BenchmarkResult:
             "quick": self.quick,
             "data_dir": self.data_dir,
             "num_threads": self.num_threads,
+            "noise": self.noise,
             "tasks": list(self.tasks),
-            "main_metrics": {t: TASKS[t].main_metric for t in self.tasks},
+            "main_metrics": {t: main_metric_of(t) for t in self.tasks},
             "avg7_tasks": list(AVG7),
             "models": [
                 {
@@ -180,7 +221,8 @@ class BenchmarkResult:
             for m in data["models"]
         ]
         return cls(models=models, tasks=list(data["tasks"]), quick=bool(data["quick"]),
-                   data_dir=str(data.get("data_dir", "")), num_threads=data.get("num_threads"))
+                   data_dir=str(data.get("data_dir", "")), num_threads=data.get("num_threads"),
+                   noise=data.get("noise"))
 
 
 def load_report(*paths: str | Path) -> BenchmarkResult:
@@ -193,7 +235,7 @@ def load_report(*paths: str | Path) -> BenchmarkResult:
     return BenchmarkResult(
         models=[m for r in parts for m in r.models], tasks=tasks,
         quick=any(r.quick for r in parts), data_dir=parts[0].data_dir,
-        num_threads=parts[0].num_threads,
+        num_threads=parts[0].num_threads, noise=next((r.noise for r in parts if r.noise), None),
     )
 
 
@@ -250,6 +292,7 @@ def run_benchmark(
     json_path: str | Path | None = None,
     show_progress: bool = True,
     num_threads: int | None = None,
+    noise: str | None = None,
 ) -> BenchmarkResult:
     """Evaluate each model (a registered name, a model folder or an ``Encoder``) on ``tasks``.
 
@@ -259,13 +302,15 @@ def run_benchmark(
     report is (re)written atomically after every task, so an interrupted run keeps its results.
     ``num_threads`` sets torch's intra-op threads for the run (restored afterwards): on a busy
     2-core machine one thread can be several times faster than two.
+    ``noise`` (e.g. ``"typo"``) runs the noise-capable tasks on perturbed test data instead
+    (see :func:`resolve_tasks`); the same seed gives every model the same noisy strings.
     """
     if isinstance(model_names, str | Path | Encoder):
         model_names = [model_names]
     models = list(model_names)
     if not models:
         raise ValueError("give at least one model")
-    names = parse_tasks(tasks)
+    task_objs = resolve_tasks(tasks, noise)
     for m in models:
         _check_model(m)
     if num_threads is not None and num_threads < 1:
@@ -273,13 +318,13 @@ def run_benchmark(
     if json_path is not None and Path(json_path).is_dir():
         raise ValueError(f"json_path {json_path} is a directory; give a file name")
     root = resolve_data_dir(data_dir)
-    for name in names:
-        TASKS[name].check_data(root)
+    for task in task_objs:
+        task.check_data(root)
 
-    result = BenchmarkResult(models=[], tasks=names, quick=quick, data_dir=str(root),
-                             num_threads=num_threads)
+    result = BenchmarkResult(models=[], tasks=[t.name for t in task_objs], quick=quick,
+                             data_dir=str(root), num_threads=num_threads, noise=noise)
     with torch_threads(num_threads):
-        _run_all(result, models, names, root, quick, json_path, show_progress)
+        _run_all(result, models, task_objs, root, quick, json_path, show_progress)
     if json_path is not None:
         write_report(result, json_path)
     return result
@@ -304,14 +349,14 @@ def torch_threads(n: int | None) -> Iterator[None]:
 def _run_all(
     result: BenchmarkResult,
     models: list[str | Path | Encoder],
-    names: list[str],
+    task_objs: list[Task],
     root: Path,
     quick: bool,
     json_path: str | Path | None,
     show_progress: bool,
 ) -> None:
     """Load each model in turn and run every task on it, filling ``result`` in place."""
-    bar = tqdm(total=len(models) * len(names), desc="benchmark", unit="task",
+    bar = tqdm(total=len(models) * len(task_objs), desc="benchmark", unit="task",
                disable=not show_progress)
     try:
         for model in models:
@@ -321,8 +366,8 @@ def _run_all(
             logger.info("loaded %s (dim %d) in %.1f s", encoder.name, encoder.dim, load_s)
             mres = ModelResult(model=encoder.name, dim=encoder.dim, load_seconds=load_s)
             result.models.append(mres)
-            for name in names:
-                task = TASKS[name]
+            for task in task_objs:
+                name = task.name
                 bar.set_description(f"{encoder.name}:{name}")
                 t0 = time.perf_counter()
                 metrics = task.run(encoder, root, quick=quick)
@@ -358,19 +403,31 @@ def _markdown(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), sep, *(line(r) for r in rows)])
 
 
+def _columns(result: BenchmarkResult) -> list[str]:
+    """Every clean task in table order, each followed by its noisy variants that ran."""
+    ran = list(dict.fromkeys([*result.tasks, *(t for m in result.models for t in m.tasks)]))
+    cols: list[str] = []
+    for name in TASKS:
+        cols.append(name)
+        cols.extend(t for t in ran if t not in TASKS and t.split("+", 1)[0] == name)
+    return cols
+
+
 def format_table(result: BenchmarkResult, timings: bool = False) -> str:
     """Markdown table: one row per model, one column per task (main metric, one decimal).
 
     Columns: bird, turney, turney10, ppdb, ppdb_filtered, conll2003 (NMI), bc5cdr (NMI),
     autofj, yago_proxy, stsb, avg7 ('-' for tasks not run; avg7 only when all seven ran).
+    A noisy variant that ran (``bird+typo``) gets its column right after its clean task.
     When a clustering task ran, a second table gives its Hungarian ACC; with ``timings`` a
     third gives the seconds per task.
     """
-    headers = ["model", *(_HEADERS.get(t, t) for t in TASKS), "avg7"]
+    columns = _columns(result)
+    headers = ["model", *(_HEADERS.get(t, t) for t in columns), "avg7"]
     rows = []
     for m in result.models:
         s = m.summary()
-        rows.append([m.model, *(_fmt(s[t]) for t in TASKS), _fmt(s["avg7"])])
+        rows.append([m.model, *(_fmt(s.get(t)) for t in columns), _fmt(s["avg7"])])
     parts = [_markdown(headers, rows)]
     if any(t in result.tasks for t in CLUSTERING):
         acc_rows = [[m.model, *(_fmt(m.summary()[f"{t}_acc"]) for t in CLUSTERING)]

@@ -1,0 +1,1 @@
+"""PEARL-style contrastive fine-tuning: data augmentation, losses, checkpoints and trainer."""
