@@ -124,12 +124,14 @@ def eval_cmd(
     data_dir: Annotated[Path | None, typer.Option(help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads for the run (default: torch's own).")] = None,
     timings: Annotated[bool, typer.Option(help="Also print seconds per task.")] = True,
+    noise: Annotated[str | None, typer.Option(help="Test-side noise for robustness: `typo` (seeded; bird and autofj only, the default tasks then).")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Run the phrase benchmark and print one table (rows: models, columns: tasks, avg7).
 
     Example: phrasekit eval --model minilm --model minilm@bf16 --json runs/eval.json
+    Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
     """
     _setup_logging(quiet, verbose)
 
@@ -139,7 +141,7 @@ def eval_cmd(
         task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
         result = run_benchmark(model, tasks=task_list, data_dir=data_dir, quick=quick,
                                json_path=json_out, show_progress=not quiet,
-                               num_threads=threads)
+                               num_threads=threads, noise=noise)
         typer.echo(format_table(result, timings=timings))
 
     _run(body)
@@ -223,6 +225,78 @@ def topics_cmd(
     _run(body)
 
 
+train_app = typer.Typer(help="Train phrasekit's models (CPU, resumable).", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+@train_app.command("pearl-data")
+def train_pearl_data_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the PEARL training dataset.")],
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives."""
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.training.pearl_data import build_pearl_dataset
+
+        report = build_pearl_dataset(out, shared_dir=shared, show_progress=not quiet)
+        typer.echo(f"PEARL dataset -> {out} ({report.get('n_phrases', '?')} phrases)")
+
+    _run(body)
+
+
+@train_app.command("pearl")
+def train_pearl_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json, model/.")],
+    data: Annotated[Path | None, typer.Option(help="Dataset from `train pearl-data` (default: OUT/data, built if missing).")] = None,
+    max_steps: Annotated[int, typer.Option(help="Training steps.")] = 2000,
+    max_minutes: Annotated[float | None, typer.Option(help="Stop (and checkpoint) after this many minutes.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Anchors per step.")] = 64,
+    hard_negatives: Annotated[int, typer.Option(help="Mined hard negatives per anchor.")] = 2,
+    lr: Annotated[float, typer.Option(help="Backbone learning rate (Adam).")] = 3e-5,
+    char_encoder: Annotated[bool, typer.Option(help="Use the character CNN.")] = True,
+    type_loss: Annotated[bool, typer.Option(help="Phrase-type classification loss.")] = True,
+    char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
+    token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
+    phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,
+    alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient (default: chosen on dev splits).")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Train PEARL (resumes from OUT/checkpoint.safetensors when present); model in OUT/model.
+
+    Example: phrasekit train pearl --out runs/pearl   (the shipped pearl-minilm recipe)
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.settings import shared_dir
+        from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+        from phrasekit.training.pearl_data import build_pearl_dataset
+
+        root = Path(shared) if shared else shared_dir()
+        data_dir = data or out / "data"
+        if data is None and not (data_dir / "phrases.jsonl.gz").is_file():
+            build_pearl_dataset(data_dir, shared_dir=root, show_progress=not quiet)
+        cfg = PearlTrainingConfig(
+            data_dir=str(data_dir), out_dir=str(out), max_steps=max_steps,
+            max_minutes=max_minutes, batch_size=batch_size, hard_negatives=hard_negatives,
+            lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
+            token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, seed=seed,
+            num_threads=threads, dev_data_dir=str(root / "data"), show_progress=not quiet)
+        report = train_pearl(cfg)
+        typer.echo(f"PEARL: {report['steps']} steps in {report['train_minutes']} min, "
+                   f"alpha {report['alpha']}, {report['model_mb']} MB -> {report['model_dir']}")
+
+    _run(body)
+
+
 @app.command("join")
 def join_cmd(
     left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],
@@ -235,6 +309,7 @@ def join_cmd(
     threshold: Annotated[float | None, typer.Option(help="Drop candidates under this cosine.")] = None,
     one_to_one: Annotated[bool, typer.Option(help="Each left and right row in at most one match (greedy by score).")] = False,
     skip_empty: Annotated[bool, typer.Option(help="Skip rows whose join cell is empty instead of failing.")] = False,
+    index: Annotated[str, typer.Option(help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right rows).")] = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -246,15 +321,106 @@ def join_cmd(
 
     def body() -> None:
         from phrasekit.models.registry import check_model_name, load
+        from phrasekit.similarity.index import INDEX_KINDS
         from phrasekit.similarity.join import fuzzy_join, read_column, write_matches
 
         check_model_name(model)
+        if index not in INDEX_KINDS:
+            raise BadInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, got {index!r}")
         left_vals = read_column(left, left_on, skip_empty=skip_empty)
         right_vals = read_column(right, right_on, skip_empty=skip_empty)
         matches = fuzzy_join(left_vals, right_vals, load(model), k=k, threshold=threshold,
-                             one_to_one=one_to_one, show_progress=not quiet)
+                             one_to_one=one_to_one, show_progress=not quiet, index=index)
         write_matches(out, matches)
         typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows -> {out}")
+
+    _run(body)
+
+
+index_app = typer.Typer(help="Entity retrieval: a persisted top-k index over a dictionary of names.",
+                        no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("build")
+def index_build_cmd(
+    names_file: Annotated[Path, typer.Argument(help="Names: .txt (one per line) or .csv/.tsv with a header row.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (replaced if it holds an earlier index).")],
+    model: ModelOpt = "minilm",
+    column: Annotated[str | None, typer.Option(help="Name column of a .csv/.tsv (optional for one column).")] = None,
+    id_column: Annotated[str | None, typer.Option(help="Id column of a .csv/.tsv (default: row number).")] = None,
+    index: Annotated[str, typer.Option(help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 names).")] = "auto",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Embed a dictionary of names and save a searchable index folder.
+
+    Example: phrasekit index build entities.csv --column name --id-column id --out runs/entities
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.models.registry import check_model_name
+        from phrasekit.similarity.index import INDEX_KINDS
+        from phrasekit.similarity.retrieval import EntityIndex, read_names
+
+        check_model_name(model)
+        if index not in INDEX_KINDS:
+            raise BadInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, got {index!r}")
+        names, ids = read_names(names_file, column=column, id_column=id_column)
+        ent = EntityIndex.build(names, model, ids=ids, index=index, show_progress=not quiet)
+        ent.save(out)
+        typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}) -> {out}")
+
+    _run(body)
+
+
+@index_app.command("query")
+def index_query_cmd(
+    directory: Annotated[Path, typer.Argument(help="Folder written by `phrasekit index build`.")],
+    texts: Annotated[list[str] | None, typer.Argument(help="Query texts.")] = None,
+    k: Annotated[int, typer.Option("-k", help="Results per query.")] = 5,
+    queries: Annotated[Path | None, typer.Option(help="Queries file: .txt (one per line) or .csv/.tsv (with --column).")] = None,
+    column: Annotated[str | None, typer.Option(help="Query column of a .csv/.tsv queries file.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) instead of printing.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Top-k names for each query text (tab-separated on stdout, or CSV with --out).
+
+    Example: phrasekit index query runs/entities "new york city" "NYC" -k 3
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        import csv
+
+        from phrasekit.io import atomic_write
+        from phrasekit.similarity.retrieval import EntityIndex, read_names
+
+        if k < 1:
+            raise BadInputError(f"-k must be at least 1, got {k}")
+        items = list(texts or [])
+        if queries is not None:
+            items += read_names(queries, column=column)[0]
+        if not items:
+            raise BadInputError("give query texts or --queries FILE")
+        ent = EntityIndex.load(directory)
+        results = ent.query(items, k=k, show_progress=not quiet)
+        rows = [(i, q, rank, name, ident, f"{score:.6f}")
+                for i, (q, hits) in enumerate(zip(items, results, strict=True))
+                for rank, (name, ident, score) in enumerate(hits, start=1)]
+        header = ("query_row", "query", "rank", "name", "id", "score")
+        if out is None:
+            typer.echo("\t".join(header[1:]))
+            for row in rows:
+                typer.echo("\t".join(str(x) for x in row[1:]))
+            return
+        with atomic_write(out, newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            writer.writerows(rows)
+        typer.echo(f"{len(rows)} results for {len(items)} queries -> {out}")
 
     _run(body)
 

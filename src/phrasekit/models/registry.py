@@ -75,6 +75,28 @@ def _string(**kwargs: Any) -> Encoder:
     return CharNgramEncoder(**kwargs)
 
 
+PEARL_MINILM = "pearl-minilm"
+
+
+def packaged_model_dir(name: str) -> Path:
+    """Folder of a phrasekit-trained model shipped in the package (``phrasekit/data/models``)."""
+    return Path(__file__).resolve().parent.parent / "data" / "models" / name
+
+
+@register(PEARL_MINILM, "PEARL phrase encoder trained by phrasekit on all-MiniLM-L6-v2 + char CNN")
+def _pearl_minilm(**kwargs: Any) -> Encoder:
+    from phrasekit.encoders.pearl import PearlEncoder
+
+    path = packaged_model_dir(PEARL_MINILM)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"the packaged {PEARL_MINILM} weights are missing from {path}; "
+                                "reinstall phrasekit or train one with `phrasekit train pearl`")
+    precision = kwargs.pop("precision", "fp32")
+    if precision != "fp32":
+        raise ValueError(f"{PEARL_MINILM} supports precision fp32 only, got {precision!r}")
+    return PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
+
+
 def available_models() -> dict[str, str]:
     """Registered model names with their descriptions."""
     return {name: spec.description for name, spec in sorted(_REGISTRY.items())}
@@ -119,8 +141,11 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     spec = _REGISTRY.get(key)
     if spec is not None:
         return spec.factory(**kwargs)
+    from phrasekit.encoders.pearl import PearlEncoder, is_pearl_folder
     from phrasekit.encoders.transformer import TransformerEncoder
 
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
+    if is_pearl_folder(path):
+        return PearlEncoder.from_pretrained(path, **kwargs)
     return TransformerEncoder(path, **kwargs)

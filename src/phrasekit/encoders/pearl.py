@@ -1,0 +1,291 @@
+"""PEARL phrase encoder: transformer phrase vector + character CNN, projected and normalised.
+
+``PearlModel`` is the trainable torch module: mean-pooled backbone vector ``p`` and byte-CNN
+vector ``c`` are concatenated, a linear projection maps ``[p; c]`` back to the backbone's size
+(initialised to ``[I, 0]``, so an untrained model equals its backbone exactly), and a softmax
+head on ``[p; c]`` predicts the phrase type (lexical class x entity type, PEARL's auxiliary
+task). ``PearlEncoder`` wraps it in phrasekit's encoder contract.
+
+On disk (``save_pretrained``): ``config.json`` + ``model.safetensors`` holding the backbone as
+float16 *differences* from the packaged backbone (unchanged tensors, e.g. the frozen word
+embeddings, are not stored) and the small new modules in float32. Loading rebuilds the packaged
+backbone and adds the differences, so a trained model costs ~20 MB instead of ~90 MB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.char import CharCNN, CharCNNConfig, bytes_batch
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "phrasekit-pearl"
+FORMAT_VERSION = 1
+WEIGHTS = "model.safetensors"
+DELTA_PREFIX = "backbone_delta."
+
+
+def backbone_path(name: str) -> Path:
+    """Local folder of a packaged backbone by registry name (only ``minilm`` for now)."""
+    if name != "minilm":
+        raise ValueError(f"unsupported PEARL backbone {name!r}; supported: minilm")
+    from phrasekit.models.registry import minilm_path
+
+    return minilm_path()
+
+
+@dataclass
+class PearlConfig:
+    """Everything needed to rebuild a ``PearlModel`` (saved as JSON)."""
+
+    backbone: str = "minilm"
+    max_seq_length: int = 32
+    use_char: bool = True
+    char: CharCNNConfig = field(default_factory=CharCNNConfig)
+    types: list[str] = field(default_factory=list)
+    type_loss: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {
+            "backbone": self.backbone, "max_seq_length": self.max_seq_length,
+            "use_char": self.use_char, "char": self.char.to_dict(), "types": list(self.types),
+            "type_loss": self.type_loss, "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PearlConfig:
+        """Inverse of ``to_dict``; unknown keys are an error (a newer format)."""
+        d = dict(d)
+        char = CharCNNConfig.from_dict(d.pop("char", {}))
+        known = {"backbone", "max_seq_length", "use_char", "types", "type_loss", "extra"}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown PEARL config keys {sorted(unknown)}")
+        return cls(char=char, **d)
+
+
+class PearlModel(nn.Module):
+    """Backbone + char CNN + projection + type head (see module docstring)."""
+
+    def __init__(self, config: PearlConfig, backbone: nn.Module | None = None,
+                 tokenizer: Any = None) -> None:
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+
+        self.config = config
+        path = backbone_path(config.backbone)
+        self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(path))
+        self.backbone = backbone or AutoModel.from_pretrained(str(path))
+        hidden = int(self.backbone.config.hidden_size)
+        self.dim = hidden
+        self.char = CharCNN(config.char) if config.use_char else None
+        in_dim = hidden + (config.char.out_dim if config.use_char else 0)
+        self.proj = nn.Linear(in_dim, hidden)
+        with torch.no_grad():
+            self.proj.weight.zero_()
+            self.proj.weight[:, :hidden] = torch.eye(hidden)
+            self.proj.bias.zero_()
+        self.head = nn.Linear(in_dim, len(config.types)) if config.types else None
+
+    def features(self, texts: Sequence[str]) -> torch.Tensor:
+        """Concatenated [mean-pooled backbone vector; char vector] (batch, in_dim)."""
+        device = self.proj.weight.device
+        batch = self.tokenizer(list(texts), padding=True, truncation=True,
+                               max_length=self.config.max_seq_length, return_tensors="pt")
+        batch = {k: v.to(device) for k, v in batch.items()}
+        hidden = self.backbone(**batch).last_hidden_state
+        m = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+        if self.char is None:
+            return pooled.float()
+        ids = bytes_batch(texts, self.config.char.max_chars).to(device)
+        return torch.cat([pooled.float(), self.char(ids).float()], dim=1)
+
+    def forward(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(L2-normalised embeddings (batch, dim), type logits or None)."""
+        feats = self.features(texts)
+        emb = nn.functional.normalize(self.proj(feats), dim=-1)
+        logits = self.head(feats) if self.head is not None else None
+        return emb, logits
+
+    # ---- persistence -------------------------------------------------------------------------
+
+    def save_pretrained(self, out_dir: str | Path, extra_config: dict[str, Any] | None = None
+                        ) -> Path:
+        """Write config.json + model.safetensors (backbone as fp16 deltas) atomically."""
+        from safetensors.torch import save
+
+        from phrasekit.io import atomic_write, write_json
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        base = _packaged_backbone_state(self.config.backbone)
+        tensors: dict[str, torch.Tensor] = {}
+        skipped = 0
+        for name, value in self.backbone.state_dict().items():
+            delta = value.detach().float() - base[name].float()
+            if not torch.any(delta):
+                skipped += 1
+                continue
+            tensors[DELTA_PREFIX + name] = delta.half().contiguous()
+        for prefix, module in (("char.", self.char), ("proj.", self.proj), ("head.", self.head)):
+            if module is not None:
+                for name, value in module.state_dict().items():
+                    tensors[prefix + name] = value.detach().float().contiguous()
+        logger.info("saving PEARL model: %d backbone deltas, %d unchanged tensors skipped",
+                    sum(k.startswith(DELTA_PREFIX) for k in tensors), skipped)
+        with atomic_write(out / WEIGHTS, mode="wb") as fh:
+            fh.write(save(tensors, metadata={"format": FORMAT}))
+        config = {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "backbone_sha256": _backbone_fingerprint(self.config.backbone),
+            "pearl": self.config.to_dict(), **(extra_config or {}),
+        }
+        write_json(out / "config.json", config)
+        return out
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> PearlModel:
+        """Rebuild from ``save_pretrained`` output (packaged backbone + stored deltas)."""
+        from safetensors.torch import load_file
+
+        path = Path(path)
+        config = read_pearl_config(path)
+        model = cls(PearlConfig.from_dict(config["pearl"]))
+        expected = config.get("backbone_sha256")
+        if expected and expected != _backbone_fingerprint(model.config.backbone):
+            raise ValueError(f"{path}: trained on a different {model.config.backbone} backbone "
+                             "than the one installed (weights fingerprint differs)")
+        tensors = load_file(str(path / WEIGHTS))
+        state = model.backbone.state_dict()
+        with torch.no_grad():
+            for key, value in tensors.items():
+                if key.startswith(DELTA_PREFIX):
+                    name = key[len(DELTA_PREFIX):]
+                    if name not in state:
+                        raise ValueError(f"{path}: unknown backbone tensor {name!r}")
+                    state[name].add_(value.float())
+        for prefix, module in (("char.", model.char), ("proj.", model.proj), ("head.", model.head)):
+            if module is None:
+                continue
+            sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+            module.load_state_dict(sub)
+        model.eval()
+        return model
+
+
+def read_pearl_config(path: str | Path) -> dict[str, Any]:
+    """Parse and check a PEARL model folder's config.json."""
+    path = Path(path)
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file() or not (path / WEIGHTS).is_file():
+        raise FileNotFoundError(f"{path} is not a PEARL model folder (config.json + {WEIGHTS})")
+    config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    if config.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a PEARL model (format {config.get('format')!r})")
+    if int(config.get("format_version", 0)) > FORMAT_VERSION:
+        raise ValueError(f"{path}: written by a newer phrasekit (format_version "
+                         f"{config['format_version']}); upgrade phrasekit")
+    return config
+
+
+def is_pearl_folder(path: str | Path) -> bool:
+    """True when ``path`` holds a saved PEARL model."""
+    cfg = Path(path) / "config.json"
+    if not cfg.is_file():
+        return False
+    try:
+        return json.loads(cfg.read_text(encoding="utf-8")).get("format") == FORMAT
+    except (OSError, ValueError):
+        return False
+
+
+def _packaged_backbone_state(name: str) -> dict[str, torch.Tensor]:
+    """The untouched packaged backbone weights (reference for deltas)."""
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(str(backbone_path(name))).state_dict()
+
+
+def _backbone_fingerprint(name: str) -> str:
+    """sha256 of the packaged backbone's weight file, so deltas are never applied to others."""
+    h = hashlib.sha256()
+    with open(backbone_path(name) / "model.safetensors", "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def interpolate_weights(model: PearlModel, initial: dict[str, torch.Tensor], alpha: float,
+                        prefixes: tuple[str, ...] = ("backbone.", "proj.")) -> None:
+    """In place: theta = alpha * fine-tuned + (1 - alpha) * initial, for tensors under ``prefixes``.
+
+    PEARL's weight averaging against catastrophic forgetting. The char CNN and type head have no
+    meaningful initial weights (random), so they keep their trained values.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    with torch.no_grad():
+        for name, value in model.state_dict().items():
+            if name.startswith(prefixes) and name in initial and value.is_floating_point():
+                value.mul_(alpha).add_(initial[name].to(value.dtype), alpha=1.0 - alpha)
+
+
+class PearlEncoder(Encoder):
+    """phrasekit encoder over a ``PearlModel`` (inference only)."""
+
+    default_batch_size = 128
+
+    def __init__(self, model: PearlModel, name: str = "pearl",
+                 num_threads: int | None = None, max_seq_length: int | None = None) -> None:
+        if num_threads:
+            torch.set_num_threads(int(num_threads))
+        self.model = model.eval()
+        if max_seq_length:
+            self.model.config.max_seq_length = int(max_seq_length)
+        self.name = name
+        self.dim = model.dim
+        self.types = list(model.config.types)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, name: str | None = None, **kwargs: Any
+                        ) -> PearlEncoder:
+        """Load a saved PEARL model folder."""
+        path = Path(path)
+        return cls(PearlModel.from_pretrained(path), name=name or path.name, **kwargs)
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        with torch.inference_mode():
+            emb, _ = self.model(texts)
+        return emb.numpy()
+
+    def predict_types(self, texts: Sequence[str], top: int = 1) -> list[list[tuple[str, float]]]:
+        """Most probable phrase types (label, probability) per text, from the auxiliary head."""
+        from phrasekit.encoders.base import validate_texts
+
+        if self.model.head is None:
+            raise ValueError(f"{self.name} has no phrase-type head")
+        items = validate_texts(texts)
+        out: list[list[tuple[str, float]]] = []
+        with torch.inference_mode():
+            for s in range(0, len(items), self.default_batch_size):
+                feats = self.model.features(items[s : s + self.default_batch_size])
+                probs = torch.softmax(self.model.head(feats), dim=-1)
+                p, i = probs.topk(min(top, probs.shape[1]), dim=-1)
+                out.extend([[(self.types[j], float(q)) for q, j in zip(pr, ix, strict=True)]
+                            for pr, ix in zip(p.tolist(), i.tolist(), strict=True)])
+        return out

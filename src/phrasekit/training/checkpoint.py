@@ -1,0 +1,71 @@
+"""Resumable training checkpoints in one safetensors file (no pickle).
+
+The file holds the model's trainable tensors, the Adam moments keyed by parameter name, and a
+JSON metadata blob (step, optimizer step counts, elapsed time, configuration fingerprint). It is
+written atomically, so an interrupted save leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from phrasekit.io import atomic_write
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT = "checkpoint.safetensors"
+
+
+def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,
+                    meta: dict[str, Any]) -> None:
+    """Write model parameters, Adam state and ``meta`` to ``path`` atomically."""
+    from safetensors.torch import save
+
+    names = {id(p): n for n, p in model.named_parameters()}
+    tensors: dict[str, torch.Tensor] = {}
+    for name, value in model.state_dict().items():
+        tensors["model." + name] = value.detach().contiguous()
+    steps: dict[str, float] = {}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            state = optimizer.state.get(p)
+            if not state:
+                continue
+            name = names[id(p)]
+            tensors["exp_avg." + name] = state["exp_avg"].contiguous()
+            tensors["exp_avg_sq." + name] = state["exp_avg_sq"].contiguous()
+            steps[name] = float(state["step"])
+    blob = json.dumps({"meta": meta, "adam_steps": steps})
+    with atomic_write(path, mode="wb") as fh:
+        fh.write(save(tensors, metadata={"phrasekit": blob}))
+
+
+def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer
+                    ) -> dict[str, Any]:
+    """Restore model and Adam state saved by ``save_checkpoint``; returns its ``meta``."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    with safe_open(str(path), framework="pt") as fh:
+        blob = json.loads((fh.metadata() or {}).get("phrasekit", "{}"))
+        tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path}: checkpoint does not fit the model (missing {missing[:3]}, "
+                         f"unexpected {unexpected[:3]})")
+    params = dict(model.named_parameters())
+    for name, step in blob.get("adam_steps", {}).items():
+        p = params[name]
+        optimizer.state[p] = {
+            "step": torch.tensor(step),
+            "exp_avg": tensors["exp_avg." + name],
+            "exp_avg_sq": tensors["exp_avg_sq." + name],
+        }
+    return blob.get("meta", {})

@@ -1,0 +1,344 @@
+"""PEARL training on CPU: augmentation positives, hard negatives, InfoNCE + type loss, averaging.
+
+``train_pearl(PearlTrainingConfig(data_dir=..., out_dir=...))`` runs the whole recipe:
+1. reads the dataset written by ``build_pearl_dataset`` (phrases with types, paraphrase pairs,
+   word synonyms, mined hard negatives);
+2. for every step, takes ``batch_size`` anchors (a per-epoch permutation), makes one positive
+   per anchor with a randomly chosen enabled augmentation, adds ``hard_negatives`` mined
+   negatives per anchor, and minimises InfoNCE (tau = 0.07; in-batch + hard negatives) plus
+   the phrase-type cross-entropy, with Adam and an exponentially decayed learning rate;
+3. checkpoints every ``checkpoint_every`` steps (``checkpoint.safetensors``; a rerun with the
+   same output folder resumes, bit-for-bit the same batches since every step's randomness is
+   derived from (seed, step));
+4. interpolates fine-tuned and initial weights, choosing the coefficient on development splits
+   only (``phrasekit.eval.dev``), and saves the model folder ``out_dir/model``.
+
+CPU choices (documented in the README): word embeddings frozen (never stored, most of the
+model's size), short sequences (``max_seq_length`` 24), batch 64 anchors.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel, interpolate_weights
+from phrasekit.io import write_json
+from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from phrasekit.training.losses import InfoNCELoss, TypeClassificationLoss
+
+logger = logging.getLogger(__name__)
+
+DATA_FILES = ("phrases.jsonl.gz", "paraphrases.tsv.gz", "word_synonyms.json.gz",
+              "hard_negatives.jsonl.gz")
+
+
+@dataclass
+class PearlTrainingConfig:
+    """Hyper-parameters of one PEARL run (defaults = the shipped ``pearl-minilm``)."""
+
+    data_dir: str
+    out_dir: str
+    backbone: str = "minilm"
+    seed: int = 0
+    batch_size: int = 64
+    hard_negatives: int = 2
+    temperature: float = 0.07
+    type_weight: float = 1.0
+    lr: float = 3e-5
+    lr_new: float = 1e-3
+    lr_proj: float = 1e-4
+    decay_every: int = 100
+    decay_rate: float = 0.98
+    max_steps: int = 2000
+    max_minutes: float | None = None
+    checkpoint_every: int = 100
+    max_seq_length: int = 24
+    use_char: bool = True
+    use_type: bool = True
+    char_aug: bool = True
+    token_aug: bool = True
+    phrase_aug: bool = True
+    freeze_embeddings: bool = True
+    alphas: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
+    alpha: float | None = None
+    dev_data_dir: str | None = None
+    num_threads: int | None = None
+    show_progress: bool = True
+    limit_phrases: int | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """Hash of the settings that change the training trajectory (for safe resuming)."""
+        keys = ("data_dir", "backbone", "seed", "batch_size", "hard_negatives", "temperature",
+                "type_weight", "lr", "lr_new", "lr_proj", "decay_every", "decay_rate",
+                "max_seq_length", "use_char", "use_type", "char_aug", "token_aug", "phrase_aug",
+                "freeze_embeddings", "limit_phrases")
+        d = asdict(self)
+        blob = json.dumps({k: d[k] for k in keys}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def validate(self) -> None:
+        """Fail fast on nonsense settings and a missing dataset."""
+        if self.batch_size < 2:
+            raise ValueError("batch_size must be >= 2 (in-batch negatives)")
+        if self.hard_negatives < 0 or self.max_steps < 1 or self.checkpoint_every < 1:
+            raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
+        if not (self.char_aug or self.token_aug or self.phrase_aug):
+            raise ValueError("enable at least one augmentation level")
+        if self.alpha is not None and not 0 <= self.alpha <= 1:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        for name in DATA_FILES:
+            if not (Path(self.data_dir) / name).is_file():
+                raise FileNotFoundError(
+                    f"{Path(self.data_dir) / name} missing: build the dataset first "
+                    "(phrasekit train pearl-data --out DIR)")
+
+
+@dataclass
+class PearlData:
+    """The training dataset in memory."""
+
+    texts: list[str]
+    types: np.ndarray
+    type_names: list[str]
+    paraphrases: list[tuple[str, str]]
+    synonyms: dict[str, list[str]]
+    hard_negatives: dict[str, list[str]]
+
+    @classmethod
+    def load(cls, data_dir: str | Path, type_names: list[str], limit: int | None = None
+             ) -> PearlData:
+        """Read the four dataset files; unknown type labels map to -1 (ignored by the loss)."""
+        d = Path(data_dir)
+        index = {t: i for i, t in enumerate(type_names)}
+        texts, types = [], []
+        with gzip.open(d / "phrases.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                texts.append(rec["text"])
+                types.append(index.get(rec.get("type", ""), -1))
+                if limit and len(texts) >= limit:
+                    break
+        pairs = []
+        with gzip.open(d / "paraphrases.tsv.gz", "rt", encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 2 and parts[0] and parts[1]:
+                    pairs.append((parts[0], parts[1]))
+        with gzip.open(d / "word_synonyms.json.gz", "rt", encoding="utf-8") as fh:
+            synonyms = json.load(fh)
+        negatives: dict[str, list[str]] = {}
+        with gzip.open(d / "hard_negatives.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                if rec.get("negatives"):
+                    negatives[rec["text"]] = list(rec["negatives"])
+        if not texts:
+            raise ValueError(f"{d}: no training phrases")
+        return cls(texts, np.asarray(types, dtype=np.int64), type_names, pairs, synonyms,
+                   negatives)
+
+
+def _lr_factor(cfg: PearlTrainingConfig, step: int) -> float:
+    """Exponential step decay: ``decay_rate ** (step // decay_every)``."""
+    return cfg.decay_rate ** (step // cfg.decay_every)
+
+
+def _step_indices(n: int, batch: int, step: int, seed: int) -> np.ndarray:
+    """Anchor indices of one step: consecutive slices of a per-epoch permutation."""
+    start = step * batch
+    out = []
+    while len(out) < batch:
+        epoch, offset = divmod(start, n)
+        perm = np.random.default_rng([seed, epoch]).permutation(n)
+        take = perm[offset : offset + batch - len(out)]
+        out.extend(take.tolist())
+        start += len(take)
+    return np.asarray(out, dtype=np.int64)
+
+
+def build_model(cfg: PearlTrainingConfig) -> PearlModel:
+    """A fresh PEARL model (equal to its backbone) configured for training."""
+    from phrasekit.phrases.types import PHRASE_TYPES
+
+    pcfg = PearlConfig(backbone=cfg.backbone, max_seq_length=cfg.max_seq_length,
+                       use_char=cfg.use_char, types=list(PHRASE_TYPES),
+                       type_loss=cfg.use_type)
+    model = PearlModel(pcfg)
+    if cfg.freeze_embeddings:
+        model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
+    return model
+
+
+def _optimizer(model: PearlModel, cfg: PearlTrainingConfig) -> torch.optim.Adam:
+    groups = [
+        {"params": [p for p in model.backbone.parameters() if p.requires_grad], "lr": cfg.lr,
+         "base_lr": cfg.lr},
+        {"params": list(model.proj.parameters()), "lr": cfg.lr_proj, "base_lr": cfg.lr_proj},
+    ]
+    new = [*(model.char.parameters() if model.char is not None else []),
+           *(model.head.parameters() if model.head is not None and cfg.use_type else [])]
+    if new:
+        groups.append({"params": new, "lr": cfg.lr_new, "base_lr": cfg.lr_new})
+    return torch.optim.Adam(groups)
+
+
+def _make_augmenter(cfg: PearlTrainingConfig, data: PearlData) -> Any:
+    from phrasekit.training.augment import Augmenter, paraphrase_map
+
+    return Augmenter(char=cfg.char_aug, token=cfg.token_aug, phrase=cfg.phrase_aug,
+                     synonyms=data.synonyms, paraphrases=paraphrase_map(data.paraphrases))
+
+
+def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
+    """Run (or resume) training, choose the averaging coefficient on dev, save the model.
+
+    Returns a report dict (also written to ``out_dir/report.json``).
+    """
+    from phrasekit.phrases.types import PHRASE_TYPES
+    from phrasekit.settings import data_dir as shared_data_dir
+
+    cfg.validate()
+    dev_dir = Path(cfg.dev_data_dir) if cfg.dev_data_dir else shared_data_dir()
+    if cfg.num_threads:
+        torch.set_num_threads(int(cfg.num_threads))
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    data = PearlData.load(cfg.data_dir, list(PHRASE_TYPES), cfg.limit_phrases)
+    logger.info("PEARL data: %d phrases, %d paraphrase pairs, %d synonym words, "
+                "%d phrases with hard negatives", len(data.texts), len(data.paraphrases),
+                len(data.synonyms), len(data.hard_negatives))
+    augment = _make_augmenter(cfg, data)
+    type_of = dict(zip(data.texts, data.types.tolist(), strict=True))
+
+    model = build_model(cfg)
+    model.train()
+    optimizer = _optimizer(model, cfg)
+    nce, type_loss = InfoNCELoss(cfg.temperature), TypeClassificationLoss()
+    ckpt = out / CHECKPOINT
+    start, elapsed, history = 0, 0.0, []
+    if ckpt.is_file():
+        meta = load_checkpoint(ckpt, model, optimizer)
+        if meta.get("fingerprint") != cfg.fingerprint():
+            raise ValueError(f"{ckpt} was written with different settings; use another --out "
+                             "or delete the checkpoint")
+        start, elapsed = int(meta["step"]), float(meta["elapsed_s"])
+        history = meta.get("history", [])
+        logger.info("resuming from step %d (%.1f min already spent)", start, elapsed / 60)
+
+    def checkpoint(step: int) -> None:
+        save_checkpoint(ckpt, model, optimizer, {
+            "step": step, "elapsed_s": elapsed, "fingerprint": cfg.fingerprint(),
+            "history": history})
+
+    t0, step = time.perf_counter(), start
+    bar = tqdm(total=cfg.max_steps, initial=start, desc="PEARL", unit="step",
+               disable=not cfg.show_progress)
+    window: list[float] = []
+    for step in range(start, cfg.max_steps):
+        if cfg.max_minutes and elapsed + time.perf_counter() - t0 > cfg.max_minutes * 60:
+            logger.info("time budget of %.1f min reached at step %d", cfg.max_minutes, step)
+            break
+        rng = random.Random(cfg.seed * 1_000_003 + step)
+        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: same masks after a resume
+        idx = _step_indices(len(data.texts), cfg.batch_size, step, cfg.seed)
+        anchors = [data.texts[i] for i in idx]
+        positives = [augment(a, rng) for a in anchors]
+        negatives: list[str] = []
+        if cfg.hard_negatives:
+            batch_set = set(anchors)
+            for a in anchors:
+                cands = [c for c in data.hard_negatives.get(a, ()) if c not in batch_set]
+                negatives.extend(rng.sample(cands, min(cfg.hard_negatives, len(cands))))
+        for g in optimizer.param_groups:
+            g["lr"] = g["base_lr"] * _lr_factor(cfg, step)
+        emb, logits = model(anchors + positives + negatives)
+        b = len(anchors)
+        loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :])
+        loss = loss_nce
+        loss_t = torch.zeros(())
+        if cfg.use_type and logits is not None:
+            anchor_types = data.types[idx].tolist()
+            labels = torch.tensor(anchor_types + anchor_types
+                                  + [type_of.get(n, -1) for n in negatives])
+            loss_t = type_loss(logits, labels)
+            loss = loss + cfg.type_weight * loss_t
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        window.append(float(loss_nce.detach()))
+        bar.update(1)
+        bar.set_postfix(nce=f"{loss_nce.item():.3f}", type=f"{loss_t.item():.3f}")
+        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.max_steps:
+            now = time.perf_counter()
+            elapsed += now - t0
+            t0 = now
+            history.append({"step": step + 1, "nce": round(float(np.mean(window)), 4),
+                            "minutes": round(elapsed / 60, 2)})
+            window = []
+            checkpoint(step + 1)
+            logger.info("step %d: InfoNCE %.4f, %.1f min", step + 1, history[-1]["nce"],
+                        elapsed / 60)
+    else:
+        step = cfg.max_steps
+    bar.close()
+    elapsed += time.perf_counter() - t0
+    if step < cfg.max_steps:  # stopped by the time budget: keep the progress
+        checkpoint(step)
+    return finish_pearl(cfg, model, dev_dir, steps_done=step, train_seconds=elapsed,
+                        history=history)
+
+
+def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path, steps_done: int,
+                 train_seconds: float, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Choose the averaging coefficient on dev splits, save ``out_dir/model`` and the report."""
+    from phrasekit.eval.dev import DevScorer
+
+    model.eval()
+    out = Path(cfg.out_dir)
+    t0 = time.perf_counter()
+    finetuned = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    initial = {k: v for k, v in build_model(cfg).state_dict().items()
+               if k.startswith(("backbone.", "proj."))}
+    alphas = (cfg.alpha,) if cfg.alpha is not None else cfg.alphas
+    dev_table: list[dict[str, Any]] = []
+    best_alpha, best_score = alphas[0], -1.0
+    scorer = DevScorer(dev_dir) if len(alphas) > 1 else None
+    for alpha in tqdm(alphas, desc="weight averaging (dev)", disable=not cfg.show_progress):
+        model.load_state_dict(finetuned)
+        interpolate_weights(model, initial, alpha)
+        if scorer is None:
+            best_alpha = alpha
+            break
+        scores = scorer(PearlEncoder(model, name=f"alpha={alpha}"))
+        dev_table.append({"alpha": alpha, **scores})
+        logger.info("alpha %.2f: dev %s", alpha, scores)
+        if scores["score"] > best_score:
+            best_alpha, best_score = alpha, scores["score"]
+    model.load_state_dict(finetuned)
+    interpolate_weights(model, initial, best_alpha)
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
+    training = {"settings": settings, "steps": steps_done, "alpha": best_alpha,
+                "train_minutes": round(train_seconds / 60, 2), "dev": dev_table,
+                "history": history}
+    model.config.extra = {"alpha": best_alpha, "steps": steps_done}
+    model_dir = model.save_pretrained(out / "model", extra_config={"training": training})
+    size_mb = sum(f.stat().st_size for f in model_dir.iterdir()) / 2**20
+    report = {**training, "selection_minutes": round((time.perf_counter() - t0) / 60, 2),
+              "model_dir": str(model_dir), "model_mb": round(size_mb, 2)}
+    write_json(out / "report.json", report)
+    logger.info("saved %s (alpha %.2f, %.1f MB)", model_dir, best_alpha, size_mb)
+    return report

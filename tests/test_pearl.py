@@ -1,0 +1,129 @@
+"""PEARL encoder, persistence, and a tiny resumable training run (real phrases, few steps)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel, interpolate_weights
+from phrasekit.training.losses import InfoNCELoss
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TEXTS = ["The New York Times", "new york city", "graph neural network", "ran quickly"]
+
+
+@pytest.fixture(scope="module")
+def fresh_model() -> PearlModel:
+    return PearlModel(PearlConfig(types=["NP-ORG", "NP-GPE", "NP-OTHER"]))
+
+
+def test_untrained_pearl_equals_backbone(fresh_model, minilm):
+    a = PearlEncoder(fresh_model).encode(TEXTS)
+    assert np.allclose(a, minilm.encode(TEXTS), atol=1e-5)
+    assert a.shape == (4, 384)
+
+
+def test_save_load_roundtrip_stores_only_deltas(tmp_path, fresh_model):
+    model = PearlModel(PearlConfig(types=["A", "B"]))
+    with torch.no_grad():
+        model.backbone.encoder.layer[0].output.dense.weight.add_(0.01)
+        model.proj.weight[:, 384:] = 0.02
+    model.save_pretrained(tmp_path / "m")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "m" / "model.safetensors"), framework="pt") as fh:
+        keys = list(fh.keys())
+    deltas = [k for k in keys if k.startswith("backbone_delta.")]
+    assert deltas == ["backbone_delta.encoder.layer.0.output.dense.weight"]
+    loaded = PearlEncoder.from_pretrained(tmp_path / "m")
+    assert np.allclose(loaded.encode(TEXTS), PearlEncoder(model).encode(TEXTS), atol=1e-4)
+    import phrasekit
+
+    assert isinstance(phrasekit.load(str(tmp_path / "m")), PearlEncoder)
+
+
+def test_interpolation_endpoints(fresh_model):
+    model = PearlModel(PearlConfig(types=["A"]))
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        model.proj.weight.add_(1.0)
+    tuned = model.proj.weight.clone()
+    interpolate_weights(model, init, 0.25)
+    expected = 0.25 * tuned + 0.75 * init["proj.weight"]
+    assert torch.allclose(model.proj.weight, expected)
+    with pytest.raises(ValueError):
+        interpolate_weights(model, init, 1.5)
+
+
+def test_infonce_prefers_matching_pairs():
+    loss = InfoNCELoss(0.07)
+    x = torch.nn.functional.normalize(torch.randn(8, 16), dim=-1)
+    good = loss(x, x)
+    bad = loss(x, x.roll(1, dims=0))
+    assert good < bad
+
+
+def _tiny_dataset(out: Path) -> None:
+    """~200 real 2-3 word phrases from the small arXiv fixture corpus."""
+    words_re = re.compile(r"[A-Za-z][a-z]+")
+    phrases: list[str] = []
+    with open(FIXTURES / "corpus_small.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            words = words_re.findall(json.loads(line)["text"])
+            for i in range(0, len(words) - 2, 3):
+                p = " ".join(words[i : i + 2 + i % 2])
+                if p not in phrases:
+                    phrases.append(p)
+            if len(phrases) >= 200:
+                break
+    out.mkdir(parents=True)
+    with gzip.open(out / "phrases.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for p in phrases:
+            fh.write(json.dumps({"text": p, "type": "NP-OTHER", "source": "test"}) + "\n")
+    with gzip.open(out / "paraphrases.tsv.gz", "wt", encoding="utf-8") as fh:
+        fh.write(f"{phrases[0]}\t{phrases[1]}\ttest\n")
+    with gzip.open(out / "word_synonyms.json.gz", "wt", encoding="utf-8") as fh:
+        json.dump({"model": ["framework"], "method": ["approach"]}, fh)
+    with gzip.open(out / "hard_negatives.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for i, p in enumerate(phrases):
+            fh.write(json.dumps({"text": p, "negatives": [phrases[(i + 7) % len(phrases)]]}) + "\n")
+
+
+def test_training_resumes_to_the_same_model(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+
+    _tiny_dataset(tmp_path / "data")
+
+    def cfg(out: str, steps: int) -> PearlTrainingConfig:
+        return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
+                                   batch_size=6, max_steps=steps, checkpoint_every=2, alpha=0.5,
+                                   max_seq_length=12, show_progress=False)
+
+    straight = train_pearl(cfg("a", 4))
+    train_pearl(cfg("b", 2))
+    resumed = train_pearl(cfg("b", 4))
+    assert straight["steps"] == resumed["steps"] == 4
+    assert resumed["history"][-1]["step"] == 4
+    ea = PearlEncoder.from_pretrained(tmp_path / "a" / "model").encode(TEXTS)
+    eb = PearlEncoder.from_pretrained(tmp_path / "b" / "model").encode(TEXTS)
+    assert np.allclose(ea, eb, atol=1e-4)
+    config = json.loads((tmp_path / "a" / "model" / "config.json").read_text())
+    assert config["training"]["alpha"] == 0.5
+    with pytest.raises(ValueError, match="different settings"):
+        train_pearl(PearlTrainingConfig(**{**cfg("b", 4).__dict__, "lr": 1e-3}))
+
+
+def test_training_validates_before_work(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig
+
+    with pytest.raises(FileNotFoundError, match="build the dataset"):
+        PearlTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "o")).validate()
+    with pytest.raises(ValueError, match="augmentation"):
+        PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", char_aug=False,
+                            token_aug=False, phrase_aug=False).validate()
