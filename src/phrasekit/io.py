@@ -41,6 +41,19 @@ def write_json(path: str | Path, obj: Any) -> None:
         fh.write("\n")
 
 
+def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Any]:
+    """Parse a JSON file that must hold an object; bad encoding, bad JSON or a non-object raise
+    ``error`` naming the file (so config readers share one set of messages)."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise error(f"{path}: malformed JSON ({exc})") from exc
+    if not isinstance(obj, dict):
+        raise error(f"{path}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Write text atomically."""
     with atomic_write(path) as fh:

@@ -13,7 +13,6 @@ and ``load_index(directory)`` reads either kind back.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.io import atomic_write, write_json
+from phrasekit.io import atomic_write, read_json_object, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -424,11 +423,8 @@ def load_index(directory: str | Path, num_threads: int | None = None) -> SearchI
     cfg_path = directory / INDEX_CONFIG
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{directory}: no {INDEX_CONFIG} (not a saved phrasekit index)")
-    try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{cfg_path}: malformed JSON ({exc})") from exc
-    if not isinstance(config, dict) or config.get("format") != INDEX_FORMAT:
+    config = read_json_object(cfg_path)
+    if config.get("format") != INDEX_FORMAT:
         raise ValueError(f"{cfg_path}: unsupported index format {config.get('format')!r}")
     kind = config.get("kind")
     index: SearchIndex

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import atomic_write, write_json
+from phrasekit.io import atomic_write, read_json_object, write_json
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
     ANNIndex,
@@ -393,11 +393,8 @@ def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / CONFIG
     if not path.is_file():
         raise EntityIndexError(f"{directory}: no {CONFIG} (not a saved EntityIndex)")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EntityIndexError(f"{path}: malformed JSON ({exc})") from exc
-    if not isinstance(config, dict) or config.get("type") != TYPE:
+    config = read_json_object(path, EntityIndexError)
+    if config.get("type") != TYPE:
         raise EntityIndexError(f"{path}: not an EntityIndex config")
     if config.get("format") != FORMAT:
         raise EntityIndexError(f"{path}: unsupported format {config.get('format')!r}")
