@@ -74,3 +74,14 @@ def test_bundled_sample_corpus():
     docs = read_corpus(path)
     assert len(docs) == 1863 and all(d.text for d in docs)
     assert resolve_corpus("sample") == path
+
+
+def test_atomic_write_gives_the_usual_file_mode(tmp_path):
+    import os
+
+    from phrasekit.io import write_text
+
+    write_text(tmp_path / "a.txt", "x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o666 & ~mask

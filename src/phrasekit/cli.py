@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from phrasekit.models.registry import DEFAULT_MODEL
+
 app = typer.Typer(
     name="phrasekit",
     help="Phrase embeddings, phrase benchmark and phrase-based topic mining (offline, CPU).",
@@ -78,7 +80,7 @@ def models_cmd() -> None:
 def encode_cmd(
     input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output .npy file (float32, n x d).")],
-    model: ModelOpt = "minilm",
+    model: ModelOpt = DEFAULT_MODEL,
     batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
     precision: Annotated[str, typer.Option(help="fp32, bf16 or int8 (transformer models).")] = "fp32",
     quiet: Quiet = False,
@@ -252,7 +254,7 @@ def train_pearl_data_cmd(
 def train_pearl_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json, model/.")],
     data: Annotated[Path | None, typer.Option(help="Dataset from `train pearl-data` (default: OUT/data, built if missing).")] = None,
-    max_steps: Annotated[int, typer.Option(help="Training steps.")] = 2000,
+    max_steps: Annotated[int, typer.Option(help="Training steps (800 = the shipped model).")] = 800,
     max_minutes: Annotated[float | None, typer.Option(help="Stop (and checkpoint) after this many minutes.")] = None,
     batch_size: Annotated[int, typer.Option(help="Anchors per step.")] = 64,
     hard_negatives: Annotated[int, typer.Option(help="Mined hard negatives per anchor.")] = 2,
@@ -304,7 +306,7 @@ def join_cmd(
     left_on: Annotated[str, typer.Option(help="Column of the left CSV to match on.")],
     right_on: Annotated[str, typer.Option(help="Column of the right CSV to match on.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output CSV of matches.")],
-    model: ModelOpt = "minilm",
+    model: ModelOpt = DEFAULT_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
     threshold: Annotated[float | None, typer.Option(help="Drop candidates under this cosine.")] = None,
     one_to_one: Annotated[bool, typer.Option(help="Each left and right row in at most one match (greedy by score).")] = False,
@@ -346,7 +348,7 @@ app.add_typer(index_app, name="index")
 def index_build_cmd(
     names_file: Annotated[Path, typer.Argument(help="Names: .txt (one per line) or .csv/.tsv with a header row.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (replaced if it holds an earlier index).")],
-    model: ModelOpt = "minilm",
+    model: ModelOpt = DEFAULT_MODEL,
     column: Annotated[str | None, typer.Option(help="Name column of a .csv/.tsv (optional for one column).")] = None,
     id_column: Annotated[str | None, typer.Option(help="Id column of a .csv/.tsv (default: row number).")] = None,
     index: Annotated[str, typer.Option(help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 names).")] = "auto",

@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(
     path: str | Path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = None
@@ -27,6 +34,7 @@ def atomic_write(
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

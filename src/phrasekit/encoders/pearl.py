@@ -241,8 +241,12 @@ def interpolate_weights(model: PearlModel, initial: dict[str, torch.Tensor], alp
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
     with torch.no_grad():
         for name, value in model.state_dict().items():
-            if name.startswith(prefixes) and name in initial and value.is_floating_point():
-                value.mul_(alpha).add_(initial[name].to(value.dtype), alpha=1.0 - alpha)
+            if not (name.startswith(prefixes) and name in initial and value.is_floating_point()):
+                continue
+            start = initial[name].to(value.dtype)
+            if torch.equal(value, start):  # frozen: keep bit-exact (rounding would store deltas)
+                continue
+            value.mul_(alpha).add_(start, alpha=1.0 - alpha)
 
 
 class PearlEncoder(Encoder):

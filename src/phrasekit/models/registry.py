@@ -76,6 +76,10 @@ def _string(**kwargs: Any) -> Encoder:
 
 
 PEARL_MINILM = "pearl-minilm"
+DEFAULT_MODEL = PEARL_MINILM
+"""The model used when none is named (encode, join, index): PEARL beat MiniLM on the benchmark's
+avg7 (see the README). Topic mining keeps ``minilm``: it also embeds whole documents, which PEARL
+(trained on phrases cut at 24 tokens) was not made for."""
 
 
 def packaged_model_dir(name: str) -> Path:

@@ -31,6 +31,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import atomic_write, read_json_object, write_json
+from phrasekit.models.registry import DEFAULT_MODEL
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
     ANNIndex,
@@ -239,7 +240,7 @@ class EntityIndex:
     def build(
         cls,
         names: Sequence[str],
-        encoder: Encoder | str = "minilm",
+        encoder: Encoder | str = DEFAULT_MODEL,
         ids: Sequence[Any] | None = None,
         index: str = "auto",
         ann_threshold: int = ANN_THRESHOLD,
@@ -267,7 +268,7 @@ class EntityIndex:
     def from_file(
         cls,
         path: str | Path,
-        encoder: Encoder | str = "minilm",
+        encoder: Encoder | str = DEFAULT_MODEL,
         column: str | None = None,
         id_column: str | None = None,
         **kwargs: Any,

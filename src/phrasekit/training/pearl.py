@@ -61,7 +61,7 @@ class PearlTrainingConfig:
     lr_proj: float = 1e-4
     decay_every: int = 100
     decay_rate: float = 0.98
-    max_steps: int = 2000
+    max_steps: int = 800
     max_minutes: float | None = None
     checkpoint_every: int = 100
     max_seq_length: int = 24
