@@ -62,6 +62,19 @@ def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> d
     return obj
 
 
+def load_npy(path: str | Path, error: type[Exception] = ValueError) -> Any:
+    """Load a plain ``.npy`` array (never pickled objects); missing/bad files raise ``error``."""
+    import numpy as np
+
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path} is missing")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise error(f"{path}: not a plain .npy array ({exc})") from exc
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Write text atomically."""
     with atomic_write(path) as fh:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.io import atomic_write, read_json_object, write_json
+from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -283,10 +283,7 @@ class VectorIndex(SearchIndex):
         path = directory / "vectors.npy"
         if not path.is_file():
             raise FileNotFoundError(f"{directory}: exact index without vectors.npy")
-        try:
-            vectors = np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise ValueError(f"{path}: not a plain .npy array ({exc})") from exc
+        vectors = load_npy(path)
         return cls(vectors, chunk=int(config.get("chunk", 1024)))
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import atomic_write, read_json_object, write_json
+from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
 from phrasekit.models.registry import DEFAULT_MODEL
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
@@ -339,12 +339,7 @@ class EntityIndex:
         count, dim = int(config["count"]), int(config["dim"])
         names, ids = _read_names_file(directory / NAMES, count)
         vpath = directory / VECTORS
-        if not vpath.is_file():
-            raise EntityIndexError(f"{directory}: {VECTORS} is missing")
-        try:
-            vectors = np.load(vpath, allow_pickle=False)
-        except ValueError as exc:
-            raise EntityIndexError(f"{vpath}: not a plain .npy array ({exc})") from exc
+        vectors = load_npy(vpath, EntityIndexError)
         if vectors.shape != (count, dim) or vectors.dtype != np.float32:
             raise EntityIndexError(
                 f"{vpath}: {vectors.dtype} {vectors.shape}, expected float32 ({count}, {dim})"
