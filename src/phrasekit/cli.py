@@ -299,6 +299,101 @@ def train_pearl_cmd(
     _run(body)
 
 
+@train_app.command("subtst")
+def train_subtst_cmd(
+    task: Annotated[str, typer.Option(help="Pair task: msrp (paraphrase, softmax head) or stsb (graded, cosine + MSE).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Model folder to write (config.json, model.safetensors, report.json).")],
+    topics: Annotated[int, typer.Option(help="Sub-word LDA topics k; 0 trains the SBERT-style baseline without topics.")] = 80,
+    pooling: Annotated[str, typer.Option(help="mean or max pooling.")] = "mean",
+    train_topics: Annotated[bool, typer.Option("--train-topics/--freeze-topics", help="Fine-tune the topic table or keep the LDA's.")] = False,
+    trainable_layers: Annotated[int, typer.Option(help="Top backbone layers fine-tuned (0: backbone frozen, features cached).")] = 0,
+    epochs: Annotated[int, typer.Option(help="Epochs; the best on dev is kept.")] = 8,
+    batch_size: Annotated[int, typer.Option(help="Pairs per step.")] = 32,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate of the transfer layer, topics and head.")] = 1e-3,
+    seed: Annotated[int, typer.Option(help="Random seed (training order, initialisation, LDA).")] = 0,
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache of frozen backbone features, reused across runs.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Benchmark data folder (else PHRASEKIT_DATA / PHRASEKIT_SHARED).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Train SubTST (sub-word LDA topics + bi-encoder) or its baseline on MSRP / STS-B.
+
+    Example: phrasekit train subtst --task msrp --pooling mean --train-topics --out runs/subtst-msrp
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.eval.pairs import load_pair_task, task_kind
+        from phrasekit.io import write_json
+        from phrasekit.settings import data_dir as default_data_dir
+        from phrasekit.similarity.pairs import SubTSTConfig
+        from phrasekit.training.subtst import SubTSTTrainingConfig, prepare_features, train_subtst
+
+        config = SubTSTConfig(kind=task_kind(task), n_topics=topics, topic_trainable=train_topics,
+                              pooling=pooling, trainable_layers=trainable_layers)
+        training = SubTSTTrainingConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
+        data = load_pair_task(task, data_dir or default_data_dir())
+        features, _ = prepare_features(task, data, config, cache_dir, show_progress=not quiet)
+        model, report = train_subtst(task, data, config, training, features=features,
+                                     show_progress=not quiet)
+        model.save_pretrained(out)
+        write_json(out / "report.json", report)
+        test = ", ".join(f"{k} {v:.2f}" for k, v in report.get("test", {}).items())
+        typer.echo(f"{config.variant} on {task}: best epoch {report['best_epoch']}, test {test}, "
+                   f"train {report['seconds']['train']:.0f} s -> {out}")
+
+    _run(body)
+
+
+@app.command("pairs")
+def pairs_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
+    input: Annotated[Path, typer.Argument(help="Tab-separated file: sentence A, sentence B per line (no header).")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="TSV to write (A, B, score); default stdout.")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity."""
+    _setup_logging(quiet)
+
+    def body() -> None:
+        import csv
+        import io
+
+        from phrasekit.io import atomic_write
+        from phrasekit.models.registry import load
+        from phrasekit.similarity.pairs import SubTST, is_subtst_folder
+
+        if not is_subtst_folder(model):
+            raise BadInputError(f"{model} is not a SubTST model folder (train one with "
+                                "`phrasekit train subtst`)")
+        try:
+            with open(input, encoding="utf-8-sig", newline="") as fh:
+                rows = [r for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+        except UnicodeDecodeError as exc:
+            raise BadInputError(f"{input}: not valid UTF-8 ({exc})") from None
+        for i, r in enumerate(rows, start=1):
+            if len(r) < 2 or not r[0].strip() or not r[1].strip():
+                raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences")
+        encoder = load(model)
+        assert isinstance(encoder, SubTST)
+        pairs = [(r[0], r[1]) for r in rows]
+        scores = encoder.predict(pairs, proba=True)
+        if encoder.config.kind == "classification":
+            scores = scores[:, 1]
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+        for (a, b), s in zip(pairs, scores, strict=True):
+            writer.writerow([a, b, f"{float(s):.4f}"])
+        if output is None:
+            typer.echo(buf.getvalue(), nl=False)
+        else:
+            with atomic_write(output) as fh:
+                fh.write(buf.getvalue())
+            typer.echo(f"{len(pairs)} pairs scored -> {output}")
+
+    _run(body)
+
+
 @app.command("join")
 def join_cmd(
     left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],

@@ -152,7 +152,7 @@ class PearlModel(nn.Module):
             fh.write(save(tensors, metadata={"format": FORMAT}))
         config = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
-            "backbone_sha256": _backbone_fingerprint(self.config.backbone),
+            "backbone_sha256": backbone_fingerprint(self.config.backbone),
             "pearl": self.config.to_dict(), **(extra_config or {}),
         }
         write_json(out / "config.json", config)
@@ -167,7 +167,7 @@ class PearlModel(nn.Module):
         config = read_pearl_config(path)
         model = cls(PearlConfig.from_dict(config["pearl"]))
         expected = config.get("backbone_sha256")
-        if expected and expected != _backbone_fingerprint(model.config.backbone):
+        if expected and expected != backbone_fingerprint(model.config.backbone):
             raise ValueError(f"{path}: trained on a different {model.config.backbone} backbone "
                              "than the one installed (weights fingerprint differs)")
         tensors = load_file(str(path / WEIGHTS))
@@ -221,7 +221,7 @@ def _packaged_backbone_state(name: str) -> dict[str, torch.Tensor]:
     return AutoModel.from_pretrained(str(backbone_path(name))).state_dict()
 
 
-def _backbone_fingerprint(name: str) -> str:
+def backbone_fingerprint(name: str) -> str:
     """sha256 of the packaged backbone's weight file, so deltas are never applied to others."""
     h = hashlib.sha256()
     with open(backbone_path(name) / "model.safetensors", "rb") as fh:

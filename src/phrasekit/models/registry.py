@@ -147,9 +147,12 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
         return spec.factory(**kwargs)
     from phrasekit.encoders.pearl import PearlEncoder, is_pearl_folder
     from phrasekit.encoders.transformer import TransformerEncoder
+    from phrasekit.similarity.pairs import SubTST, is_subtst_folder
 
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
     if is_pearl_folder(path):
         return PearlEncoder.from_pretrained(path, **kwargs)
+    if is_subtst_folder(path):
+        return SubTST.from_pretrained(path, **kwargs)
     return TransformerEncoder(path, **kwargs)
