@@ -75,6 +75,10 @@ def main() -> None:
     parser.add_argument("--cache-dir", default=None,
                         help="frozen-feature cache (default OUT/cache)")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--variants", default=None,
+                        help="comma-separated subset of the variant names (default: all six)")
+    parser.add_argument("--lda-corpus", default=None,
+                        help="extra unlabelled corpus (JSONL/text) added to the LDA's documents")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -98,6 +102,12 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     root = Path(args.data_dir) if args.data_dir else data_dir()
     feature_seconds: dict[str, float] = {}
+    wanted = set(args.variants.split(",")) if args.variants else None
+    extra_docs: list[str] = []
+    if args.lda_corpus:
+        from phrasekit.io import read_corpus
+
+        extra_docs = [d.text for d in read_corpus(args.lda_corpus)]
     for task in tasks:
         data = load_pair_task(task, root)
         kind = task_kind(task)
@@ -111,12 +121,12 @@ def main() -> None:
                                    topic_trainable=trainable, pooling=pooling,
                                    trainable_layers=args.trainable_layers)
                 key = f"{task}|{cfg.variant}|{seed}"
-                if key in runs:
+                if key in runs or (wanted and cfg.variant not in wanted):
                     continue
                 if with_topics and lda is None:
                     t0 = time.perf_counter()
                     train_texts = list(dict.fromkeys(t for e in data["train"] for t in (e.a, e.b)))
-                    lda = fit_lda(train_texts, features, args.topics, seed, 10)
+                    lda = fit_lda(train_texts + extra_docs, features, args.topics, seed, 10)
                     lda_s = time.perf_counter() - t0
                 model, report = train_subtst(
                     task, data, cfg, SubTSTTrainingConfig(epochs=args.epochs, seed=seed),

@@ -221,6 +221,22 @@ def test_cli_train_and_score(tmp_path):
     assert res.exit_code == 2 and "unknown pair task" in res.output
 
 
+def test_cli_topics_with_lda_corpus(tmp_path):
+    out = tmp_path / "subtst"
+    corpus = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+    res = CliRunner().invoke(app, [
+        "train", "subtst", "--task", "stsb", "--topics", "4", "--pooling", "max",
+        "--train-topics", "--epochs", "1", "--data-dir", str(PAIRS), "--out", str(out),
+        "--lda-corpus", str(corpus), "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "SubTST-max-train topic on stsb" in res.output
+    model = phrasekit.load(str(out))
+    assert model.config.n_topics == 4 and model.lda is not None
+    # the corpus's words took part in the topics: a physics term is topical, not uniform
+    table = model.lda.token_topics()
+    assert table[model.features.tokenizer.convert_tokens_to_ids("quantum")].max() > 0.5
+
+
 def test_prepare_features_reuses_cache(stsb_small, tmp_path):
     cfg = SubTSTConfig(kind="regression", n_topics=0, max_seq_length=48)
     small = {k: v[:5] for k, v in stsb_small.items()}

@@ -313,6 +313,7 @@ def train_subtst_cmd(
     seed: Annotated[int, typer.Option(help="Random seed (training order, initialisation, LDA).")] = 0,
     cache_dir: Annotated[Path | None, typer.Option(help="Cache of frozen backbone features, reused across runs.")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="Benchmark data folder (else PHRASEKIT_DATA / PHRASEKIT_SHARED).")] = None,
+    lda_corpus: Annotated[str | None, typer.Option(help="Unlabelled corpus (JSONL / text / folder) added to the LDA's documents.")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -323,8 +324,9 @@ def train_subtst_cmd(
     _setup_logging(quiet, verbose)
 
     def body() -> None:
+        from phrasekit.datasets import resolve_corpus
         from phrasekit.eval.pairs import load_pair_task, task_kind
-        from phrasekit.io import write_json
+        from phrasekit.io import read_corpus, write_json
         from phrasekit.settings import data_dir as default_data_dir
         from phrasekit.similarity.pairs import SubTSTConfig
         from phrasekit.training.subtst import SubTSTTrainingConfig, prepare_features, train_subtst
@@ -333,9 +335,10 @@ def train_subtst_cmd(
                               pooling=pooling, trainable_layers=trainable_layers)
         training = SubTSTTrainingConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed)
         data = load_pair_task(task, data_dir or default_data_dir())
+        extra = [d.text for d in read_corpus(resolve_corpus(lda_corpus))] if lda_corpus else []
         features, _ = prepare_features(task, data, config, cache_dir, show_progress=not quiet)
         model, report = train_subtst(task, data, config, training, features=features,
-                                     show_progress=not quiet)
+                                     show_progress=not quiet, lda_extra_texts=extra)
         model.save_pretrained(out)
         write_json(out / "report.json", report)
         test = ", ".join(f"{k} {v:.2f}" for k, v in report.get("test", {}).items())

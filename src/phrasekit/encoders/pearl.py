@@ -205,13 +205,9 @@ def read_pearl_config(path: str | Path) -> dict[str, Any]:
 
 def is_pearl_folder(path: str | Path) -> bool:
     """True when ``path`` holds a saved PEARL model."""
-    cfg = Path(path) / "config.json"
-    if not cfg.is_file():
-        return False
-    try:
-        return json.loads(cfg.read_text(encoding="utf-8")).get("format") == FORMAT
-    except (OSError, ValueError):
-        return False
+    from phrasekit.io import model_folder_format
+
+    return model_folder_format(path) == FORMAT
 
 
 def _packaged_backbone_state(name: str) -> dict[str, torch.Tensor]:

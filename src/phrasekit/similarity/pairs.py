@@ -443,15 +443,9 @@ def build_model(config: SubTSTConfig, features: TokenFeatures, lda: Any = None) 
 
 def is_subtst_folder(path: str | Path) -> bool:
     """True when ``path`` holds a saved SubTST model."""
-    import json
+    from phrasekit.io import model_folder_format
 
-    cfg = Path(path) / "config.json"
-    if not cfg.is_file():
-        return False
-    try:
-        return json.loads(cfg.read_text(encoding="utf-8")).get("format") == FORMAT
-    except (OSError, ValueError):
-        return False
+    return model_folder_format(path) == FORMAT
 
 
 def texts_fingerprint(texts: Iterable[str]) -> str:

@@ -13,6 +13,7 @@ import copy
 import logging
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -98,12 +99,14 @@ def train_subtst(
     features: TokenFeatures | None = None,
     lda: Any = None,
     show_progress: bool = False,
+    lda_extra_texts: Sequence[str] = (),
 ) -> tuple[SubTST, dict[str, Any]]:
     """Train one variant; returns the best-on-dev model and a report (dev curve, test, times).
 
     ``data`` has ``train``, ``dev`` and optionally ``test`` example lists. ``features`` may be a
     shared :class:`TokenFeatures` (its cache is reused across variants and seeds); ``lda`` a
-    fitted SubwordLDA (else one is fitted on the training sentences with the run's seed).
+    fitted SubwordLDA (else one is fitted on the training sentences, plus ``lda_extra_texts``
+    such as an unlabelled in-domain corpus, with the run's seed).
     """
     training = training or SubTSTTrainingConfig()
     kind = task_kind(task)
@@ -123,8 +126,9 @@ def train_subtst(
     t_lda = 0.0
     if config.n_topics and lda is None:
         t0 = time.perf_counter()
-        lda = fit_lda(list(dict.fromkeys(t for e in data["train"] for t in (e.a, e.b))),
-                      features, config.n_topics, training.seed, training.lda_max_iter)
+        texts = list(dict.fromkeys(t for e in data["train"] for t in (e.a, e.b)))
+        lda = fit_lda(texts + list(lda_extra_texts), features, config.n_topics, training.seed,
+                      training.lda_max_iter)
         t_lda = time.perf_counter() - t0
     seed_everything(training.seed)
     net = build_model(config, features, lda if config.n_topics else None)
