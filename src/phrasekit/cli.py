@@ -185,44 +185,100 @@ def phrases_cmd(
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample` (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for topics.json and topics.md.")],
+    method: Annotated[str, typer.Option(help="`clusters` (phrase-embedding clusters, K by silhouette) or `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d).")] = "clusters",
     model: ModelOpt = "minilm",
-    n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (default: chosen by silhouette).")] = None,
-    k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette.")] = 5,
-    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette.")] = 25,
-    min_df: Annotated[int, typer.Option(help="Keep terms found in at least this many documents.")] = 5,
-    max_phrases: Annotated[int, typer.Option(help="Cluster at most this many terms (most frequent).")] = 5000,
+    n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (clusters: default chosen by silhouette; pntm: default 50).")] = None,
+    k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette (clusters).")] = 5,
+    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette (clusters).")] = 25,
+    min_df: Annotated[int | None, typer.Option(help="Keep terms found in at least this many documents (default: clusters 5, pntm 6).")] = None,
+    max_phrases: Annotated[int | None, typer.Option(help="At most this many terms (clusters, default 5000) or phrases (pntm, default 75000), most frequent first.")] = None,
     phrase_cache: Annotated[Path | None, typer.Option(help="A .json.gz file to reuse extracted phrases between runs.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="pntm: folder caching document and vocabulary embeddings between runs.")] = None,
+    sentences: Annotated[int, typer.Option(help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
-    seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling).")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Mine topics described by words and phrases; writes topics.json and topics.md.
 
-    Example: phrasekit topics sample --out runs/demo
+    Examples: phrasekit topics sample --out runs/demo
+              phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
     """
     _setup_logging(quiet, verbose)
 
     def body() -> None:
         from phrasekit.datasets import resolve_corpus
-        from phrasekit.topics import format_timings, run_topics
+        from phrasekit.topics import format_timings, run_pntm, run_topics
 
+        if method not in ("clusters", "pntm"):
+            raise BadInputError(f"--method must be `clusters` or `pntm`, got {method!r}")
         if k_min < 2 or k_max < k_min:
             raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
         if n_topics is not None and n_topics < 2:
             raise BadInputError(f"-k must be at least 2, got {n_topics}")
+        if min_df is not None and min_df < 1:
+            raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+        if sentences < 0:
+            raise BadInputError(f"--sentences must be >= 0, got {sentences}")
         if out.exists() and not out.is_dir():
             raise BadInputError(f"--out {out} exists and is not a folder")
         path = resolve_corpus(corpus)
         if not path.exists():
             raise BadInputError(f"corpus not found: {corpus}")
         t0 = time.perf_counter()
-        tm, paths = run_topics(path, out, model=model, n_topics=n_topics, k_min=k_min,
-                               k_max=k_max, min_df=min_df, max_phrases=max_phrases, quiet=quiet,
-                               phrase_cache=phrase_cache, text_field=text_field, random_state=seed)
+        if method == "pntm":
+            tm, paths = run_pntm(path, out, model=model, n_topics=n_topics or 50,
+                                 min_df=min_df or 6, max_phrases=max_phrases or 75_000,
+                                 quiet=quiet, phrase_cache=phrase_cache, cache_dir=cache_dir,
+                                 n_sentences=sentences, text_field=text_field, random_state=seed)
+            k = tm.n_topics
+        else:
+            tm, paths = run_topics(path, out, model=model, n_topics=n_topics, k_min=k_min,
+                                   k_max=k_max, min_df=min_df or 5,
+                                   max_phrases=max_phrases or 5000, quiet=quiet,
+                                   phrase_cache=phrase_cache, text_field=text_field,
+                                   random_state=seed)
+            k = tm.n_topics_
         secs = time.perf_counter() - t0
-        typer.echo(f"{tm.n_topics_} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> "
+        typer.echo(f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> "
                    f"{paths['markdown']}")
+
+    _run(body)
+
+
+@app.command("neighbors")
+def neighbors_cmd(
+    query: Annotated[str, typer.Argument(help="The phrase whose nearest neighbours to list.")],
+    vocab: Annotated[Path, typer.Option("--vocab", help="Vocabulary: text file (one entry per line) or a PhraseVocabulary JSON(.gz) from `phrasekit phrases`.")],
+    k: Annotated[int, typer.Option("-k", help="Neighbours to list.")] = 10,
+    model: ModelOpt = DEFAULT_MODEL,
+    max_vocab: Annotated[int | None, typer.Option(help="Use only the first N vocabulary entries (a JSON vocabulary is ranked by document frequency).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Nearest neighbours of a phrase in a vocabulary by cosine (the phrase itself excluded).
+
+    Example: phrasekit neighbors "natural language processing" --vocab phrases.json.gz -k 10 --model minilm
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
+        from phrasekit.models.registry import check_model_name, load
+
+        if k < 1:
+            raise BadInputError(f"-k must be at least 1, got {k}")
+        if not query.strip():
+            raise BadInputError("the query is empty")
+        if max_vocab is not None and max_vocab < 1:
+            raise BadInputError(f"--max-vocab must be at least 1, got {max_vocab}")
+        check_model_name(model)
+        texts = read_vocabulary_file(vocab, max_entries=max_vocab)
+        hits = nearest_neighbors(load(model), query, texts, k=k, show_progress=not quiet)
+        typer.echo("rank\tneighbor\tcosine")
+        for rank, (text, score) in enumerate(hits, start=1):
+            typer.echo(f"{rank}\t{text}\t{score:.4f}")
 
     _run(body)
 

@@ -1,4 +1,6 @@
-"""Phrase-based topics: cluster frequent words and phrases of a corpus by their embeddings.
+"""Phrase-based topics: clusters of phrase embeddings (``PhraseTopicModel``), the neural topic
+model PNTM (``PNTM``; UNTM with a static encoder), LDA baselines (``LDATopics``) and automatic
+metrics (``phrasekit.topics.metrics``).
 
 Example::
 
@@ -10,23 +12,32 @@ Example::
     write_topic_outputs(model, docs, "out/")
 """
 
+from phrasekit.topics.lda import LDATopics
 from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
 from phrasekit.topics.output import (
+    pntm_to_dict,
     snippet,
     topics_to_dict,
     topics_to_markdown,
+    write_pntm_outputs,
     write_topic_outputs,
 )
-from phrasekit.topics.pipeline import load_or_extract_vocabulary, run_topics
+from phrasekit.topics.pipeline import load_or_extract_vocabulary, run_pntm, run_topics
+from phrasekit.topics.pntm import PNTM
 
 __all__ = [
+    "PNTM",
+    "LDATopics",
     "PhraseTopicModel",
     "format_timings",
     "json_params",
     "load_or_extract_vocabulary",
+    "pntm_to_dict",
+    "run_pntm",
     "run_topics",
     "snippet",
     "topics_to_dict",
     "topics_to_markdown",
+    "write_pntm_outputs",
     "write_topic_outputs",
 ]

@@ -1,5 +1,5 @@
-"""Write a fitted ``PhraseTopicModel`` as ``topics.json`` (machine-readable) and ``topics.md``
-(for people), atomically."""
+"""Write fitted topic models (``PhraseTopicModel``, ``PNTM``) as ``topics.json``
+(machine-readable) and ``topics.md`` (for people), atomically."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, write_json, write_text
 from phrasekit.phrases import as_documents
 from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
+from phrasekit.topics.pntm import PNTM
 
 logger = logging.getLogger(__name__)
 
@@ -181,5 +185,110 @@ def write_topic_outputs(
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
     write_json(paths["json"], data)
     write_text(paths["markdown"], topics_to_markdown(data))
+    logger.info("wrote %s and %s", paths["json"], paths["markdown"])
+    return paths
+
+
+# ---------------------------------------------------------------------- PNTM
+def pntm_to_dict(
+    model: PNTM,
+    docs: Iterable[Document | str],
+    sentences: list[list[tuple[str, float]]] | None = None,
+    n_typical: int = 3,
+    snippet_chars: int = 240,
+) -> dict[str, Any]:
+    """Everything ``topics.json`` holds for a fitted ``PNTM`` (``sentences``: the output of
+    ``model.describe_with`` to read topics through sentences as well)."""
+    model._check_fitted()
+    documents = as_documents(docs)
+    if [d.id for d in documents] != model.doc_ids_:
+        raise ValueError("docs are not the documents the model was fitted on")
+    shares = model.doc_topics_
+    topics = []
+    for k in range(model.n_topics):
+        members = np.flatnonzero(model.labels_ == k)
+        best = members[np.argsort(-shares[members, k], kind="stable")][:n_typical]
+        topics.append(
+            {
+                "id": k,
+                "label": model.topic_label(k),
+                "n_docs": len(members),
+                "top_terms": [{"term": t, "score": s} for t, s in model.topics_[k]],
+                "top_words": [{"term": t, "score": s} for t, s in model.topic_words_[k]],
+                "top_phrases": [{"term": t, "score": s} for t, s in model.topic_phrases_[k]],
+                "top_sentences": [{"text": t, "score": s} for t, s in (sentences or [[]] *
+                                                                       model.n_topics)[k]],
+                "typical_docs": [
+                    {"id": model.doc_ids_[d], "share": round(float(shares[d, k]), 4),
+                     "snippet": snippet(documents[d].text, snippet_chars)}
+                    for d in best
+                ],
+            }
+        )
+    summary = model.summary()
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "method": "pntm",
+        "params": {k: (v.name if isinstance(v, Encoder) else v)
+                   for k, v in model.get_params(deep=False).items()
+                   if k not in ("extractor", "cache_dir")},
+        **summary,
+        "timings_s": summary.pop("timings"),
+        "topics": topics,
+        "doc_topics": [
+            {"id": doc_id, "topic": int(model.labels_[d]) if model.labels_[d] >= 0 else None,
+             "share": round(float(shares[d].max()), 4)}
+            for d, doc_id in enumerate(model.doc_ids_)
+        ],
+    }
+
+
+def pntm_to_markdown(data: dict[str, Any]) -> str:
+    """Render ``pntm_to_dict`` output as Markdown: per topic its nearest terms (words and
+    phrases mixed), words, phrases, sentences if any, and typical documents."""
+    lines = [
+        "# Topics (PNTM)",
+        "",
+        f"{data['n_topics']} topics read from {data['n_terms']} terms ({data['n_phrases']} "
+        f"phrases) by nearest neighbours of the topic embeddings; {data['n_docs']} documents "
+        f"({data['n_unassigned']} empty, unassigned); encoder `{data['encoder']}`.",
+        "",
+        f"Time: {format_timings(data['timings_s'])}.",
+    ]
+    for topic in sorted(data["topics"], key=lambda t: -t["n_docs"]):
+        lines += [
+            "",
+            f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
+            "",
+            f"*{topic['n_docs']} documents*",
+            "",
+            f"- **Nearest terms:** {_md_escape(_terms_line(topic['top_terms']))}",
+            f"- **Words:** {_md_escape(_terms_line(topic['top_words']))}",
+            f"- **Phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
+        ]
+        if topic["top_sentences"]:
+            lines.append("- **Sentences:**")
+            lines += [f"    - {_md_escape(s['text'])}" for s in topic["top_sentences"]]
+        if topic["typical_docs"]:
+            lines.append("- **Typical documents:**")
+            lines += [f"    - `{d['id']}` ({d['share']:.0%}): {_md_escape(d['snippet'])}"
+                      for d in topic["typical_docs"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_pntm_outputs(
+    model: PNTM,
+    docs: Iterable[Document | str],
+    out_dir: str | Path,
+    sentences: list[list[tuple[str, float]]] | None = None,
+) -> dict[str, Path]:
+    """Write ``topics.json`` and ``topics.md`` of a fitted ``PNTM`` into ``out_dir``."""
+    data = pntm_to_dict(model, docs, sentences)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
+    write_json(paths["json"], data)
+    write_text(paths["markdown"], pntm_to_markdown(data))
     logger.info("wrote %s and %s", paths["json"], paths["markdown"])
     return paths

@@ -1,8 +1,10 @@
-"""One call for the ``phrasekit topics`` command: read a corpus, fit, write the outputs."""
+"""One call per ``phrasekit topics --method``: read a corpus, fit, write the outputs."""
 
 from __future__ import annotations
 
 import logging
+import random
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,8 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
 from phrasekit.topics.model import PhraseTopicModel
-from phrasekit.topics.output import write_topic_outputs
+from phrasekit.topics.output import write_pntm_outputs, write_topic_outputs
+from phrasekit.topics.pntm import PNTM
 
 logger = logging.getLogger(__name__)
 
@@ -91,4 +94,70 @@ def run_topics(
     if vocabulary is not None:
         estimator.timings_["extraction"] = extraction_s
     paths = write_topic_outputs(estimator, docs, out_dir)
+    return estimator, paths
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def corpus_sentences(
+    docs: list[Document], min_words: int = 6, max_words: int = 60, max_sentences: int = 20_000,
+    seed: int = 0,
+) -> list[str]:
+    """Sentences of the corpus for reading topics through sentences (a simple punctuation
+    split; lines are kept apart), de-duplicated, at most ``max_sentences`` (seeded sample)."""
+    found: dict[str, None] = {}
+    for d in docs:
+        for line in d.text.splitlines():
+            for s in _SENTENCE_END.split(line.strip()):
+                s = " ".join(s.split())
+                if min_words <= len(s.split()) <= max_words:
+                    found[s] = None
+    sentences = list(found)
+    if len(sentences) > max_sentences:
+        rng = random.Random(seed)
+        sentences = sorted(rng.sample(sentences, max_sentences), key=sentences.index)
+    return sentences
+
+
+def run_pntm(
+    corpus: str | Path,
+    out_dir: str | Path,
+    model: str | Encoder = "minilm",
+    n_topics: int = 50,
+    min_df: int = 6,
+    max_phrases: int = 75_000,
+    quiet: bool = False,
+    phrase_cache: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    n_sentences: int = 0,
+    text_field: str = "text",
+    id_field: str = "id",
+    **model_kwargs: Any,
+) -> tuple[PNTM, dict[str, Path]]:
+    """Read ``corpus``, fit ``PNTM`` and write ``topics.json`` / ``topics.md``.
+
+    ``n_sentences`` > 0 also reads every topic through its nearest corpus sentences.
+    ``cache_dir`` keeps document and vocabulary embeddings between runs.
+    """
+    estimator = PNTM(encoder=model, n_topics=n_topics, min_df=min_df, max_phrases=max_phrases,
+                     cache_dir=cache_dir, **model_kwargs)
+    estimator.check_params()
+    if n_sentences < 0:
+        raise ValueError(f"n_sentences must be >= 0, got {n_sentences}")
+    if not isinstance(model, Encoder):
+        from phrasekit.models.registry import load
+
+        estimator.set_params(encoder=load(model))  # an unknown name fails before long work
+    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
+    logger.info("read %d documents from %s", len(docs), corpus)
+    phrases = load_or_extract_vocabulary(docs, phrase_cache, show_progress=not quiet) \
+        if phrase_cache is not None else None
+    estimator.fit(docs, phrases=phrases, show_progress=not quiet)
+    sentences = None
+    if n_sentences:
+        sentences = estimator.describe_with(
+            corpus_sentences(docs, seed=estimator.random_state), n=n_sentences,
+            show_progress=not quiet)
+    paths = write_pntm_outputs(estimator, docs, out_dir, sentences)
     return estimator, paths

@@ -1,0 +1,88 @@
+"""Automatic topic-quality metrics: NPMI coherence, topic diversity, NMI against gold labels.
+
+- **NPMI** (Bouma 2009; Lau et al. 2014) of each topic's top-n terms from *document*
+  co-occurrence in the corpus itself: a term is present in a document when its tokens occur
+  there contiguously (``terms.presence_matrix``). A pair that never co-occurs scores -1. Pairs
+  where one term is nested in the other ("deutsche" / "deutsche boerse") are skipped: they
+  co-occur by construction and would inflate the score of any model that mixes a phrase with
+  its own words. A topic's score is the mean over its remaining pairs; the model's the mean
+  over topics.
+- **Topic diversity** (Dieng et al. 2020): distinct *words* among the top-25 terms of all
+  topics divided by the number of words there, so a phrase counts with its words ("bank of
+  england" and "england" share one).
+- **NMI** between each document's top topic and its gold label (scikit-learn, arithmetic
+  normalisation); documents a model leaves unassigned (topic -1) form one cluster of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from sklearn.metrics import normalized_mutual_info_score
+
+from phrasekit.topics.terms import presence_matrix
+
+
+def _nested(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    n = len(short)
+    return any(long_[i : i + n] == short for i in range(len(long_) - n + 1))
+
+
+def npmi_coherence(
+    topics: Sequence[Sequence[str]],
+    token_docs: Sequence[Sequence[str]],
+    top_n: int = 10,
+    skip_nested: bool = True,
+) -> tuple[float, list[float]]:
+    """Mean NPMI of the top-``top_n`` terms of every topic, and the per-topic scores.
+
+    ``topics``: per topic, term keys (lower-cased tokens joined by spaces), best first.
+    A topic without any scorable pair gets NaN and is left out of the mean.
+    """
+    if not token_docs:
+        raise ValueError("no documents to compute co-occurrence from")
+    tops = [list(dict.fromkeys(t))[:top_n] for t in topics]
+    vocab = sorted({w for t in tops for w in t})
+    col = {w: j for j, w in enumerate(vocab)}
+    P = presence_matrix(token_docs, vocab)
+    n_docs = float(P.shape[0])
+    df = np.asarray(P.sum(axis=0)).ravel()
+    co = (P.T @ P).toarray()
+    scores = []
+    for terms in tops:
+        vals = []
+        for a in range(len(terms)):
+            for b in range(a + 1, len(terms)):
+                ta, tb = terms[a], terms[b]
+                if skip_nested and _nested(tuple(ta.split()), tuple(tb.split())):
+                    continue
+                i, j = col[ta], col[tb]
+                vals.append(_npmi(co[i, j], df[i], df[j], n_docs))
+        scores.append(float(np.mean(vals)) if vals else float("nan"))
+    finite = [s for s in scores if np.isfinite(s)]
+    return (float(np.mean(finite)) if finite else float("nan")), scores
+
+
+def _npmi(n_ij: float, n_i: float, n_j: float, n: float) -> float:
+    if n_ij <= 0 or n_i <= 0 or n_j <= 0:
+        return -1.0
+    p_ij = n_ij / n
+    if p_ij >= 1.0:
+        return 1.0
+    pmi = np.log(p_ij / ((n_i / n) * (n_j / n)))
+    return float(pmi / -np.log(p_ij))
+
+
+def topic_diversity(topics: Sequence[Sequence[str]], top_n: int = 25) -> float:
+    """Distinct words / words among the top-``top_n`` terms of all topics (1 = no overlap)."""
+    words = [w for t in topics for term in list(t)[:top_n] for w in term.split()]
+    return len(set(words)) / len(words) if words else float("nan")
+
+
+def labels_nmi(doc_topics: Sequence[int], labels: Sequence[object]) -> float:
+    """NMI between documents' top topics (-1 = unassigned, one cluster) and gold labels."""
+    if len(doc_topics) != len(labels):
+        raise ValueError(f"{len(doc_topics)} topic assignments but {len(labels)} labels")
+    return float(normalized_mutual_info_score([str(x) for x in labels], list(doc_topics)))

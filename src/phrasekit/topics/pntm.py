@@ -1,0 +1,444 @@
+"""PNTM: the phrase-based neural topic model of Phrase-BERT (Wang et al., 2021, §6.1).
+
+A document vector ``x`` (the encoder's embedding; long documents are cut into word windows
+whose embeddings are averaged) is scored against ``K`` topic embeddings, the rows of ``R``:
+``t = softmax(R x)``, and reconstructed as ``x~ = R^T t``. Training minimises the hinge loss of
+Eq. 2 against ``N`` random other documents ``z``, ``sum_i max(0, 1 - x~.x + x~.z_i)`` (the
+dictionary-learning autoencoder of Iyyer et al. 2016, which the paper's equation follows), plus
+the orthogonality penalty ``||R R^T - I||`` that keeps topics apart. A topic is read as the
+vocabulary entries (words and phrases, optionally sentences) with the largest inner product with
+its row of ``R`` (``R L^T``). With ``glove-50d`` as the encoder this is UNTM, the paper's unigram
+baseline.
+
+Three departures from the paper, each a parameter (``center=False, init="random",
+temperature=1, df_weight=0`` is the paper's model), chosen on bbc_news with K = 20 (NPMI first;
+see the README): mean-centring of the embeddings, topics seeded from k-means++ documents, a
+softmax temperature of 0.1 for phrasekit's unit-length vectors, and a light document-frequency
+prior when reading topics, without which the nearest entries are rare one-off phrases.
+
+Embeddings of documents and of the vocabulary are cached on disk (``cache_dir``) by a hash of
+the encoder name and the texts, so refitting with another K encodes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator
+from tqdm.auto import tqdm
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import Document, atomic_write, load_npy
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
+from phrasekit.topics.terms import build_term_vocabulary, tokenize
+
+logger = logging.getLogger(__name__)
+
+
+def chunk_words(text: str, size: int, max_chunks: int) -> list[str]:
+    """Cut ``text`` into at most ``max_chunks`` windows of ``size`` whitespace words."""
+    words = text.split()
+    return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
+
+
+def _digest(encoder_name: str, texts: Sequence[str], extra: str = "") -> str:
+    h = hashlib.sha256(f"{encoder_name}\x00{extra}\x00".encode())
+    for t in texts:
+        h.update(t.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:20]
+
+
+def cached_encode(
+    encoder: Encoder,
+    texts: Sequence[str],
+    cache_dir: str | Path | None,
+    kind: str,
+    show_progress: bool = False,
+    batch_size: int | None = None,
+) -> np.ndarray:
+    """``encoder.encode(texts)``, read from / written to ``cache_dir`` when given."""
+    path = None
+    if cache_dir is not None:
+        path = Path(cache_dir) / f"{kind}-{_digest(encoder.name, texts)}.npy"
+        if path.is_file():
+            arr = load_npy(path)
+            if arr.shape == (len(texts), encoder.dim):
+                logger.info("%s embeddings read from cache %s", kind, path)
+                return arr
+            logger.warning("ignoring cache %s with shape %s", path, arr.shape)
+    arr = encoder.encode(list(texts), batch_size=batch_size, show_progress=show_progress)
+    if path is not None:
+        with atomic_write(path, "wb") as fh:
+            np.save(fh, arr, allow_pickle=False)
+    return arr
+
+
+def encode_documents(
+    encoder: Encoder,
+    texts: Sequence[str],
+    chunk_size: int = 150,
+    max_chunks: int = 8,
+    cache_dir: str | Path | None = None,
+    show_progress: bool = False,
+    batch_size: int | None = None,
+) -> np.ndarray:
+    """Unit document vectors: each document's word windows encoded and averaged (weighted by
+    words). A document without words gets a zero row (it is then left unassigned)."""
+    chunks: list[str] = []
+    owner: list[int] = []
+    weight: list[float] = []
+    for d, text in enumerate(texts):
+        for c in chunk_words(text, chunk_size, max_chunks):
+            chunks.append(c)
+            owner.append(d)
+            weight.append(float(len(c.split())))
+    out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+    if not chunks:
+        return out
+    E = cached_encode(
+        encoder, chunks, cache_dir, f"docs{chunk_size}x{max_chunks}", show_progress, batch_size
+    )
+    np.add.at(out, np.asarray(owner), E * np.asarray(weight, dtype=np.float32)[:, None])
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+
+class PNTM(BaseEstimator):
+    """Phrase-based neural topic model (scikit-learn style: ``fit``, ``transform``, ``topics_``).
+
+    Args:
+        encoder: registered model name, model folder or ``Encoder`` (``glove-50d`` = UNTM).
+        n_topics: number of topics K.
+        n_negatives: random negative documents per document (N in Eq. 2).
+        ortho_weight: weight of the orthogonality penalty ``||R R^T - I||_F``.
+        epochs, batch_size, lr: Adam training of ``R`` over the cached document vectors.
+        min_df, max_df, max_phrases: the vocabulary (see ``terms.build_term_vocabulary``).
+        top_n: terms listed per topic.
+        dedupe: skip a term whose key equals an already listed one up to a final "s"
+            ("mobile phone" after "mobile phones"), so topic lists do not repeat themselves.
+        chunk_size, max_chunks: document windows (words) for encoding long documents.
+        cache_dir: where document and vocabulary embeddings are cached (None: no cache).
+        extractor: ``PhraseExtractor`` for the phrases (default settings when None).
+        center: subtract the corpus mean from document vectors (then re-normalise) and the
+            vocabulary mean from term vectors before training and reading. Transformer
+            embeddings share a large common component (anisotropy), so without it random
+            orthogonal topic rows point away from every document and stay there.
+        init: ``"docs"`` starts ``R`` from k-means++ seeds among the (centred) documents,
+            ``"random"`` from Gaussian rows (the paper's setting).
+        temperature: ``t = softmax(R x / temperature)``. The paper's unnormalised 768-d BERT
+            vectors give peaked distributions at 1; phrasekit's unit vectors need a lower
+            temperature, or every document mixes all topics almost evenly and ``R`` barely
+            learns.
+        df_weight: rank terms by ``R_k . l_j + df_weight * log(df_j)``; 0 is the paper's plain
+            inner product, which favours rare, very specific phrases.
+        random_state: seed of ``R``'s initialisation, negatives and batch order.
+    """
+
+    def __init__(
+        self,
+        encoder: str | Encoder = "minilm",
+        n_topics: int = 50,
+        n_negatives: int = 5,
+        ortho_weight: float = 1.0,
+        epochs: int = 100,
+        batch_size: int = 256,
+        lr: float = 1e-2,
+        min_df: int = 6,
+        max_df: float = 0.5,
+        max_phrases: int = 75_000,
+        top_n: int = 10,
+        dedupe: bool = True,
+        chunk_size: int = 150,
+        max_chunks: int = 8,
+        cache_dir: str | Path | None = None,
+        extractor: PhraseExtractor | None = None,
+        center: bool = True,
+        init: str = "docs",
+        temperature: float = 0.1,
+        df_weight: float = 0.05,
+        random_state: int = 0,
+    ) -> None:
+        self.encoder = encoder
+        self.n_topics = n_topics
+        self.n_negatives = n_negatives
+        self.ortho_weight = ortho_weight
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.min_df = min_df
+        self.max_df = max_df
+        self.max_phrases = max_phrases
+        self.top_n = top_n
+        self.dedupe = dedupe
+        self.chunk_size = chunk_size
+        self.max_chunks = max_chunks
+        self.cache_dir = cache_dir
+        self.extractor = extractor
+        self.center = center
+        self.init = init
+        self.temperature = temperature
+        self.df_weight = df_weight
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def check_params(self) -> None:
+        """Raise ``ValueError`` for settings that cannot work (before any long work)."""
+        for name in ("n_topics", "n_negatives", "epochs", "batch_size", "min_df", "top_n",
+                     "chunk_size", "max_chunks"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.n_topics < 2:
+            raise ValueError(f"n_topics must be at least 2, got {self.n_topics}")
+        if self.ortho_weight < 0 or self.lr <= 0 or self.temperature <= 0:
+            raise ValueError("ortho_weight must be >= 0, lr and temperature > 0")
+        if not 0.0 < self.max_df <= 1.0:
+            raise ValueError(f"max_df must be in (0, 1], got {self.max_df}")
+        if self.init not in ("docs", "random"):
+            raise ValueError(f"init must be 'docs' or 'random', got {self.init!r}")
+        if self.df_weight < 0:
+            raise ValueError(f"df_weight must be >= 0, got {self.df_weight}")
+
+    def _load_encoder(self) -> Encoder:
+        if isinstance(self.encoder, Encoder):
+            return self.encoder
+        from phrasekit.models.registry import load
+
+        return load(self.encoder)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(
+        self,
+        docs: Iterable[Document | str],
+        y: Any = None,
+        phrases: PhraseVocabulary | None = None,
+        show_progress: bool = False,
+    ) -> PNTM:
+        """Fit topics on ``docs``; ``phrases``: a ``PhraseVocabulary`` of exactly these
+        documents (e.g. from a cache) to skip spaCy."""
+        del y
+        self.check_params()
+        documents = as_documents(docs)
+        if not documents:
+            raise ValueError("the corpus is empty: no documents to find topics in")
+        texts = [d.text for d in documents]
+        if not any(t.split() for t in texts):
+            raise ValueError("every document of the corpus is empty")
+        if phrases is not None and phrases.doc_ids != [d.id for d in documents]:
+            raise ValueError("the phrase vocabulary was extracted from other documents")
+        encoder = self._load_encoder()
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        if phrases is None:
+            extractor = self.extractor or PhraseExtractor()
+            phrases = extractor.extract(documents, show_progress=show_progress)
+        timings["extraction"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        token_docs = [tokenize(t) for t in texts]
+        vocab = build_term_vocabulary(
+            token_docs, phrases, self.min_df, self.max_df, self.max_phrases
+        )
+        if len(vocab) < self.top_n:
+            raise ValueError(
+                f"only {len(vocab)} terms occur in at least {self.min_df} documents; lower "
+                f"min_df or give a larger corpus"
+            )
+        timings["vocabulary"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        X = encode_documents(encoder, texts, self.chunk_size, self.max_chunks, self.cache_dir,
+                             show_progress)
+        timings["encode_docs"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        L = cached_encode(encoder, vocab.surface, self.cache_dir, "vocab", show_progress)
+        timings["encode_vocab"] = time.perf_counter() - t0
+
+        has_text = np.linalg.norm(X, axis=1) > 0
+        self.doc_mean_ = X[has_text].mean(axis=0) if self.center and has_text.any() else None
+        known = np.linalg.norm(L, axis=1) > 0.5
+        self.term_mean_ = L[known].mean(axis=0) if self.center and known.any() else None
+        X = self._prepare_docs(X)
+        t0 = time.perf_counter()
+        self.components_ = self._train(X, show_progress)
+        timings["train"] = time.perf_counter() - t0
+
+        self.encoder_ = encoder
+        self.term_vocabulary_ = vocab
+        self.term_embeddings_ = L
+        self.doc_ids_ = [d.id for d in documents]
+        self.doc_embeddings_ = X
+        self.doc_topics_ = self._distribution(X)
+        self.labels_ = np.where(has_text, self.doc_topics_.argmax(1), -1)
+        self.timings_ = timings
+        self._read_topics()
+        logger.info("PNTM: %d topics, %d terms (%d phrases), %d docs (%s)", self.n_topics,
+                    len(vocab), len(vocab.phrases), len(texts),
+                    ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
+        return self
+
+    def _train(self, X: np.ndarray, show_progress: bool) -> np.ndarray:
+        gen = torch.Generator().manual_seed(int(self.random_state))
+        d = X.shape[1]
+        valid = np.flatnonzero(np.linalg.norm(X, axis=1) > 0)
+        if len(valid) < 2:
+            raise ValueError("need at least two non-empty documents to train PNTM")
+        Xt = torch.from_numpy(np.ascontiguousarray(X[valid], dtype=np.float32))
+        if self.init == "docs":
+            from sklearn.cluster import kmeans_plusplus
+
+            seeds, _ = kmeans_plusplus(X[valid], self.n_topics,
+                                       random_state=int(self.random_state))
+            R0 = torch.from_numpy(seeds.astype(np.float32))
+            R0 = R0 / R0.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        else:
+            R0 = torch.randn(self.n_topics, d, generator=gen) / d**0.5
+        R = torch.nn.Parameter(R0)
+        opt = torch.optim.Adam([R], lr=self.lr)
+        eye = torch.eye(self.n_topics)
+        m = len(valid)
+        bar = tqdm(range(self.epochs), desc="pntm[train]", unit="epoch",
+                   disable=not show_progress, leave=False)
+        for _ in bar:
+            order = torch.randperm(m, generator=gen)
+            total = 0.0
+            for s in range(0, m, self.batch_size):
+                idx = order[s : s + self.batch_size]
+                x = Xt[idx]
+                neg = Xt[torch.randint(0, m, (len(idx), self.n_negatives), generator=gen)]
+                t = torch.softmax(x @ R.T / self.temperature, dim=1)
+                recon = t @ R
+                pos = (recon * x).sum(1, keepdim=True)
+                negs = torch.einsum("bd,bnd->bn", recon, neg)
+                hinge = torch.clamp(1.0 - pos + negs, min=0).sum(1).mean()
+                ortho = torch.linalg.matrix_norm(R @ R.T - eye)
+                loss = hinge + self.ortho_weight * ortho
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(hinge.detach()) * len(idx)
+            bar.set_postfix(hinge=f"{total / m:.4f}")
+        self.final_hinge_ = total / m
+        return R.detach().numpy().copy()
+
+    def _prepare_docs(self, X: np.ndarray) -> np.ndarray:
+        """Centre (when fitted with ``center``) and re-normalise document vectors."""
+        if getattr(self, "doc_mean_", None) is None:
+            return X
+        keep = np.linalg.norm(X, axis=1, keepdims=True) > 0
+        C = np.where(keep, X - self.doc_mean_, 0.0)
+        n = np.linalg.norm(C, axis=1, keepdims=True)
+        return np.divide(C, n, out=np.zeros_like(C), where=n > 0).astype(np.float32)
+
+    def _prepare_terms(self, L: np.ndarray) -> np.ndarray:
+        """Centre term vectors (kept unnormalised: terms near the mean are generic)."""
+        if getattr(self, "term_mean_", None) is None:
+            return L
+        return (L - self.term_mean_).astype(np.float32)
+
+    def _distribution(self, X: np.ndarray) -> np.ndarray:
+        logits = X @ self.components_.T / self.temperature
+        logits -= logits.max(axis=1, keepdims=True)
+        e = np.exp(logits)
+        return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+    def _nearest(self, E: np.ndarray, keys: Sequence[str], n: int, dedupe: bool,
+                 bonus: np.ndarray | None = None) -> list[list[tuple[int, float]]]:
+        """Per topic, the ``n`` rows of ``E`` with the largest inner product (``R L^T``),
+        plus a per-row ``bonus`` when given."""
+        scores = self.components_ @ E.T
+        if bonus is not None:
+            scores = scores + bonus[None, :]
+        out = []
+        for k in range(self.n_topics):
+            picked: list[tuple[int, float]] = []
+            seen: set[str] = set()
+            for j in np.argsort(-scores[k], kind="stable"):
+                key = keys[j]
+                stem = key[:-1] if key.endswith("s") else key
+                if dedupe and (key in seen or stem in seen):
+                    continue
+                seen.update({key, stem})
+                picked.append((int(j), round(float(scores[k, j]), 4)))
+                if len(picked) >= n:
+                    break
+            out.append(picked)
+        return out
+
+    def _read_topics(self) -> None:
+        vocab = self.term_vocabulary_
+        raw = self.term_embeddings_
+        known = np.linalg.norm(raw, axis=1) > 0.5  # static encoders give 0 rows for OOV terms
+        idx = np.flatnonzero(known)
+        L = self._prepare_terms(raw)
+        log_df = self.df_weight * np.log(np.asarray(vocab.doc_freq, dtype=np.float64))
+
+        def read(sel: np.ndarray) -> tuple[list[list[tuple[str, float]]], list[list[str]]]:
+            if not len(sel):
+                return [[] for _ in range(self.n_topics)], [[] for _ in range(self.n_topics)]
+            keys = [vocab.terms[i] for i in sel]
+            near = self._nearest(L[sel], keys, self.top_n, self.dedupe,
+                                 log_df[sel] if self.df_weight else None)
+            shown = [[(vocab.surface[sel[j]], s) for j, s in t] for t in near]
+            return shown, [[keys[j] for j, _ in t] for t in near]
+
+        self.topics_, self.topic_keys_ = read(idx)
+        self.topic_words_, _ = read(idx[idx < vocab.n_words])
+        self.topic_phrases_, _ = read(idx[idx >= vocab.n_words])
+
+    # ------------------------------------------------------------------ use
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "components_"):
+            raise RuntimeError("this PNTM is not fitted yet: call fit(docs) first")
+
+    def transform(self, docs: Iterable[Document | str], show_progress: bool = False
+                  ) -> np.ndarray:
+        """Topic distributions ``softmax(R x)`` of new documents, (n_docs, K)."""
+        self._check_fitted()
+        texts = [d.text for d in as_documents(docs)]
+        X = encode_documents(self.encoder_, texts, self.chunk_size, self.max_chunks, None,
+                             show_progress)
+        return self._distribution(self._prepare_docs(X))
+
+    def describe_with(self, texts: Sequence[str], n: int = 5, show_progress: bool = False
+                      ) -> list[list[tuple[str, float]]]:
+        """Read every topic through arbitrary texts, e.g. sentences (paper appendix A.4):
+        the ``n`` texts nearest to each topic embedding."""
+        self._check_fitted()
+        uniq = list(dict.fromkeys(t for t in texts if t.strip()))
+        if not uniq:
+            raise ValueError("no non-empty texts to describe topics with")
+        E = cached_encode(self.encoder_, uniq, self.cache_dir, "texts", show_progress)
+        if self.center:  # texts have a mean of their own (longer than terms, shorter than docs)
+            E = E - E.mean(axis=0)
+        return [[(uniq[j], s) for j, s in t] for t in self._nearest(E, uniq, n, dedupe=False)]
+
+    def topic_label(self, topic: int, n: int = 3) -> str:
+        """A short name: the topic's ``n`` nearest terms."""
+        self._check_fitted()
+        return ", ".join(t for t, _ in self.topics_[topic][:n])
+
+    def summary(self) -> dict[str, Any]:
+        """Key numbers of the fit."""
+        self._check_fitted()
+        sizes = np.bincount(self.labels_[self.labels_ >= 0], minlength=self.n_topics)
+        return {
+            "n_topics": self.n_topics,
+            "encoder": self.encoder_.name,
+            "n_terms": len(self.term_vocabulary_),
+            "n_phrases": len(self.term_vocabulary_.phrases),
+            "n_docs": len(self.doc_ids_),
+            "n_unassigned": int((self.labels_ < 0).sum()),
+            "topic_sizes": [int(s) for s in sizes],
+            "final_hinge": round(float(self.final_hinge_), 5),
+            "timings": {k: round(v, 2) for k, v in self.timings_.items()},
+        }
+

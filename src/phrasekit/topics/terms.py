@@ -1,0 +1,229 @@
+"""Words, phrases and verbatim matching shared by the topic models and their metrics.
+
+Every topic model compared in phrasekit (PNTM, UNTM, LDA, phrase-LDA) reads topics from one
+``TermVocabulary`` built here, and the automatic metrics decide whether a term occurs in a
+document with the same tokenizer, so numbers are comparable across models:
+
+- a *word* is a lower-cased token of ``tokenize`` that is not a stop word, has a letter, and
+  occurs in more than ``min_df - 1`` documents (PNTM's "document frequency > 5" by default);
+- a *phrase* is a multi-word key of a ``PhraseVocabulary`` (spaCy noun chunks and entities),
+  tokenized the same way and counted where it occurs *verbatim* in a document's tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from phrasekit.phrases import PhraseVocabulary
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
+_HAS_LETTER = re.compile(r"[a-z]")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (hyphen / apostrophe compounds kept, possessive ``'s`` cut)."""
+    text = text.lower().replace("\u2019", "'")
+    out = []
+    for tok in _TOKEN_RE.findall(text):
+        if tok.endswith("'s"):
+            tok = tok[:-2]
+        if tok:
+            out.append(tok)
+    return out
+
+
+def stop_words() -> frozenset[str]:
+    """spaCy's English stop words (the same list as the n-gram helper)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(w.lower().replace("\u2019", "'") for w in STOP_WORDS)
+
+
+@dataclass
+class TermVocabulary:
+    """The terms topics are read from: words first, then phrases, in parallel lists.
+
+    Attributes:
+        terms: term keys (a phrase key is its tokens joined by one space).
+        surface: what to show users (a phrase's most frequent original spelling).
+        doc_freq: number of documents the term occurs in verbatim.
+        n_words: the first ``n_words`` terms are words, the rest phrases.
+    """
+
+    terms: list[str]
+    surface: list[str]
+    doc_freq: list[int]
+    n_words: int
+    _index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not len(self.terms) == len(self.surface) == len(self.doc_freq):
+            raise ValueError("terms, surface and doc_freq must have the same length")
+        self._index = {t: i for i, t in enumerate(self.terms)}
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def index(self, term: str) -> int:
+        return self._index[term]
+
+    def is_phrase(self, i: int) -> bool:
+        return i >= self.n_words
+
+    @property
+    def phrases(self) -> list[str]:
+        return self.terms[self.n_words :]
+
+    @property
+    def max_len(self) -> int:
+        """Tokens in the longest term."""
+        return max((len(t.split()) for t in self.terms), default=1)
+
+
+def build_term_vocabulary(
+    token_docs: Sequence[Sequence[str]],
+    phrases: PhraseVocabulary | None = None,
+    min_df: int = 6,
+    max_df: float = 0.5,
+    max_phrases: int = 75_000,
+    max_words: int | None = None,
+) -> TermVocabulary:
+    """Words and phrases of a tokenized corpus.
+
+    Args:
+        token_docs: ``tokenize`` output per document.
+        phrases: spaCy phrases of the same documents (None: words only).
+        min_df: keep terms in at least this many documents (6 = PNTM's "more than five").
+        max_df: drop words in more than this share of documents (corpus-wide filler);
+            phrases are never dropped for it.
+        max_phrases: keep at most this many phrases, most frequent first (PNTM caps at 75k).
+        max_words: keep at most this many words, most frequent first (None: all).
+    """
+    if not token_docs:
+        raise ValueError("no documents: cannot build a vocabulary")
+    if min_df < 1 or not 0.0 < max_df <= 1.0:
+        raise ValueError(f"min_df must be >= 1 and max_df in (0, 1], got {min_df}, {max_df}")
+    n = len(token_docs)
+    stops = stop_words()
+    df: Counter[str] = Counter()
+    for toks in token_docs:
+        df.update(set(toks))
+    words = [
+        w
+        for w, c in df.items()
+        if c >= min_df
+        and c <= max_df * n
+        and w not in stops
+        and len(w) > 1
+        and _HAS_LETTER.search(w)
+    ]
+    words.sort(key=lambda w: (-df[w], w))
+    if max_words is not None:
+        words = words[:max_words]
+    terms, surface, freqs = list(words), list(words), [df[w] for w in words]
+    n_words = len(terms)
+    if phrases is not None and len(phrases):
+        candidates: dict[tuple[str, ...], str] = {}
+        surf = phrases.surface
+        for key, shown in zip(phrases.phrases, surf, strict=True):
+            toks = tuple(tokenize(key))
+            if len(toks) < 2 or all(t in stops for t in toks) or toks in candidates:
+                continue
+            candidates[toks] = shown
+        matched = count_phrases(token_docs, candidates.keys())
+        kept = [p for p, c in matched.items() if c >= min_df]
+        kept.sort(key=lambda p: (-matched[p], p))
+        seen = set(terms)
+        for p in kept[:max_phrases]:
+            key = " ".join(p)
+            if key in seen:
+                continue
+            seen.add(key)
+            terms.append(key)
+            surface.append(candidates[p])
+            freqs.append(matched[p])
+    return TermVocabulary(terms=terms, surface=surface, doc_freq=freqs, n_words=n_words)
+
+
+def count_phrases(
+    token_docs: Iterable[Sequence[str]], phrases: Iterable[tuple[str, ...]]
+) -> dict[tuple[str, ...], int]:
+    """Document frequency of each phrase (a token tuple) where it occurs verbatim."""
+    wanted = set(phrases)
+    lengths = sorted({len(p) for p in wanted})
+    df: Counter[tuple[str, ...]] = Counter()
+    for toks in token_docs:
+        found = set()
+        for n in lengths:
+            for i in range(len(toks) - n + 1):
+                gram = tuple(toks[i : i + n])
+                if gram in wanted:
+                    found.add(gram)
+        df.update(found)
+    return {p: df.get(p, 0) for p in wanted}
+
+
+def presence_matrix(token_docs: Sequence[Sequence[str]], terms: Sequence[str]) -> sp.csc_matrix:
+    """Binary documents x terms matrix: 1 where the term's tokens occur contiguously.
+
+    Unlike ``count_matrix`` nothing is consumed: "bank of england" and "england" are both
+    present in a document that mentions the Bank of England.
+    """
+    keys = [tuple(t.split()) for t in terms]
+    col = {k: j for j, k in enumerate(keys)}
+    lengths = sorted({len(k) for k in keys})
+    rows, cols = [], []
+    for d, toks in enumerate(token_docs):
+        found = set()
+        for n in lengths:
+            for i in range(len(toks) - n + 1):
+                j = col.get(tuple(toks[i : i + n]))
+                if j is not None:
+                    found.add(j)
+        rows.extend([d] * len(found))
+        cols.extend(found)
+    data = np.ones(len(rows), dtype=np.float32)
+    return sp.csc_matrix((data, (rows, cols)), shape=(len(token_docs), len(terms)))
+
+
+def count_matrix(
+    token_docs: Sequence[Sequence[str]], vocab: TermVocabulary, phrases: bool
+) -> sp.csr_matrix:
+    """Sparse documents x terms counts for LDA.
+
+    ``phrases=False``: word counts (phrase columns stay 0). ``phrases=True``: phrases are
+    joined into single tokens first (greedy, longest match left to right), so the words
+    inside a matched phrase are not counted again (phrase-LDA's input).
+    """
+    index = {tuple(t.split()): i for i, t in enumerate(vocab.terms)}
+    phrase_lengths = sorted(
+        {len(t.split()) for t in vocab.phrases}, reverse=True
+    ) if phrases else []
+    rows, cols, vals = [], [], []
+    for d, toks in enumerate(token_docs):
+        counts: Counter[int] = Counter()
+        i = 0
+        while i < len(toks):
+            for n in phrase_lengths:
+                j = index.get(tuple(toks[i : i + n])) if i + n <= len(toks) else None
+                if j is not None and j >= vocab.n_words:
+                    counts[j] += 1
+                    i += n
+                    break
+            else:
+                j = index.get((toks[i],))
+                if j is not None and j < vocab.n_words:
+                    counts[j] += 1
+                i += 1
+        rows.extend([d] * len(counts))
+        cols.extend(counts.keys())
+        vals.extend(counts.values())
+    return sp.csr_matrix(
+        (np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(token_docs), len(vocab))
+    )
