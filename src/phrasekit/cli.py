@@ -404,6 +404,99 @@ def train_subtst_cmd(
     _run(body)
 
 
+@train_app.command("phrase-bert-data")
+def train_phrase_bert_data_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the Phrase-BERT triplets (paraphrase + context) and report.json.")],
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
+    max_paraphrase: Annotated[int, typer.Option(help="Paraphrase triplets kept (PPDB train + WordNet; 0: none).")] = 100_000,
+    max_context: Annotated[int, typer.Option(help="Phrase-in-context triplets kept, most frequent phrases first (0: none).")] = 30_000,
+    max_words: Annotated[int, typer.Option(help="Corpus words sampled for the contexts (spaCy pass).")] = 400_000,
+    corpus: Annotated[list[str] | None, typer.Option(help="Context corpus (name under shared/corpora or a path); repeat. Default: bbc_news, 20newsgroups, arxiv_abstracts_cc0.")] = None,
+    phrase_vocab: Annotated[list[str] | None, typer.Option(help="CORPUS=FILE: a cached `phrasekit phrases` vocabulary whose multi-word phrases replace the spaCy pass for that corpus; repeat.")] = None,
+    context_tokens: Annotated[int, typer.Option(help="WordPiece tokens per context window (mask included).")] = 120,
+    seed: Annotated[int, typer.Option(help="Random seed (sampling, negatives, order).")] = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Build Phrase-BERT's triplets: lexically diverse paraphrases and phrases in masked contexts.
+
+    Example: phrasekit train phrase-bert-data --out runs/phrase-bert-data
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.training.phrase_bert_data import build_phrase_bert_dataset
+
+        vocabs: dict[str, str] = {}
+        for item in phrase_vocab or []:
+            name, sep, path = item.partition("=")
+            if not sep or not name.strip() or not path.strip():
+                raise BadInputError(f"--phrase-vocab expects CORPUS=FILE, got {item!r}")
+            vocabs[name.strip()] = path.strip()
+        report = build_phrase_bert_dataset(
+            out, shared_dir=shared, max_paraphrase=max_paraphrase, max_context=max_context,
+            max_words=max_words, corpora=corpus or None, phrase_vocabs=vocabs,
+            context_tokens=context_tokens, seed=seed, show_progress=not quiet)
+        removed = report["test_string_filter"]
+        typer.echo(f"Phrase-BERT data -> {out}: {report['paraphrase_triplets']} paraphrase and "
+                   f"{report['context_triplets']} context triplets (test strings removed: "
+                   f"{removed['removed_paraphrase_pairs']} pairs, "
+                   f"{removed['removed_context_phrases']} context phrases)")
+
+    _run(body)
+
+
+@train_app.command("phrase-bert")
+def train_phrase_bert_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json, model/.")],
+    data: Annotated[Path | None, typer.Option(help="Triplets from `train phrase-bert-data` (default: OUT/data, built with the defaults if missing).")] = None,
+    max_paraphrase: Annotated[int | None, typer.Option(help="Use the first N paraphrase triplets (default: all).")] = None,
+    max_context: Annotated[int | None, typer.Option(help="Use the first N context triplets (default: all).")] = None,
+    no_paraphrase: Annotated[bool, typer.Option("--no-paraphrase", help="Context triplets only (the paper's Phrase-BERT-context ablation).")] = False,
+    no_context: Annotated[bool, typer.Option("--no-context", help="Paraphrase triplets only (the paper's Phrase-BERT-phrase ablation).")] = False,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after this many steps (the schedule stays that of the whole epoch).")] = None,
+    max_minutes: Annotated[float | None, typer.Option(help="Stop (and checkpoint) after this many minutes.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Triplets per step.")] = 16,
+    lr: Annotated[float, typer.Option(help="Adam learning rate (10% linear warm-up, then linear decay).")] = 2e-5,
+    margin: Annotated[float, typer.Option(help="Triplet-loss margin.")] = 1.0,
+    normalize: Annotated[bool, typer.Option(help="Triplet loss on unit vectors (the paper uses raw mean-pooled vectors).")] = False,
+    checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Fine-tune MiniLM as Phrase-BERT (triplet loss, 1 epoch; resumes from OUT/checkpoint.safetensors).
+
+    Example: phrasekit train phrase-bert --out runs/phrase-bert-minilm --data runs/phrase-bert-data --max-context 20000 --threads 2
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.training.phrase_bert import PhraseBertTrainingConfig, train_phrase_bert
+        from phrasekit.training.phrase_bert_data import CONTEXT_FILE, build_phrase_bert_dataset
+
+        if no_paraphrase and no_context:
+            raise BadInputError("--no-paraphrase and --no-context together leave nothing to train on")
+        data_dir = data or out / "data"
+        if data is None and not (data_dir / CONTEXT_FILE).is_file():
+            build_phrase_bert_dataset(data_dir, shared_dir=shared, show_progress=not quiet)
+        cfg = PhraseBertTrainingConfig(
+            data_dir=str(data_dir), out_dir=str(out), batch_size=batch_size, lr=lr,
+            margin=margin, normalize=normalize, use_paraphrase=not no_paraphrase,
+            use_context=not no_context, max_paraphrase=max_paraphrase, max_context=max_context,
+            max_steps=max_steps, max_minutes=max_minutes, checkpoint_every=checkpoint_every,
+            seed=seed, num_threads=threads, show_progress=not quiet)
+        report = train_phrase_bert(cfg)
+        per_step = ", ".join(f"{k} {v:.2f}" for k, v in report["seconds_per_step"].items())
+        typer.echo(f"Phrase-BERT: {report['steps']}/{report['total_steps']} steps in "
+                   f"{report['train_minutes']} min (s/step: {per_step or '-'}), "
+                   f"{report['model_mb']} MB -> {report['model_dir']}")
+
+    _run(body)
+
+
 @app.command("pairs")
 def pairs_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],

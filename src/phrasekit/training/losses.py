@@ -38,3 +38,27 @@ class TypeClassificationLoss(nn.Module):
         if not torch.any(labels >= 0):
             return logits.sum() * 0.0
         return nn.functional.cross_entropy(logits, labels, ignore_index=-1)
+
+
+class TripletLoss(nn.Module):
+    """Phrase-BERT's triplet loss (Eq. 1): ``max(0, margin - ||a - n|| + ||a - p||)``, batch mean.
+
+    ``forward(anchors, positives, negatives)``, each ``(B, d)``; ``||.||`` is the Euclidean
+    distance between the rows as given (the caller decides whether they are normalised).
+    """
+
+    def __init__(self, margin: float = 1.0) -> None:
+        super().__init__()
+        if margin <= 0:
+            raise ValueError(f"margin must be > 0, got {margin}")
+        self.margin = float(margin)
+
+    def forward(self, anchors: torch.Tensor, positives: torch.Tensor,
+                negatives: torch.Tensor) -> torch.Tensor:
+        """Mean hinge over the batch of (distance to positive - distance to negative + margin)."""
+        if not anchors.shape == positives.shape == negatives.shape:
+            raise ValueError(f"shapes differ: {tuple(anchors.shape)}, {tuple(positives.shape)}, "
+                             f"{tuple(negatives.shape)}")
+        d_pos = torch.linalg.vector_norm(anchors - positives, dim=-1)
+        d_neg = torch.linalg.vector_norm(anchors - negatives, dim=-1)
+        return torch.relu(self.margin - d_neg + d_pos).mean()

@@ -1,0 +1,391 @@
+"""Phrase-BERT fine-tuning on CPU (Wang et al. 2021, §3.1) and its model folders.
+
+``train_phrase_bert(PhraseBertTrainingConfig(data_dir=..., out_dir=...))``:
+
+1. reads the triplets written by
+   :func:`phrasekit.training.phrase_bert_data.build_phrase_bert_dataset` (the first
+   ``max_paraphrase`` paraphrase and ``max_context`` context triplets; the paper's ablations
+   (§4.2, §5.4) are ``use_context=False``, Phrase-BERT-phrase (paraphrase data only), and
+   ``use_paraphrase=False``, Phrase-BERT-context (context data only));
+2. cuts every epoch into batches of ``batch_size`` triplets of one kind each (phrase batches
+   stay short: phrases are cut at ``phrase_tokens``, contexts at ``context_tokens``) and
+   shuffles the batches of both kinds together, all from the seed;
+3. embeds the three texts of each triplet by mean pooling the backbone's last layer and
+   minimises the triplet loss of Eq. 1, ``max(0, 1 - ||p - p-|| + ||p - p+||)``, with Adam
+   (2e-5) and SBERT's schedule: linear warm-up over the first 10% of the epoch's steps, then
+   linear decay to zero at its end;
+4. checkpoints every ``checkpoint_every`` steps (``checkpoint.safetensors``: weights and Adam
+   moments, no pickle); rerunning with the same ``out_dir`` resumes with the same batches and
+   dropout masks (every step's randomness derives from the seed and the step number);
+5. saves the model folder ``out_dir/model`` and ``out_dir/report.json``.
+
+Normalisation: the paper embeds phrases as the plain mean of BERT's token vectors and Eq. 1
+takes Euclidean distances between those vectors — nothing is normalised, and the margin of 1 is
+relative to their scale (mean-pooled MiniLM vectors have norms of about 5-7 and pair distances
+of about 5-9). We follow it (``normalize=False``); ``normalize=True`` trains on unit vectors
+instead. The saved encoder always returns L2-normalised vectors (the phrasekit contract), so
+cosine = dot product at inference either way.
+
+CPU choices: the backbone is the packaged all-MiniLM-L6-v2 (not BERT-base), its word
+embeddings are frozen by default (``freeze_embeddings``; half of MiniLM's parameters, so the
+saved model holds ~22 MB of fp16 deltas instead of ~45 MB), and ``max_steps`` /
+``max_minutes`` can stop an epoch early (the schedule stays that of the whole epoch).
+
+Model folder: ``config.json`` (``format`` ``phrasekit-phrase-bert``, the backbone's sha256,
+the training report) + ``model.safetensors`` holding the backbone's float16 differences from
+the packaged MiniLM (the PEARL helpers of :mod:`phrasekit.encoders.pearl`). ``phrasekit.load``
+rebuilds it as a mean-pooling :class:`~phrasekit.encoders.transformer.TransformerEncoder`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from phrasekit.encoders.pearl import (
+    WEIGHTS,
+    add_backbone_deltas,
+    backbone_deltas,
+    backbone_fingerprint,
+    backbone_path,
+    check_backbone_fingerprint,
+    read_model_config,
+)
+from phrasekit.io import atomic_write, model_folder_format, write_json
+from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from phrasekit.training.losses import TripletLoss
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "phrasekit-phrase-bert"
+FORMAT_VERSION = 1
+KINDS = ("paraphrase", "context")
+#: Tokens kept per text when the saved encoder embeds (MiniLM's usual limit).
+ENCODER_MAX_SEQ_LENGTH = 256
+
+
+@dataclass
+class PhraseBertTrainingConfig:
+    """Hyper-parameters of one Phrase-BERT run (defaults: the paper's, on MiniLM)."""
+
+    data_dir: str
+    out_dir: str
+    backbone: str = "minilm"
+    seed: int = 0
+    batch_size: int = 16
+    lr: float = 2e-5
+    warmup: float = 0.1
+    epochs: int = 1
+    margin: float = 1.0
+    normalize: bool = False
+    use_paraphrase: bool = True
+    use_context: bool = True
+    max_paraphrase: int | None = None
+    max_context: int | None = None
+    phrase_tokens: int = 16
+    context_tokens: int = 128
+    freeze_embeddings: bool = True
+    max_steps: int | None = None
+    max_minutes: float | None = None
+    checkpoint_every: int = 100
+    num_threads: int | None = None
+    show_progress: bool = True
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self, sizes: dict[str, int]) -> str:
+        """Hash of what fixes the training trajectory (settings and data sizes), for resuming."""
+        keys = ("data_dir", "backbone", "seed", "batch_size", "lr", "warmup", "epochs",
+                "margin", "normalize", "use_paraphrase", "use_context", "max_paraphrase",
+                "max_context", "phrase_tokens", "context_tokens", "freeze_embeddings")
+        d = asdict(self)
+        blob = json.dumps({**{k: d[k] for k in keys}, "sizes": sizes}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def validate(self) -> None:
+        """Fail fast on nonsense settings and a missing dataset."""
+        from phrasekit.training.phrase_bert_data import CONTEXT_FILE, PARAPHRASE_FILE
+
+        if not (self.use_paraphrase or self.use_context):
+            raise ValueError("both datasets are disabled (--no-paraphrase and --no-context)")
+        checks = [
+            (self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}"),
+            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
+            (self.margin > 0, f"margin must be > 0, got {self.margin}"),
+            (0 <= self.warmup < 1, f"warmup must be in [0, 1), got {self.warmup}"),
+            (self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}"),
+            (self.checkpoint_every >= 1, "checkpoint_every must be >= 1"),
+            (self.max_steps is None or self.max_steps >= 1, "max_steps must be >= 1"),
+            (self.max_minutes is None or self.max_minutes > 0, "max_minutes must be > 0"),
+            (self.phrase_tokens >= 4, f"phrase_tokens must be >= 4, got {self.phrase_tokens}"),
+            (self.context_tokens >= 8,
+             f"context_tokens must be >= 8, got {self.context_tokens}"),
+            (self.max_paraphrase is None or self.max_paraphrase >= 0,
+             "max_paraphrase must be >= 0"),
+            (self.max_context is None or self.max_context >= 0, "max_context must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        for use, name in ((self.use_paraphrase, PARAPHRASE_FILE),
+                          (self.use_context, CONTEXT_FILE)):
+            if use and not (Path(self.data_dir) / name).is_file():
+                raise FileNotFoundError(
+                    f"{Path(self.data_dir) / name} missing: build the dataset first "
+                    "(phrasekit train phrase-bert-data --out DIR)")
+
+
+class PhraseBertModel(nn.Module):
+    """The packaged backbone with its tokenizer; ``embed`` mean-pools its last layer."""
+
+    def __init__(self, backbone: str = "minilm") -> None:
+        super().__init__()
+        from transformers import AutoModel, AutoTokenizer
+
+        self.backbone_name = backbone
+        path = backbone_path(backbone)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.backbone = AutoModel.from_pretrained(str(path))
+
+    def embed(self, texts: Sequence[str], max_length: int) -> torch.Tensor:
+        """(batch, dim) mean of the last-layer token vectors, texts cut at ``max_length``."""
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
+                             return_tensors="pt")
+        out = self.backbone(**enc).last_hidden_state
+        weights = enc["attention_mask"].unsqueeze(-1).float()
+        return (out * weights).sum(dim=1) / weights.sum(dim=1)
+
+
+# ---------------------------------------------------------------------------------- folders
+def save_phrase_bert(model: PhraseBertModel, out_dir: str | Path,
+                     extra_config: dict[str, Any] | None = None) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` (fp16 backbone deltas) atomically."""
+    from safetensors.torch import save
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tensors, skipped = backbone_deltas(model.backbone, model.backbone_name)
+    logger.info("saving Phrase-BERT model: %d backbone deltas, %d unchanged tensors skipped",
+                len(tensors), skipped)
+    with atomic_write(out / WEIGHTS, mode="wb") as fh:
+        fh.write(save(tensors, metadata={"format": FORMAT}))
+    write_json(out / "config.json", {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "backbone": model.backbone_name,
+        "backbone_sha256": backbone_fingerprint(model.backbone_name), "pooling": "mean",
+        "max_seq_length": ENCODER_MAX_SEQ_LENGTH, **(extra_config or {}),
+    })
+    return out
+
+
+def is_phrase_bert_folder(path: str | Path) -> bool:
+    """True when ``path`` holds a saved Phrase-BERT model."""
+    return model_folder_format(path) == FORMAT
+
+
+def load_phrase_bert(path: str | Path, name: str | None = None, precision: str = "fp32",
+                     num_threads: int | None = None, max_seq_length: int | None = None) -> Any:
+    """The saved model as a mean-pooling ``TransformerEncoder`` (packaged backbone + deltas)."""
+    from safetensors.torch import load_file
+
+    from phrasekit.encoders.transformer import TransformerEncoder
+
+    path = Path(path)
+    config = read_model_config(path, FORMAT, FORMAT_VERSION, "Phrase-BERT")
+    if precision != "fp32":
+        raise ValueError(f"Phrase-BERT model folders support precision fp32 only, "
+                         f"got {precision!r}")
+    backbone = str(config.get("backbone", "minilm"))
+    check_backbone_fingerprint(path, config, backbone)
+    encoder = TransformerEncoder(
+        backbone_path(backbone), name=name or path.name, num_threads=num_threads,
+        max_seq_length=max_seq_length or int(config.get("max_seq_length",
+                                                        ENCODER_MAX_SEQ_LENGTH)))
+    applied = add_backbone_deltas(encoder.model, load_file(str(path / WEIGHTS)), path / WEIGHTS)
+    encoder.model.eval()
+    encoder.model_path = path
+    logger.info("loaded Phrase-BERT model %s (%d backbone deltas)", path, applied)
+    return encoder
+
+
+# ---------------------------------------------------------------------------------- training
+def batch_schedule(sizes: dict[str, int], batch_size: int, epochs: int, seed: int
+                   ) -> list[tuple[str, np.ndarray]]:
+    """Every step's (kind, triplet indices): per epoch, each kind's triplets permuted and cut
+    into batches, then the batches of both kinds shuffled together."""
+    steps: list[tuple[str, np.ndarray]] = []
+    for epoch in range(epochs):
+        rng = np.random.default_rng([seed, epoch])
+        batches = []
+        for kind in KINDS:
+            perm = rng.permutation(sizes.get(kind, 0))
+            batches.extend((kind, perm[i : i + batch_size])
+                           for i in range(0, len(perm), batch_size))
+        steps.extend(batches[i] for i in rng.permutation(len(batches)))
+    return steps
+
+
+def lr_factor(step: int, total: int, warmup: float) -> float:
+    """Linear warm-up over ``ceil(warmup * total)`` steps (never 0), then linear decay to 0."""
+    warm = max(1, math.ceil(warmup * total))
+    if step < warm:
+        return (step + 1) / warm
+    return max(0.0, (total - step) / max(1, total - warm))
+
+
+def load_triplets(cfg: PhraseBertTrainingConfig) -> dict[str, list[dict[str, str]]]:
+    """The enabled datasets, cut to ``max_paraphrase`` / ``max_context``."""
+    from phrasekit.training.phrase_bert_data import CONTEXT_FILE, PARAPHRASE_FILE, read_triplets
+
+    data: dict[str, list[dict[str, str]]] = {}
+    for kind, use, name, limit in (
+        ("paraphrase", cfg.use_paraphrase, PARAPHRASE_FILE, cfg.max_paraphrase),
+        ("context", cfg.use_context, CONTEXT_FILE, cfg.max_context),
+    ):
+        if not use:
+            continue
+        rows = read_triplets(Path(cfg.data_dir) / name, limit)
+        if not rows:
+            flag = "--no-paraphrase" if kind == "paraphrase" else "--no-context"
+            raise ValueError(f"no {kind} triplets in {Path(cfg.data_dir) / name} "
+                             f"(max {limit}); rebuild the data or pass {flag}")
+        data[kind] = rows
+    return data
+
+
+def _triplet_step(model: PhraseBertModel, cfg: PhraseBertTrainingConfig, kind: str,
+                  rows: Sequence[dict[str, str]], loss_fn: TripletLoss) -> torch.Tensor:
+    """The triplet loss of one batch (phrases and contexts cut at their own lengths)."""
+    anchors = [r["anchor"] for r in rows]
+    others = [r["positive"] for r in rows] + [r["negative"] for r in rows]
+    b = len(rows)
+    if kind == "paraphrase":
+        emb = model.embed(anchors + others, cfg.phrase_tokens)
+        a, p, n = emb[:b], emb[b : 2 * b], emb[2 * b :]
+    else:
+        a = model.embed(anchors, cfg.phrase_tokens)
+        ctx = model.embed(others, cfg.context_tokens)
+        p, n = ctx[:b], ctx[b:]
+    if cfg.normalize:
+        a, p, n = (nn.functional.normalize(x, dim=-1) for x in (a, p, n))
+    return loss_fn(a, p, n)
+
+
+def train_phrase_bert(cfg: PhraseBertTrainingConfig) -> dict[str, Any]:
+    """Run (or resume) one epoch of Phrase-BERT training and save ``out_dir/model``.
+
+    Returns the report (also written to ``out_dir/report.json``).
+    """
+    cfg.validate()
+    if cfg.num_threads:
+        torch.set_num_threads(int(cfg.num_threads))
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = load_triplets(cfg)
+    sizes = {k: len(v) for k, v in data.items()}
+    schedule = batch_schedule(sizes, cfg.batch_size, cfg.epochs, cfg.seed)
+    total = len(schedule)
+    stop_at = min(total, cfg.max_steps) if cfg.max_steps else total
+    logger.info("Phrase-BERT data: %s triplets, %d steps per run (%d planned)", sizes, stop_at,
+                total)
+
+    torch.manual_seed(cfg.seed)
+    model = PhraseBertModel(cfg.backbone)
+    if cfg.freeze_embeddings:
+        model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
+    model.train()
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
+    loss_fn = TripletLoss(cfg.margin)
+    fingerprint = cfg.fingerprint(sizes)
+    ckpt = out / CHECKPOINT
+    start, elapsed = 0, 0.0
+    history: list[dict[str, Any]] = []
+    timing = {k: [0, 0.0] for k in KINDS}  # kind -> [steps, seconds]
+    if ckpt.is_file():
+        meta = load_checkpoint(ckpt, model, optimizer)
+        if meta.get("fingerprint") != fingerprint:
+            raise ValueError(f"{ckpt} was written with other settings or data; use another "
+                             "--out or delete the checkpoint")
+        start, elapsed = int(meta["step"]), float(meta["elapsed_s"])
+        history, timing = meta.get("history", []), meta.get("timing", timing)
+        logger.info("resuming from step %d (%.1f min already spent)", start, elapsed / 60)
+
+    def checkpoint(step: int) -> None:
+        save_checkpoint(ckpt, model, optimizer, {
+            "step": step, "elapsed_s": elapsed, "fingerprint": fingerprint,
+            "history": history, "timing": timing})
+
+    t0 = time.perf_counter()
+    step = start
+    window: dict[str, list[float]] = {k: [] for k in KINDS}
+    bar = tqdm(total=stop_at, initial=min(start, stop_at), desc="Phrase-BERT", unit="step",
+               disable=not cfg.show_progress)
+    while step < stop_at:
+        if cfg.max_minutes and elapsed + time.perf_counter() - t0 > cfg.max_minutes * 60:
+            logger.info("time budget of %.1f min reached at step %d", cfg.max_minutes, step)
+            break
+        t_step = time.perf_counter()
+        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: same masks after a resume
+        kind, idx = schedule[step]
+        for group in optimizer.param_groups:
+            group["lr"] = cfg.lr * lr_factor(step, total, cfg.warmup)
+        loss = _triplet_step(model, cfg, kind, [data[kind][i] for i in idx], loss_fn)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        step += 1
+        timing[kind][0] += 1
+        timing[kind][1] += time.perf_counter() - t_step
+        window[kind].append(float(loss.detach()))
+        bar.update(1)
+        bar.set_postfix(kind=kind[:4], loss=f"{loss.item():.3f}")
+        if step % cfg.checkpoint_every == 0 or step == stop_at:
+            now = time.perf_counter()
+            elapsed += now - t0
+            t0 = now
+            history.append({"step": step, "minutes": round(elapsed / 60, 2), **{
+                f"loss_{k}": round(float(np.mean(v)), 4) for k, v in window.items() if v}})
+            window = {k: [] for k in KINDS}
+            checkpoint(step)
+            logger.info("step %d: %s", step, history[-1])
+    bar.close()
+    elapsed += time.perf_counter() - t0
+    if step > start and (not history or history[-1]["step"] != step):
+        checkpoint(step)  # stopped by the time budget: keep the progress
+    return _finish(cfg, model, sizes, step, total, elapsed, history, timing)
+
+
+def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, sizes: dict[str, int],
+            step: int, total: int, elapsed: float, history: list[dict[str, Any]],
+            timing: dict[str, list[float]]) -> dict[str, Any]:
+    """Save the model folder and the report; project the minutes of a whole epoch."""
+    model.eval()
+    out = Path(cfg.out_dir)
+    per_step = {k: round(s / n, 3) for k, (n, s) in timing.items() if n}
+    batches = {k: math.ceil(n / cfg.batch_size) * cfg.epochs for k, n in sizes.items()}
+    projected = (round(sum(batches[k] * per_step[k] for k in batches) / 60, 1)
+                 if all(k in per_step for k in batches) else None)
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
+    training = {"method": "phrase-bert", "settings": settings, "triplets": sizes,
+                "steps": step, "total_steps": total, "complete": step >= total,
+                "train_minutes": round(elapsed / 60, 2), "seconds_per_step": per_step,
+                "steps_done_per_kind": {k: int(n) for k, (n, _) in timing.items()},
+                "steps_per_kind": batches, "projected_epoch_minutes": projected,
+                "torch_threads": torch.get_num_threads(), "history": history,
+                "notes": cfg.notes}
+    model_dir = save_phrase_bert(model, out / "model", extra_config={"training": training})
+    size_mb = sum(f.stat().st_size for f in model_dir.iterdir()) / 2**20
+    report = {**training, "model_dir": str(model_dir), "model_mb": round(size_mb, 2)}
+    write_json(out / "report.json", report)
+    logger.info("saved %s after %d/%d steps (%.1f MB)", model_dir, step, total, size_mb)
+    return report
