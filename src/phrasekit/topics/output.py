@@ -180,11 +180,16 @@ def write_topic_outputs(
     Returns ``{"json": path, "markdown": path}``.
     """
     data = topics_to_dict(model, docs, snippet_chars=snippet_chars)
+    return _write_pair(out_dir, data, topics_to_markdown(data))
+
+
+def _write_pair(out_dir: str | Path, data: dict[str, Any], markdown: str) -> dict[str, Path]:
+    """Write ``topics.json`` and ``topics.md`` into ``out_dir`` (created), each atomically."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
     write_json(paths["json"], data)
-    write_text(paths["markdown"], topics_to_markdown(data))
+    write_text(paths["markdown"], markdown)
     logger.info("wrote %s and %s", paths["json"], paths["markdown"])
     return paths
 
@@ -285,10 +290,4 @@ def write_pntm_outputs(
 ) -> dict[str, Path]:
     """Write ``topics.json`` and ``topics.md`` of a fitted ``PNTM`` into ``out_dir``."""
     data = pntm_to_dict(model, docs, sentences)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
-    write_json(paths["json"], data)
-    write_text(paths["markdown"], pntm_to_markdown(data))
-    logger.info("wrote %s and %s", paths["json"], paths["markdown"])
-    return paths
+    return _write_pair(out_dir, data, pntm_to_markdown(data))
