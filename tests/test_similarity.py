@@ -238,9 +238,11 @@ def test_join_ann_matches_exact_on_fixture_tables():
         auto = fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1,
                           ann_min_queries=1)
         assert fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1) == exact
-        key = [(m.right_row, m.rank, m.score) for m in exact]  # ties may swap left rows
-        assert [(m.right_row, m.rank, m.score) for m in ann] == key
-        assert [(m.right_row, m.rank, m.score) for m in auto] == key
+        key = [(m.right_row, m.rank) for m in exact]  # ties may swap left rows
+        scores = [m.score for m in exact]
+        for other in (ann, auto):  # faiss and numpy sum in another order: last digit may differ
+            assert [(m.right_row, m.rank) for m in other] == key
+            assert [m.score for m in other] == pytest.approx(scores, abs=2e-6)
     with pytest.raises(ValueError, match="index kind"):
         fuzzy_join(left, right, enc, index="fast")
 

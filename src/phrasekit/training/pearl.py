@@ -211,7 +211,10 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     from phrasekit.settings import data_dir as shared_data_dir
 
     cfg.validate()
-    dev_dir = Path(cfg.dev_data_dir) if cfg.dev_data_dir else shared_data_dir()
+    # the dev splits are needed only to choose alpha (a fixed alpha trains without shared data)
+    choose_alpha = cfg.alpha is None and len(cfg.alphas) > 1
+    dev_dir = (Path(cfg.dev_data_dir) if cfg.dev_data_dir
+               else shared_data_dir() if choose_alpha else None)
     if cfg.num_threads:
         torch.set_num_threads(int(cfg.num_threads))
     out = Path(cfg.out_dir)
@@ -302,8 +305,9 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                         history=history)
 
 
-def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path, steps_done: int,
-                 train_seconds: float, history: list[dict[str, Any]]) -> dict[str, Any]:
+def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | None,
+                 steps_done: int, train_seconds: float, history: list[dict[str, Any]]
+                 ) -> dict[str, Any]:
     """Choose the averaging coefficient on dev splits, save ``out_dir/model`` and the report."""
     from phrasekit.eval.dev import DevScorer
 
