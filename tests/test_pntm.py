@@ -143,8 +143,8 @@ def test_training_lowers_the_hinge_loss(docs, phrases, glove) -> None:
 
 
 def test_embedding_cache_is_reused(untm: PNTM, docs, phrases, glove) -> None:
-    cached = list(Path(untm.cache_dir).glob("*.npy"))
-    assert {p.name.split("-")[0] for p in cached} == {"docs150x8", "vocab"}
+    cached = list(Path(untm.cache_dir).glob("*.npz"))
+    assert {p.name.split("-")[0] for p in cached} == {"docs", "vocab"}
     again = PNTM(encoder=glove, n_topics=6, min_df=2, epochs=40, cache_dir=untm.cache_dir).fit(
         docs, phrases=phrases)
     assert np.array_equal(again.doc_embeddings_, untm.doc_embeddings_)

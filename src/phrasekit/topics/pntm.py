@@ -16,13 +16,12 @@ see the README): mean-centring of the embeddings, topics seeded from k-means++ d
 softmax temperature of 0.1 for phrasekit's unit-length vectors, and a light document-frequency
 prior when reading topics, without which the nearest entries are rare one-off phrases.
 
-Embeddings of documents and of the vocabulary are cached on disk (``cache_dir``) by a hash of
-the encoder name and the texts, so refitting with another K encodes nothing.
+Embeddings of documents and of the vocabulary are cached on disk (``cache_dir``), keyed by
+encoder and text, so refitting with another K encodes nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -35,7 +34,8 @@ from sklearn.base import BaseEstimator
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import Document, atomic_write, load_npy
+from phrasekit.encoders.cache import encode_cached
+from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.topics.terms import build_term_vocabulary, tokenize
 
@@ -48,37 +48,17 @@ def chunk_words(text: str, size: int, max_chunks: int) -> list[str]:
     return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
 
 
-def _digest(encoder_name: str, texts: Sequence[str], extra: str = "") -> str:
-    h = hashlib.sha256(f"{encoder_name}\x00{extra}\x00".encode())
-    for t in texts:
-        h.update(t.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.hexdigest()[:20]
-
-
 def cached_encode(
     encoder: Encoder,
     texts: Sequence[str],
     cache_dir: str | Path | None,
     kind: str,
     show_progress: bool = False,
-    batch_size: int | None = None,
 ) -> np.ndarray:
-    """``encoder.encode(texts)``, read from / written to ``cache_dir`` when given."""
-    path = None
-    if cache_dir is not None:
-        path = Path(cache_dir) / f"{kind}-{_digest(encoder.name, texts)}.npy"
-        if path.is_file():
-            arr = load_npy(path)
-            if arr.shape == (len(texts), encoder.dim):
-                logger.info("%s embeddings read from cache %s", kind, path)
-                return arr
-            logger.warning("ignoring cache %s with shape %s", path, arr.shape)
-    arr = encoder.encode(list(texts), batch_size=batch_size, show_progress=show_progress)
-    if path is not None:
-        with atomic_write(path, "wb") as fh:
-            np.save(fh, arr, allow_pickle=False)
-    return arr
+    """``encoder.encode(texts)`` through the shared text-keyed cache
+    (``cache_dir/KIND-ENCODER.npz``; None: no cache)."""
+    cache = None if cache_dir is None else Path(cache_dir) / f"{kind}-{encoder.name}.npz"
+    return encode_cached(encoder, list(texts), cache, show_progress=show_progress)
 
 
 def encode_documents(
@@ -88,7 +68,6 @@ def encode_documents(
     max_chunks: int = 8,
     cache_dir: str | Path | None = None,
     show_progress: bool = False,
-    batch_size: int | None = None,
 ) -> np.ndarray:
     """Unit document vectors: each document's word windows encoded and averaged (weighted by
     words). A document without words gets a zero row (it is then left unassigned)."""
@@ -103,9 +82,7 @@ def encode_documents(
     out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
     if not chunks:
         return out
-    E = cached_encode(
-        encoder, chunks, cache_dir, f"docs{chunk_size}x{max_chunks}", show_progress, batch_size
-    )
+    E = cached_encode(encoder, chunks, cache_dir, "docs", show_progress)
     np.add.at(out, np.asarray(owner), E * np.asarray(weight, dtype=np.float32)[:, None])
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)

@@ -152,21 +152,14 @@ def build_term_vocabulary(
 
 
 def count_phrases(
-    token_docs: Iterable[Sequence[str]], phrases: Iterable[tuple[str, ...]]
+    token_docs: Sequence[Sequence[str]], phrases: Iterable[tuple[str, ...]]
 ) -> dict[tuple[str, ...], int]:
     """Document frequency of each phrase (a token tuple) where it occurs verbatim."""
-    wanted = set(phrases)
-    lengths = sorted({len(p) for p in wanted})
-    df: Counter[tuple[str, ...]] = Counter()
-    for toks in token_docs:
-        found = set()
-        for n in lengths:
-            for i in range(len(toks) - n + 1):
-                gram = tuple(toks[i : i + n])
-                if gram in wanted:
-                    found.add(gram)
-        df.update(found)
-    return {p: df.get(p, 0) for p in wanted}
+    wanted = list(dict.fromkeys(phrases))
+    if not wanted:
+        return {}
+    df = np.asarray(presence_matrix(token_docs, [" ".join(p) for p in wanted]).sum(axis=0))
+    return {p: int(c) for p, c in zip(wanted, df.ravel(), strict=True)}
 
 
 def presence_matrix(token_docs: Sequence[Sequence[str]], terms: Sequence[str]) -> sp.csc_matrix:
