@@ -23,6 +23,7 @@ encoder and text, so refitting with another K encodes nothing.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -57,7 +58,8 @@ def cached_encode(
 ) -> np.ndarray:
     """``encoder.encode(texts)`` through the shared text-keyed cache
     (``cache_dir/KIND-ENCODER.npz``; None: no cache)."""
-    cache = None if cache_dir is None else Path(cache_dir) / f"{kind}-{encoder.name}.npz"
+    safe = re.sub(r"[^A-Za-z0-9@._-]+", "_", str(encoder.name))
+    cache = None if cache_dir is None else Path(cache_dir) / f"{kind}-{safe}.npz"
     return encode_cached(encoder, list(texts), cache, show_progress=show_progress)
 
 
