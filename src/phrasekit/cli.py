@@ -184,7 +184,7 @@ def phrases_cmd(
 @app.command("topics")
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample` (bundled arXiv abstracts).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for topics.json and topics.md.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
     method: Annotated[str, typer.Option(help="`clusters` (phrase-embedding clusters, K by silhouette) or `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d).")] = "clusters",
     model: ModelOpt = "minilm",
     n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (clusters: default chosen by silhouette; pntm: default 50).")] = None,
@@ -197,10 +197,11 @@ def topics_cmd(
     sentences: Annotated[int, typer.Option(help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Also write report.html (self-contained page: metrics, topic overview, 2-D map of terms).")] = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Mine topics described by words and phrases; writes topics.json and topics.md.
+    """Mine topics described by words and phrases; writes topics.json, topics.md and report.html.
 
     Examples: phrasekit topics sample --out runs/demo
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
@@ -231,18 +232,19 @@ def topics_cmd(
             tm, paths = run_pntm(path, out, model=model, n_topics=n_topics or 50,
                                  min_df=min_df or 6, max_phrases=max_phrases or 75_000,
                                  quiet=quiet, phrase_cache=phrase_cache, cache_dir=cache_dir,
-                                 n_sentences=sentences, text_field=text_field, random_state=seed)
+                                 n_sentences=sentences, text_field=text_field, random_state=seed,
+                                 report=report)
             k = tm.n_topics
         else:
             tm, paths = run_topics(path, out, model=model, n_topics=n_topics, k_min=k_min,
                                    k_max=k_max, min_df=min_df or 5,
                                    max_phrases=max_phrases or 5000, quiet=quiet,
                                    phrase_cache=phrase_cache, text_field=text_field,
-                                   random_state=seed)
+                                   random_state=seed, report=report)
             k = tm.n_topics_
         secs = time.perf_counter() - t0
-        typer.echo(f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> "
-                   f"{paths['markdown']}")
+        shown = paths.get("report", paths["markdown"])
+        typer.echo(f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> {shown}")
 
     _run(body)
 

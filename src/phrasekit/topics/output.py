@@ -15,6 +15,7 @@ from phrasekit.io import Document, write_json, write_text
 from phrasekit.phrases import as_documents
 from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
 from phrasekit.topics.pntm import PNTM
+from phrasekit.topics.report import write_report
 
 logger = logging.getLogger(__name__)
 
@@ -173,14 +174,22 @@ def write_topic_outputs(
     docs: Iterable[Document | str],
     out_dir: str | Path,
     snippet_chars: int = 240,
+    report: bool = False,
+    title: str | None = None,
 ) -> dict[str, Path]:
-    """Write ``topics.json`` and ``topics.md`` into ``out_dir`` (created if needed), each
-    atomically. ``docs`` must be the documents the model was fitted on (for the snippets).
+    """Write ``topics.json`` and ``topics.md`` (and ``report.html`` with ``report``) into
+    ``out_dir`` (created if needed), each atomically. ``docs`` must be the documents the model
+    was fitted on (for the snippets).
 
-    Returns ``{"json": path, "markdown": path}``.
+    Returns ``{"json": path, "markdown": path[, "report": path]}``.
     """
-    data = topics_to_dict(model, docs, snippet_chars=snippet_chars)
-    return _write_pair(out_dir, data, topics_to_markdown(data))
+    documents = as_documents(docs)
+    data = topics_to_dict(model, documents, snippet_chars=snippet_chars)
+    paths = _write_pair(out_dir, data, topics_to_markdown(data))
+    if report:
+        paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
+                                       title=title)
+    return paths
 
 
 def _write_pair(out_dir: str | Path, data: dict[str, Any], markdown: str) -> dict[str, Path]:
@@ -287,7 +296,15 @@ def write_pntm_outputs(
     docs: Iterable[Document | str],
     out_dir: str | Path,
     sentences: list[list[tuple[str, float]]] | None = None,
+    report: bool = False,
+    title: str | None = None,
 ) -> dict[str, Path]:
-    """Write ``topics.json`` and ``topics.md`` of a fitted ``PNTM`` into ``out_dir``."""
-    data = pntm_to_dict(model, docs, sentences)
-    return _write_pair(out_dir, data, pntm_to_markdown(data))
+    """Write ``topics.json`` and ``topics.md`` (and ``report.html`` with ``report``) of a
+    fitted ``PNTM`` into ``out_dir``."""
+    documents = as_documents(docs)
+    data = pntm_to_dict(model, documents, sentences)
+    paths = _write_pair(out_dir, data, pntm_to_markdown(data))
+    if report:
+        paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
+                                       title=title)
+    return paths

@@ -60,12 +60,14 @@ def run_topics(
     phrase_cache: str | Path | None = None,
     text_field: str = "text",
     id_field: str = "id",
+    report: bool = True,
     **model_kwargs: Any,
 ) -> tuple[PhraseTopicModel, dict[str, Path]]:
     """Read ``corpus``, fit a ``PhraseTopicModel`` and write ``topics.json`` / ``topics.md``
     into ``out_dir``. Parameters are checked before any long work starts.
 
     ``phrase_cache``: a ``.json(.gz)`` file to reuse extracted phrases between runs.
+    ``report``: also write the browsable ``report.html``.
     Extra keyword arguments go to ``PhraseTopicModel``. Returns the model and the paths written.
     """
     estimator = PhraseTopicModel(
@@ -93,8 +95,18 @@ def run_topics(
     estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
     if vocabulary is not None:
         estimator.timings_["extraction"] = extraction_s
-    paths = write_topic_outputs(estimator, docs, out_dir)
+    paths = write_topic_outputs(estimator, docs, out_dir, report=report,
+                                title=_title(corpus, "phrase clusters"))
     return estimator, paths
+
+
+def _title(corpus: str | Path, method: str) -> str:
+    """A report title: the corpus' name (its folder for ``documents.jsonl``) and the method."""
+    path = Path(corpus)
+    name = path.parent.name if path.name.startswith("documents.") else path.name
+    for suffix in (".gz", ".jsonl", ".json", ".txt"):
+        name = name.removesuffix(suffix)
+    return f"Topics of {name or 'corpus'} ({method})"
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
@@ -133,9 +145,11 @@ def run_pntm(
     n_sentences: int = 0,
     text_field: str = "text",
     id_field: str = "id",
+    report: bool = True,
     **model_kwargs: Any,
 ) -> tuple[PNTM, dict[str, Path]]:
-    """Read ``corpus``, fit ``PNTM`` and write ``topics.json`` / ``topics.md``.
+    """Read ``corpus``, fit ``PNTM`` and write ``topics.json`` / ``topics.md`` (and
+    ``report.html`` with ``report``).
 
     ``n_sentences`` > 0 also reads every topic through its nearest corpus sentences.
     ``cache_dir`` keeps document and vocabulary embeddings between runs.
@@ -159,5 +173,6 @@ def run_pntm(
         sentences = estimator.describe_with(
             corpus_sentences(docs, seed=estimator.random_state), n=n_sentences,
             show_progress=not quiet)
-    paths = write_pntm_outputs(estimator, docs, out_dir, sentences)
+    paths = write_pntm_outputs(estimator, docs, out_dir, sentences, report=report,
+                               title=_title(corpus, "PNTM"))
     return estimator, paths
