@@ -28,6 +28,32 @@ def test_help_lists_commands_with_examples():
     assert sub.exit_code == 0 and "Example" in sub.output
 
 
+def _leaf_commands():
+    """Every command of the CLI (sub-apps walked), as (name, click command)."""
+    import typer
+
+    out, todo = [], [((), typer.main.get_command(app))]
+    while todo:
+        prefix, cmd = todo.pop()
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            todo += [((*prefix, name), sub) for name, sub in subs.items()]
+        else:
+            out.append((" ".join(prefix), cmd))
+    return sorted(out, key=lambda x: x[0])
+
+
+def test_every_command_has_example_and_quiet():
+    commands = _leaf_commands()
+    assert len(commands) >= 15
+    for name, cmd in commands:
+        assert "Example" in (cmd.help or ""), f"`phrasekit {name} --help` shows no example"
+        opts = {o for p in cmd.params for o in p.opts}
+        assert "--quiet" in opts, f"`phrasekit {name}` has no --quiet"
+        res = invoke(*name.split(), "--help")
+        assert res.exit_code == 0 and "Example" in res.output, name
+
+
 def test_models_lists_registry():
     res = invoke("models")
     assert res.exit_code == 0 and "minilm" in res.output and "glove-50d" in res.output

@@ -65,11 +65,12 @@ def _run(fn: Callable[[], Any]) -> Any:
 
 
 @app.command("models")
-def models_cmd() -> None:
+def models_cmd(quiet: Quiet = False) -> None:
     """List the model names `phrasekit.load` knows.
 
     Example: phrasekit models
     """
+    _setup_logging(quiet)
     from phrasekit.models.registry import available_models
 
     for name, desc in available_models().items():
@@ -296,7 +297,10 @@ def train_pearl_data_cmd(
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives."""
+    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives.
+
+    Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared
+    """
     _setup_logging(quiet, verbose)
 
     def body() -> None:
@@ -506,7 +510,10 @@ def pairs_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="TSV to write (A, B, score); default stdout.")] = None,
     quiet: Quiet = False,
 ) -> None:
-    """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity."""
+    """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity.
+
+    Example: phrasekit pairs -m runs/subtst-mrpc pairs.tsv -o scored.tsv
+    """
     _setup_logging(quiet)
 
     def body() -> None:
