@@ -183,6 +183,26 @@ def test_encode_cached_reuses_rows(tmp_path: Path) -> None:
     assert again[0].tolist() == [4.0, 1.0]
 
 
+def test_encode_cached_stores_digests_not_texts(tmp_path: Path) -> None:
+    cache = tmp_path / "emb.npz"
+    enc = _CountingEncoder()
+    long_texts = [f"{i} " + "word " * 2000 for i in range(50)]  # ~10k characters each
+    encode_cached(enc, long_texts, cache, show_progress=False)
+    assert cache.stat().st_size < 10_000  # 50 x (16-byte key + 2 floats), not 50 x 10k chars
+    with np.load(cache, allow_pickle=False) as z:
+        assert "texts" not in z and z["keys"].shape == (50,)
+
+
+def test_encode_cached_reads_the_first_format(tmp_path: Path) -> None:
+    cache = tmp_path / "old.npz"
+    np.savez(cache, encoder=np.asarray("counting"), texts=np.asarray(["ab", "abc"]),
+             embeddings=np.asarray([[2.0, 1.0], [3.0, 1.0]], dtype=np.float32))
+    enc = _CountingEncoder()
+    enc.name = "counting"
+    out = encode_cached(enc, ["abc", "xy"], cache, show_progress=False)
+    assert enc.seen == ["xy"] and out.tolist() == [[3.0, 1.0], [2.0, 1.0]]
+
+
 # ------------------------------------------------------------------------------ end to end
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, minilm, glove, nlp) -> tuple[Path, dict]:
