@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -132,6 +133,27 @@ def test_untm_fit(untm: PNTM, docs) -> None:
     assert m.transform(docs[:3]).shape == (3, 6)
     s = m.summary()
     assert s["n_docs"] == len(docs) and sum(s["topic_sizes"]) == len(docs)
+
+
+def test_grounding_rereads_terms_from_topic_documents(untm: PNTM, token_docs) -> None:
+    m = copy.deepcopy(untm)
+    plain, labels = copy.deepcopy(m.topic_keys_), m.labels_.copy()
+    log_rate = m.topic_term_rate_
+    assert log_rate.shape == (m.n_topics, len(m.term_vocabulary_)) and (log_rate < 0).all()
+    # a term's rate is highest in the topic whose documents contain it most often
+    P = presence_matrix(token_docs, m.term_vocabulary_.terms).toarray()
+    j = int(np.argmax(P.sum(axis=0)))
+    rate = (m.doc_topics_ * P[:, [j]]).sum(axis=0) / m.doc_topics_.sum(axis=0)
+    assert rate[int(np.argmax(log_rate[:, j]))] >= 0.9 * rate.max()
+    m.reread(grounding=1.0)
+    assert m.topic_keys_ != plain and np.array_equal(m.labels_, labels)
+    grounded, _ = npmi_coherence(m.topic_keys_, token_docs)
+    m.reread(grounding=0.0)
+    assert m.topic_keys_ == plain
+    base, _ = npmi_coherence(plain, token_docs)
+    assert grounded > base  # terms of the topic's own documents co-occur more
+    with pytest.raises(ValueError, match="grounding"):
+        m.reread(grounding=-1)
 
 
 def test_training_lowers_the_hinge_loss(docs, phrases, glove) -> None:

@@ -82,9 +82,9 @@ def map_points(model: PhraseTopicModel | PNTM, max_points: int = MAX_MAP_POINTS,
         L = model._prepare_terms(model.term_embeddings_)
         known = np.linalg.norm(model.term_embeddings_, axis=1) > 0.5
         scores = L @ model.components_.T
-        if model.df_weight:
-            scores = scores + model.df_weight * np.log(
-                np.asarray(vocab.doc_freq, dtype=np.float64))[:, None]
+        bonus = model.term_bonus()
+        if bonus is not None:
+            scores = scores + (bonus.T if bonus.ndim == 2 else bonus[:, None])
         labels = np.where(known, scores.argmax(axis=1), -1)
         best = scores.max(axis=1)
         idx = _pick(best, labels, model.n_topics, max_points)
