@@ -160,4 +160,10 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
 
     if is_phrase_bert_folder(path):
         return load_phrase_bert(path, **kwargs)
+    from phrasekit.facets.model import is_facet_folder
+
+    if is_facet_folder(path):
+        from phrasekit.facets.encoder import FacetEncoder
+
+        return FacetEncoder.from_pretrained(path, **kwargs)
     return TransformerEncoder(path, **kwargs)
