@@ -6,6 +6,7 @@ by the packaged spaCy model), and the packaged GloVe 6B 50d as the word space.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -416,3 +417,24 @@ def test_bad_inputs(encoder):
         FacetEncoder.from_pretrained(encoder.model_path, precision="bf16")
     with pytest.raises(ValueError, match="unknown model"):
         phrasekit.load("no-such-facet-model")
+
+
+# ------------------------------------------------------------------------------ command line
+def test_cli_facets_table_json_and_errors(trained) -> None:
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    runner = CliRunner()
+    model = str(trained[0] / "model")
+    res = runner.invoke(app, ["facets", "quantum field", "phase transition", "-m", model,
+                              "-n", "3", "-q"])
+    assert res.exit_code == 0, res.output
+    assert "quantum field <eos>" in res.output and "e3 " in res.output
+    res = runner.invoke(app, ["facets", "quantum field", "-m", model, "--json", "-q"])
+    data = json.loads(res.output)
+    assert len(data[0]["facets"]) == 3 and len(data[0]["facets"][0]) == 5
+    assert runner.invoke(app, ["facets", "x", "-k", "7", "-q"]).exit_code == 2  # not packaged
+    assert runner.invoke(app, ["facets", " ", "-m", model, "-q"]).exit_code == 2
+    res = runner.invoke(app, ["train", "facets", "--data", "/no/such/dir", "--out", "x", "-q"])
+    assert res.exit_code == 2 and "not a folder" in res.output

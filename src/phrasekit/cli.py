@@ -585,6 +585,124 @@ def train_phrase_bert_cmd(
     _run(body)
 
 
+@app.command("facets")
+def facets_cmd(
+    texts: Annotated[list[str], typer.Argument(help="One or more phrases or sentences.")],
+    k: Annotated[int, typer.Option("-k", help="Facets K: picks the packaged model facets-phrase-kK (or facets-sentence-kK with --sentence) when --model is not given.")] = 3,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="A facet model folder (from `train facets`) or registered name.")] = None,
+    sentence: Annotated[bool, typer.Option("--sentence", help="Use the sentence-level model (the default is the phrase model).")] = False,
+    n: Annotated[int, typer.Option("-n", help="Nearest words listed per facet.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of the table.")] = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Print each facet's nearest words with cosines (the paper's Table 1) for texts.
+
+    Example: phrasekit facets "real property" -k 3
+             phrasekit facets "the central bank raised interest rates" --sentence -k 10
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        import json
+
+        from phrasekit.facets.encoder import FacetEncoder, format_facet_table
+        from phrasekit.models.registry import available_models, load
+
+        if n < 1:
+            raise BadInputError(f"-n must be at least 1, got {n}")
+        if any(not t.strip() for t in texts):
+            raise BadInputError("empty text given")
+        name = model or f"facets-{'sentence' if sentence else 'phrase'}-k{k}"
+        if model is None and name not in available_models():
+            raise BadInputError(f"no packaged facet model {name!r}; train one with "
+                                f"`phrasekit train facets` and pass --model DIR")
+        enc = load(name)
+        if not isinstance(enc, FacetEncoder):
+            raise BadInputError(f"{name} is not a facet model")
+        tables = [enc.describe(t, n=n) for t in texts]
+        if as_json:
+            typer.echo(json.dumps([{"text": t, "facets": [[{"word": w, "cosine": round(c, 4)}
+                                                          for w, c in row] for row in table]}
+                                   for t, table in zip(texts, tables, strict=True)],
+                                  ensure_ascii=False, indent=2))
+        else:
+            typer.echo("\n\n".join(format_facet_table(t, table)
+                                    for t, table in zip(texts, tables, strict=True)))
+
+    _run(body)
+
+
+@train_app.command("facets-data")
+def train_facets_data_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the dataset (reused and extended on a rerun).")],
+    granularity: Annotated[str, typer.Option(help="`phrase` (noun phrases -> words within 5 on each side) or `sentence` (-> words of the previous and next sentence).")] = "phrase",
+    corpus: Annotated[list[str] | None, typer.Option("--corpus", help="Corpus folder name under the shared corpora (repeatable; default: all usable ones).")] = None,
+    max_docs: Annotated[int | None, typer.Option(help="At most this many documents per corpus.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed (sub-sampling, validation split).")] = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Build a multi-facet training set (input words -> co-occurring words) from the shared corpora.
+
+    Example: phrasekit train facets-data --granularity sentence --out runs/facets/data-sentence
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.facets.data import FacetDataConfig, build_facet_dataset, corpus_specs
+
+        extra = {"corpora": corpus_specs(corpus)} if corpus else {}
+        cfg = FacetDataConfig(out_dir=str(out), granularity=granularity, max_docs=max_docs,
+                              seed=seed, show_progress=not quiet, **extra)
+        cfg.validate()
+        data = build_facet_dataset(cfg)
+        typer.echo(f"{granularity} facet dataset: {len(data.indices('train'))} train / "
+                   f"{len(data.indices('val'))} validation examples -> {out}")
+
+    _run(body)
+
+
+@train_app.command("facets")
+def train_facets_cmd(
+    data: Annotated[Path, typer.Option("--data", help="A dataset folder from `train facets-data`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json and the model/ folder.")],
+    k: Annotated[int, typer.Option("-k", help="Number of facets K (the paper uses 1, 3, 10).")] = 10,
+    minutes: Annotated[float, typer.Option(help="Wall-clock budget; rerunning resumes from the checkpoint.")] = 60.0,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after this many steps.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Examples per step.")] = 128,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 1e-3,
+    dropout: Annotated[float, typer.Option(help="Dropout in the transformer layers.")] = 0.0,
+    threads: Annotated[int, typer.Option(help="torch threads.")] = 1,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Train a multi-facet codebook model with the NNSC loss on CPU (resumable).
+
+    Example: phrasekit train facets --data runs/facets/data-phrase -k 10 --minutes 60 --out runs/facets/phrase-k10
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.facets.train import FacetTrainingConfig, train_facets
+
+        if not data.is_dir():
+            raise BadInputError(f"--data {data} is not a folder")
+        cfg = FacetTrainingConfig(data_dir=str(data), out_dir=str(out), n_facets=k,
+                                  max_minutes=minutes, max_steps=max_steps,
+                                  batch_size=batch_size, lr=lr, dropout=dropout,
+                                  num_threads=threads, seed=seed)
+        cfg.validate()
+        report = train_facets(cfg)
+        last = (report.get("history") or [{}])[-1]
+        typer.echo(f"facets K={k}: {report['steps']} steps ({report['epochs']} epochs, "
+                   f"{report['train_minutes']} min), validation loss "
+                   f"{last.get('val_loss', '?')} -> {report['model_dir']}")
+
+    _run(body)
+
+
 @app.command("pairs")
 def pairs_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
