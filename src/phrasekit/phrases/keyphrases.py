@@ -1,0 +1,491 @@
+"""Keyphrases per document: noun-phrase candidates ranked by embedding similarity (EmbedRank).
+
+``KeyphraseExtractor(encoder="minilm", top_n=10).extract(docs)`` returns, for every document,
+its ``top_n`` keyphrases as ``(phrase, score)`` pairs, best first. The method is EmbedRank++
+(Bennani-Smires et al., 2018) with the phrasekit encoder and a small position prior
+(PositionRank, SIFRank+). Every default was chosen on the Inspec *dev* split, never on test
+(``benchmarks/keyphrases_tune_dev.py``; the numbers are F1@10 on dev, MiniLM):
+
+1. **Candidates** (spaCy, the packaged ``en_core_web_sm``): noun chunks (``"noun_chunks"``),
+   EmbedRank's adjective/noun pattern (``"pos"``: maximal runs of adjectives and nouns) or the
+   union of both (``"both"``, the default): 37.3 / 36.9 / 37.1 with plain cosine ranking; with
+   the default ranking below, noun chunks 38.0 and both 39.1. Each span is cleaned: leading
+   determiners, pronouns, quantifiers ("many", "several"; see ``LEADING_STRIP_WORDS``),
+   conjunctions, prepositions, numbers and punctuation are stripped, trailing punctuation too.
+   A span is dropped when it crosses a line break (a title running into the abstract), carries
+   markup, has more than ``max_words`` (5) words, does not end in a noun, or has only stopwords
+   / numbers.
+   ``sub_phrases=True`` adds every shorter suffix of a span ("safe ship control" -> "ship
+   control"): it raises the share of gold phrases among the candidates (58% -> 66%) but the
+   ranking then prefers truncated fragments ("vector machines"), so it is off (31.9 vs 37.1).
+2. **Grouping**: candidates equal after lower-casing, tokenising and Porter-stemming each word
+   (:func:`phrase_key`) are one candidate ("neural network" / "neural networks"), shown in the
+   (lower-cased) form seen first, with its first position and number of occurrences.
+3. **Scores**: the cosine between the candidate's embedding (the phrase alone) and the
+   document's, plus ``position_weight`` (0.05) times the prior ``1 / log2(2 + w)``, ``w`` the
+   word offset of the candidate's first occurrence (title phrases come first), plus
+   ``frequency_weight`` (0) times ``log(occurrences)``. Both priors are worth at most +0.2
+   F1@10 on dev (noise level); the position prior is kept as the simpler of the two.
+   ``doc_window_words``: a document longer than this many words is embedded as the mean of
+   sentence windows of at most that size (off: 128-word windows lost 0.7 on dev).
+4. **Selection**: with ``diversity`` > 0 (default 0.3: +1.9 F1@10 over plain top-n on dev)
+   Maximal Marginal Relevance as in EmbedRank++: the next phrase maximises ``(1 - diversity) *
+   score - diversity * max cosine to the phrases already chosen``; ``diversity=0`` takes the
+   ``top_n`` best scores. Returned scores are always the relevance scores of step 3, so with
+   MMR they need not decrease down the list.
+
+All candidates of all documents are encoded in one pass (each distinct string once) and all
+documents in another, so the cost is one spaCy pass plus two encoder passes over the corpus.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import Document
+from phrasekit.phrases.extract import (
+    DEFAULT_REJECT_PATTERN,
+    DEFAULT_SPACY_MODEL,
+    LEADING_STRIP_WORDS,
+    as_documents,
+    load_spacy,
+    split_long_text,
+)
+
+logger = logging.getLogger(__name__)
+
+CANDIDATE_KINDS = ("noun_chunks", "pos", "both")
+
+#: POS tags that start no keyphrase (stripped from the front of a candidate span).
+_LEADING_POS = frozenset({"DET", "PRON", "CCONJ", "SCONJ", "ADP", "PART", "NUM", "SYM", "PUNCT",
+                          "SPACE", "AUX", "INTJ", "X"})
+_HEAD_POS = frozenset({"NOUN", "PROPN"})
+_PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_REJECT = re.compile(DEFAULT_REJECT_PATTERN)
+
+Keyphrases = list[tuple[str, float]]
+
+
+# ---------------------------------------------------------------------------- normalisation
+@functools.lru_cache(maxsize=1)
+def _stemmer():
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+@functools.lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return _stemmer().stem(word)
+
+
+def phrase_key(text: str) -> str:
+    """The matching form of a phrase: lower-cased word tokens (runs of letters/digits, so
+    punctuation-only differences vanish: "anti-spam" = "anti spam"), each Porter-stemmed,
+    joined by single spaces. ``""`` when the text has no word characters."""
+    return " ".join(_stem(w) for w in _WORD_RE.findall(text.lower()))
+
+
+# ---------------------------------------------------------------------------- candidates
+@dataclass
+class DocCandidates:
+    """The grouped candidates of one document and what the scores need besides embeddings."""
+
+    phrases: list[str] = field(default_factory=list)
+    """Display form of each candidate (lower-cased, first form seen)."""
+    keys: list[str] = field(default_factory=list)
+    """:func:`phrase_key` of each candidate (distinct within the document)."""
+    first: list[int] = field(default_factory=list)
+    """Word offset of each candidate's first occurrence in the document."""
+    counts: list[int] = field(default_factory=list)
+    """Occurrences of each candidate (as a whole span or, with sub-phrases, as a suffix)."""
+    windows: list[str] = field(default_factory=list)
+    """The text pieces whose mean embedding is the document's embedding."""
+
+    def __len__(self) -> int:
+        return len(self.phrases)
+
+    def add(self, phrase: str, key: str, first: int, index: dict[str, int]) -> None:
+        j = index.get(key)
+        if j is None:
+            index[key] = len(self.phrases)
+            self.phrases.append(phrase)
+            self.keys.append(key)
+            self.first.append(first)
+            self.counts.append(1)
+        else:
+            self.counts[j] += 1
+            self.first[j] = min(self.first[j], first)
+
+
+def _strip_leading(tok) -> bool:
+    return (
+        tok.pos_ in _LEADING_POS
+        or tok.is_punct
+        or tok.is_space
+        or tok.like_num
+        or tok.tag_ in ("PRP$", "WP$", "POS")
+        or tok.lower_ in LEADING_STRIP_WORDS
+    )
+
+
+def _content(tok) -> bool:
+    return not (tok.is_stop or tok.like_num) and any(c.isalpha() for c in tok.text)
+
+
+def _surface(tokens: Sequence[Any]) -> str:
+    text = "".join(t.text_with_ws for t in tokens[:-1]) + tokens[-1].text
+    return " ".join(text.lower().split()).replace("’", "'")
+
+
+def _pattern_spans(sdoc) -> Iterable[Any]:
+    """EmbedRank's candidates: maximal runs of adjectives / nouns (inner hyphens allowed)."""
+    start = None
+    for tok in sdoc:
+        ok = tok.pos_ in _PATTERN_POS or (start is not None and tok.text == "-")
+        if ok and "\n" not in tok.text and not tok.is_space:
+            if start is None:
+                start = tok.i
+            continue
+        if start is not None:
+            yield sdoc[start : tok.i]
+            start = None
+    if start is not None:
+        yield sdoc[start:]
+
+
+# ---------------------------------------------------------------------------- the extractor
+class KeyphraseExtractor:
+    """Keyphrases per document: candidates ranked by cosine to the document (EmbedRank[++]).
+
+    Args:
+        encoder: a registered model name (see ``phrasekit models``), a model folder, or a
+            loaded :class:`~phrasekit.encoders.base.Encoder` (loaded on first use when a name).
+        top_n: keyphrases returned per document (fewer when a document has fewer candidates).
+        diversity: 0 ranks by score alone; in (0, 1] selects by Maximal Marginal Relevance
+            with this weight on redundancy (EmbedRank++).
+        candidates: ``"noun_chunks"`` (spaCy noun chunks), ``"pos"`` (adjective/noun runs) or
+            ``"both"``.
+        sub_phrases: also take every shorter suffix of a candidate span ending in its head.
+        max_words: the longest candidate, in words.
+        position_weight: weight of the first-position prior ``1 / log2(2 + word offset)``.
+        frequency_weight: weight of ``log(occurrences)``.
+        doc_window_words: a document longer than this (in words) is embedded as the mean of
+            sentence windows of at most this many words; None embeds the text as one piece.
+        spacy_model: name of an installed spaCy pipeline, or a loaded ``Language``.
+        batch_size: encoder batch size (None: the encoder's default).
+    """
+
+    def __init__(
+        self,
+        encoder: str | Encoder = "minilm",
+        top_n: int = 10,
+        diversity: float = 0.3,
+        candidates: str = "both",
+        sub_phrases: bool = False,
+        max_words: int = 5,
+        position_weight: float = 0.05,
+        frequency_weight: float = 0.0,
+        doc_window_words: int | None = None,
+        spacy_model: str | Any = DEFAULT_SPACY_MODEL,
+        batch_size: int | None = None,
+    ) -> None:
+        if isinstance(encoder, str):
+            from phrasekit.models.registry import check_model_name
+
+            check_model_name(encoder)
+        elif not isinstance(encoder, Encoder):
+            raise TypeError(
+                f"encoder must be a model name or an Encoder, got {type(encoder).__name__}"
+            )
+        _check_int("top_n", top_n, 1)
+        _check_int("max_words", max_words, 1)
+        if doc_window_words is not None:
+            _check_int("doc_window_words", doc_window_words, 16)
+        if batch_size is not None:
+            _check_int("batch_size", batch_size, 1)
+        _check_float("diversity", diversity, 0.0, 1.0)
+        _check_float("position_weight", position_weight, 0.0, None)
+        _check_float("frequency_weight", frequency_weight, 0.0, None)
+        if candidates not in CANDIDATE_KINDS:
+            raise ValueError(
+                f"candidates must be one of {', '.join(CANDIDATE_KINDS)}, got {candidates!r}"
+            )
+        self.encoder = encoder
+        self.top_n = int(top_n)
+        self.diversity = float(diversity)
+        self.candidates = candidates
+        self.sub_phrases = bool(sub_phrases)
+        self.max_words = int(max_words)
+        self.position_weight = float(position_weight)
+        self.frequency_weight = float(frequency_weight)
+        self.doc_window_words = None if doc_window_words is None else int(doc_window_words)
+        self.spacy_model = spacy_model
+        self.batch_size = batch_size
+        self._encoder: Encoder | None = encoder if isinstance(encoder, Encoder) else None
+
+    # ------------------------------------------------------------------ sklearn-style params
+    def get_params(self) -> dict[str, Any]:
+        """The settings, JSON-ready."""
+        enc = self.encoder if isinstance(self.encoder, str) else self.encoder.name
+        nlp = self.spacy_model if isinstance(self.spacy_model, str) else repr(self.spacy_model)
+        return {
+            "encoder": enc,
+            "top_n": self.top_n,
+            "diversity": self.diversity,
+            "candidates": self.candidates,
+            "sub_phrases": self.sub_phrases,
+            "max_words": self.max_words,
+            "position_weight": self.position_weight,
+            "frequency_weight": self.frequency_weight,
+            "doc_window_words": self.doc_window_words,
+            "spacy_model": nlp,
+            "batch_size": self.batch_size,
+        }
+
+    def set_params(self, **params: Any) -> KeyphraseExtractor:
+        """A new extractor with some settings changed (validated; the encoder is shared)."""
+        unknown = set(params) - set(self.get_params())
+        if unknown:
+            raise ValueError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
+        encoder = self._encoder if self._encoder is not None else self.encoder
+        args = {**self.get_params(), "encoder": encoder, "spacy_model": self.spacy_model}
+        return KeyphraseExtractor(**{**args, **params})
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"KeyphraseExtractor({args})"
+
+    @property
+    def encoder_(self) -> Encoder:
+        """The encoder (loaded from the registry on first use)."""
+        if self._encoder is None:
+            from phrasekit.models.registry import load
+
+            self._encoder = load(self.encoder)
+        return self._encoder
+
+    @property
+    def nlp(self):
+        """The spaCy pipeline (named ones loaded once; NER and lemmatizer are not needed)."""
+        if not isinstance(self.spacy_model, str):
+            return self.spacy_model
+        return load_spacy(self.spacy_model, exclude=("lemmatizer", "ner"))
+
+    # ------------------------------------------------------------------ main entry
+    def extract(
+        self, docs: Iterable[Document | str], show_progress: bool = False
+    ) -> list[Keyphrases]:
+        """Keyphrases of every document: a list (one per document, in input order) of up to
+        ``top_n`` ``(phrase, score)`` pairs, best first.
+
+        ``docs``: strings or :class:`~phrasekit.io.Document` objects. Raises ``TypeError`` for
+        None (or a non-string item) and ``ValueError`` for an empty or whitespace-only document,
+        naming its index. An empty list gives an empty list.
+        """
+        texts = validate_docs(docs)
+        if not texts:
+            return []
+        cands = self.find_candidates(texts, show_progress=show_progress)
+        doc_vecs, cand_vecs = self.embed(cands, show_progress=show_progress)
+        return [self.rank(c, d, v) for c, d, v in zip(cands, doc_vecs, cand_vecs, strict=True)]
+
+    # ------------------------------------------------------------------ steps
+    def find_candidates(
+        self, texts: Sequence[str], show_progress: bool = False
+    ) -> list[DocCandidates]:
+        """Step 1-2: the grouped candidates of every text (and its embedding windows)."""
+        nlp = self.nlp
+        limit = max(100, min(100_000, int(nlp.max_length) - 1))
+        pieces: list[tuple[str, int]] = []
+        for i, text in enumerate(texts):
+            pieces.extend((p, i) for p in split_long_text(text, limit) if p.strip())
+        out = [DocCandidates() for _ in texts]
+        index: list[dict[str, int]] = [{} for _ in texts]
+        offset = [0] * len(texts)
+        stream = nlp.pipe(pieces, as_tuples=True, batch_size=64)
+        bar = tqdm(stream, total=len(pieces), desc="keyphrases[spaCy]", unit="doc",
+                   disable=not show_progress, leave=False)
+        for sdoc, i in bar:
+            offset[i] = self._add_doc(sdoc, out[i], index[i], offset[i])
+        return out
+
+    def _add_doc(self, sdoc, cands: DocCandidates, index: dict[str, int], offset: int) -> int:
+        """Add one spaCy Doc's candidates and windows; return the word offset after it."""
+        word_at = np.cumsum([0] + [0 if (t.is_punct or t.is_space) else 1 for t in sdoc])
+        spans: list[Any] = []
+        if self.candidates in ("noun_chunks", "both"):
+            spans.extend(sdoc.noun_chunks)
+        if self.candidates in ("pos", "both"):
+            spans.extend(_pattern_spans(sdoc))
+        seen: set[tuple[int, int]] = set()
+        for span in sorted(spans, key=lambda s: (s.start, s.end)):
+            cleaned = self._clean(span)
+            if cleaned is None:
+                continue
+            starts = range(cleaned.start, cleaned.end) if self.sub_phrases else [cleaned.start]
+            for start in starts:
+                if (start, cleaned.end) in seen:
+                    continue
+                seen.add((start, cleaned.end))
+                if start > cleaned.start and (
+                    not sdoc[start - 1].whitespace_ or _strip_leading(sdoc[start])
+                ):
+                    continue  # inside a hyphenated word ("two-stage") or after a word like "of"
+                sub = sdoc[start : cleaned.end]
+                if not self._valid(sub):
+                    continue
+                phrase = _surface(sub)
+                key = phrase_key(phrase)
+                if key and not _REJECT.search(phrase):
+                    cands.add(phrase, key, offset + int(word_at[start]), index)
+        cands.windows.extend(self._windows(sdoc))
+        return offset + int(word_at[-1])
+
+    def _clean(self, span):
+        i, j = span.start, span.end
+        doc = span.doc
+        while i < j and _strip_leading(doc[i]):
+            i += 1
+        while j > i and (doc[j - 1].is_punct or doc[j - 1].is_space or doc[j - 1].tag_ == "POS"):
+            j -= 1
+        if i >= j or doc[j - 1].pos_ not in _HEAD_POS:
+            return None
+        return doc[i:j]
+
+    def _valid(self, sub) -> bool:
+        n_words = 0
+        informative = False
+        for k, tok in enumerate(sub):
+            if "\n" in tok.text or tok.is_space or (k < len(sub) - 1 and "\n" in tok.whitespace_):
+                return False
+            if tok.is_punct:
+                continue
+            n_words += 1
+            informative = informative or _content(tok)
+        return informative and n_words <= self.max_words
+
+    def _windows(self, sdoc) -> list[str]:
+        text = sdoc.text
+        if not text.strip():
+            return []
+        limit = self.doc_window_words
+        n_words = sum(1 for t in sdoc if not (t.is_punct or t.is_space))
+        if limit is None or n_words <= limit:
+            return [text]
+        windows: list[str] = []
+        cur: list[str] = []
+        size = 0
+        for sent in sdoc.sents:
+            n = sum(1 for t in sent if not (t.is_punct or t.is_space))
+            if cur and size + n > limit:
+                windows.append(" ".join(cur))
+                cur, size = [], 0
+            cur.append(sent.text.strip())
+            size += n
+        if cur:
+            windows.append(" ".join(cur))
+        return [w for w in windows if w.strip()]
+
+    def embed(
+        self, cands: Sequence[DocCandidates], show_progress: bool = False
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Step 3a: document vectors ``(n_docs, d)`` and each document's candidate matrix, from
+        one encoder pass over the distinct candidate strings and one over the windows."""
+        enc = self.encoder_
+        phrase_ids: dict[str, int] = {}
+        for c in cands:
+            for p in c.phrases:
+                phrase_ids.setdefault(p, len(phrase_ids))
+        windows = [w for c in cands for w in c.windows]
+        vecs = enc.encode(list(phrase_ids), batch_size=self.batch_size,
+                          show_progress=show_progress)
+        wvecs = enc.encode(windows, batch_size=self.batch_size, show_progress=show_progress)
+        doc_vecs = np.zeros((len(cands), enc.dim), dtype=np.float32)
+        pos = 0
+        for i, c in enumerate(cands):
+            n = len(c.windows)
+            if n:
+                v = wvecs[pos : pos + n].mean(axis=0)
+                doc_vecs[i] = v / max(float(np.linalg.norm(v)), 1e-12)
+            pos += n
+        cand_vecs = [vecs[[phrase_ids[p] for p in c.phrases]] if len(c) else
+                     np.zeros((0, enc.dim), dtype=np.float32) for c in cands]
+        return doc_vecs, cand_vecs
+
+    def scores(self, cands: DocCandidates, doc_vec: np.ndarray,
+               cand_vecs: np.ndarray) -> np.ndarray:
+        """Step 3b: the relevance score of every candidate of one document."""
+        s = cand_vecs @ doc_vec
+        if self.position_weight:
+            s = s + self.position_weight / np.log2(2.0 + np.asarray(cands.first, dtype=float))
+        if self.frequency_weight:
+            s = s + self.frequency_weight * np.log(np.asarray(cands.counts, dtype=float))
+        return np.asarray(s, dtype=np.float64)
+
+    def select(self, scores: np.ndarray, cand_vecs: np.ndarray) -> list[int]:
+        """Step 4: indices of the chosen candidates, in order (top-n or MMR)."""
+        n = min(self.top_n, len(scores))
+        if n == 0:
+            return []
+        if self.diversity <= 0.0:
+            return [int(i) for i in np.argsort(-scores, kind="stable")[:n]]
+        sims = cand_vecs @ cand_vecs.T
+        chosen = [int(np.argmax(scores))]
+        redundancy = sims[chosen[0]].copy()
+        available = np.ones(len(scores), dtype=bool)
+        available[chosen[0]] = False
+        while len(chosen) < n:
+            mmr = (1.0 - self.diversity) * scores - self.diversity * redundancy
+            mmr[~available] = -np.inf
+            j = int(np.argmax(mmr))
+            chosen.append(j)
+            available[j] = False
+            np.maximum(redundancy, sims[j], out=redundancy)
+        return chosen
+
+    def rank(self, cands: DocCandidates, doc_vec: np.ndarray, cand_vecs: np.ndarray) -> Keyphrases:
+        """Steps 3b-4 for one document: ``(phrase, score)`` pairs, best first."""
+        if not len(cands):
+            return []
+        s = self.scores(cands, doc_vec, cand_vecs)
+        return [(cands.phrases[i], float(s[i])) for i in self.select(s, cand_vecs)]
+
+
+# ---------------------------------------------------------------------------- validation
+def validate_docs(docs: Iterable[Document | str]) -> list[str]:
+    """The texts of ``docs`` (strings or Documents); None, non-strings and empty texts raise."""
+    documents = as_documents(docs)
+    texts = []
+    for i, d in enumerate(documents):
+        if not isinstance(d.text, str):
+            raise TypeError(f"docs[{i}] has no text (got {type(d.text).__name__})")
+        if not d.text.strip():
+            raise ValueError(f"docs[{i}] is empty or whitespace only; it has no keyphrases")
+        texts.append(d.text)
+    return texts
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def _check_float(name: str, value: Any, lo: float, hi: float | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not np.isfinite(value) or value < lo or (hi is not None and value > hi):
+        bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{name} must be {bound}, got {value}")

@@ -1,0 +1,261 @@
+"""Keyphrases per document (KeyphraseExtractor), the Inspec metrics and `phrasekit keyphrases`."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+from phrasekit.eval.keyphrases import (
+    distinct_keys,
+    evaluate_inspec,
+    prf_at_k,
+    score_keyphrases,
+)
+from phrasekit.io import Document
+from phrasekit.phrases.keyphrases import KeyphraseExtractor, phrase_key
+
+# Inspec-like abstracts (title, line break, abstract), written for these tests.
+SVM_IDS = (
+    "Support vector machines for network intrusion detection\n"
+    "Network intrusion detection systems monitor traffic for attacks. We train support vector "
+    "machines on connection records and compare them with decision trees and neural networks. "
+    "The support vector machines detect unknown attacks with a low false alarm rate, and "
+    "feature selection reduces the training time of the intrusion detection system."
+)
+ROBOT = (
+    "Path planning for mobile robots in dynamic environments\n"
+    "A mobile robot must plan collision-free paths among moving obstacles. The proposed path "
+    "planning algorithm combines a probabilistic roadmap with a velocity obstacle model, so the "
+    "robot replans in real time. Experiments with a wheeled mobile robot show shorter paths "
+    "and fewer collisions than potential field methods."
+)
+NEURAL = (
+    "Neural networks for handwriting recognition\n"
+    "A neural network recognises handwritten digits. We compare a deep neural network, a "
+    "convolutional neural network and a recurrent neural network model with neural network "
+    "ensembles, and study how neural networks generalise on a postal code database."
+)
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def extractor(minilm) -> KeyphraseExtractor:
+    return KeyphraseExtractor(minilm, top_n=10)
+
+
+@pytest.fixture(scope="module")
+def results(extractor: KeyphraseExtractor):
+    return extractor.extract([SVM_IDS, ROBOT, NEURAL])
+
+
+# ---------------------------------------------------------------------------- matching + metrics
+def test_phrase_key_stems_and_ignores_punctuation_and_case() -> None:
+    assert phrase_key("Anti-spam acts") == phrase_key("anti spam act") == "anti spam act"
+    assert phrase_key("Neural Networks") == phrase_key("neural network")
+    assert phrase_key("Kamp's theorem") == phrase_key("kamp s theorems")
+    assert phrase_key("support vector machines") != phrase_key("support vector")
+    assert phrase_key("--") == ""
+
+
+def test_distinct_keys_removes_stemmed_duplicates_in_order() -> None:
+    keys = distinct_keys(["Neural networks", "decision tree", "neural network", "!", "trees"])
+    assert keys == ["neural network", "decis tree", "tree"]
+    with pytest.raises(TypeError):
+        distinct_keys("neural network")
+
+
+def test_prf_at_k_hand_made() -> None:
+    pred = ["neural networks", "Neural network", "support vector machines", "dogs", "cat"]
+    gold = ["neural network", "support-vector machine", "decision trees", "decision trees"]
+    # distinct predictions: neural network, support vector machine, dog, cat (4 < 5)
+    p, r, f = prf_at_k(pred, gold, 5)
+    assert (p, r) == pytest.approx((2 / 4, 2 / 3))
+    assert f == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))
+    assert prf_at_k(pred, gold, 1) == pytest.approx((1.0, 1 / 3, 0.5))
+    assert prf_at_k(["cat"], gold, 5) == (0.0, 0.0, 0.0)
+    assert prf_at_k([], gold, 5) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="k must be"):
+        prf_at_k(pred, gold, 0)
+    with pytest.raises(ValueError, match="gold"):
+        prf_at_k(pred, ["..."], 5)
+
+
+def test_score_keyphrases_means_over_documents() -> None:
+    preds = [["a b", "c d"], [], ["x"]]
+    golds = [["a b", "e f"], ["g"], []]  # the third has no gold: skipped
+    m = score_keyphrases(preds, golds, ks=(1, 2))
+    assert m["n_docs"] == 2 and m["n_skipped"] == 1
+    assert m["P@1"] == pytest.approx(50.0)  # (1 + 0) / 2
+    assert m["R@2"] == pytest.approx(25.0)  # (1/2 + 0) / 2
+    assert m["F1@2"] == pytest.approx(25.0)  # doc 1: P = R = 1/2
+    with pytest.raises(ValueError, match="prediction lists"):
+        score_keyphrases([["a"]], [["a"], ["b"]])
+
+
+# ---------------------------------------------------------------------------- extraction
+def test_central_phrases_rank_high(results) -> None:
+    svm, robot, neural = ([p for p, _ in r] for r in results)
+    assert {"support vector machines", "network intrusion detection"} & set(svm[:3])
+    assert {"path planning", "mobile robots", "mobile robot"} & set(robot[:3])
+    assert "handwriting recognition" in neural[:2]
+    assert any("neural network" in p for p in neural[:3])
+    assert all(5 <= len(r) <= 10 for r in results)
+
+
+def test_candidates_are_clean_and_grouped(results) -> None:
+    for r in results:
+        phrases = [p for p, _ in r]
+        keys = [phrase_key(p) for p in phrases]
+        assert len(set(keys)) == len(keys)  # "neural network(s)" listed once
+        for p in phrases:
+            assert p == p.lower() and "\n" not in p and len(p.split()) <= 5
+            assert p.split()[0] not in {"the", "a", "an", "we", "and", "of", "with"}
+
+
+def test_mmr_changes_the_list_and_removes_near_duplicates(minilm) -> None:
+    plain = KeyphraseExtractor(minilm, top_n=5, diversity=0.0).extract([NEURAL])[0]
+    mmr = KeyphraseExtractor(minilm, top_n=5, diversity=0.7).extract([NEURAL])[0]
+    assert [p for p, _ in plain] != [p for p, _ in mmr]
+    assert plain[0][0] == mmr[0][0]  # MMR starts from the most relevant phrase
+    scores = [s for _, s in plain]
+    assert scores == sorted(scores, reverse=True)
+    assert {p for p, _ in mmr} <= {p for p, _ in KeyphraseExtractor(
+        minilm, top_n=50, diversity=0.0).extract([NEURAL])[0]}  # same candidates, reordered
+
+    def max_pair_cosine(phrases):
+        v = minilm.encode([p for p, _ in phrases])
+        return max(float(v[i] @ v[j]) for i, j in itertools.combinations(range(len(v)), 2))
+
+    assert max_pair_cosine(mmr) < max_pair_cosine(plain)
+
+
+def test_documents_and_edge_cases(extractor: KeyphraseExtractor) -> None:
+    as_doc = extractor.extract([Document("x", ROBOT, {})])
+    as_str = extractor.extract([ROBOT])
+    assert as_doc == as_str
+    assert extractor.extract([]) == []
+    assert extractor.extract(["Hello!"]) == [[]]  # no noun phrase: no keyphrases
+    many = KeyphraseExtractor(extractor.encoder_, top_n=50).extract([ROBOT])[0]
+    assert 10 < len(many) < 50  # fewer candidates than asked for
+
+
+@pytest.mark.parametrize(
+    ("docs", "error", "fragment"),
+    [
+        (None, TypeError, "None"),
+        ("one string", TypeError, "single string"),
+        (["fine text", None], TypeError, r"docs\[1\]"),
+        (["fine text", "  "], ValueError, r"docs\[1\] is empty"),
+    ],
+)
+def test_bad_documents_raise(extractor, docs, error, fragment) -> None:
+    with pytest.raises(error, match=fragment):
+        extractor.extract(docs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"top_n": 0}, ValueError),
+        ({"top_n": 2.5}, TypeError),
+        ({"diversity": 1.5}, ValueError),
+        ({"diversity": float("nan")}, ValueError),
+        ({"candidates": "ngrams"}, ValueError),
+        ({"max_words": 0}, ValueError),
+        ({"position_weight": -1.0}, ValueError),
+        ({"encoder": 5}, TypeError),
+        ({"encoder": "no-such-model"}, ValueError),
+    ],
+)
+def test_bad_params_raise(kwargs, error) -> None:
+    with pytest.raises(error):
+        KeyphraseExtractor(**kwargs)
+
+
+def test_set_params_and_repr(extractor: KeyphraseExtractor) -> None:
+    other = extractor.set_params(top_n=3, diversity=0.2)
+    assert other.top_n == 3 and other.diversity == 0.2 and extractor.top_n == 10
+    assert other.encoder_ is extractor.encoder_
+    assert "KeyphraseExtractor(" in repr(other)
+    with pytest.raises(ValueError, match="unknown"):
+        extractor.set_params(colour="red")
+
+
+# ---------------------------------------------------------------------------- CLI
+def _corpus(tmp_path, texts, **fields):
+    path = tmp_path / "docs.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, t in enumerate(texts):
+            fh.write(json.dumps({"id": f"d{i}", "text": t, **fields}) + "\n")
+    return path
+
+
+def test_cli_writes_jsonl_and_scores_gold(tmp_path) -> None:
+    corpus = _corpus(tmp_path, [SVM_IDS, ROBOT],
+                     keyphrases=["support vector machines", "intrusion detection"])
+    out = tmp_path / "kp.jsonl"
+    res = runner.invoke(app, ["keyphrases", str(corpus), "--out", str(out), "-n", "3",
+                              "--gold-field", "keyphrases", "--quiet", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [x["id"] for x in lines] == ["d0", "d1"]
+    assert all(len(x["keyphrases"]) == 3 for x in lines)
+    first = lines[0]["keyphrases"][0]
+    assert set(first) == {"phrase", "score"} and isinstance(first["score"], float)
+    assert "2 documents" in res.output and "F1@10" in res.output
+
+
+def test_cli_stdout_without_out(tmp_path) -> None:
+    corpus = tmp_path / "docs.txt"
+    corpus.write_text(ROBOT.replace("\n", " ") + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["keyphrases", str(corpus), "-n", "2", "--quiet"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.stdout.strip().splitlines()[-1])
+    assert rec["id"] == "0" and len(rec["keyphrases"]) == 2
+
+
+def test_cli_help_has_example() -> None:
+    res = runner.invoke(app, ["keyphrases", "--help"])
+    assert res.exit_code == 0 and "Example" in res.output
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "fragment"),
+    [
+        ("missing", [], "not found"),
+        ("ok", ["--diversity", "2"], "diversity"),
+        ("ok", ["-n", "0"], "top_n"),
+        ("ok", ["--candidates", "ngrams"], "candidates"),
+        ("ok", ["--model", "no-such-model"], "unknown model"),
+        ("ok", ["--split", "test"], "no document has split"),
+        ("ok", ["--gold-field", "keyphrases"], "keyphrases"),
+        ("empty", [], "empty"),
+    ],
+)
+def test_cli_bad_input_exit_2(tmp_path, setup, args, fragment) -> None:
+    if setup == "missing":
+        corpus = tmp_path / "nope.jsonl"
+    else:
+        corpus = _corpus(tmp_path, [ROBOT, "" if setup == "empty" else SVM_IDS], split="dev")
+    res = runner.invoke(app, ["keyphrases", str(corpus), "--quiet", *args])
+    assert res.exit_code == 2, res.output
+    assert fragment in res.output
+
+
+# ---------------------------------------------------------------------------- Inspec (shared)
+@pytest.mark.shared
+def test_inspec_dev_sample_in_sane_range(shared_corpora, extractor) -> None:
+    if not (shared_corpora / "inspec" / "documents.jsonl").is_file():
+        pytest.skip("the shared Inspec corpus is absent")
+    m = evaluate_inspec(extractor, split="dev", limit=20, corpora=shared_corpora)
+    assert m["n_docs"] == 20
+    # the whole dev split scores F1@10 39 with the defaults; KeyBERT's n-grams about 10
+    assert 20.0 < m["F1@10"] < 60.0
+    assert 15.0 < m["F1@5"] < 60.0
+    assert np.isfinite(m["seconds"])
