@@ -460,3 +460,15 @@ def test_ccl_finetune_smoke():
     assert inb.pseudo is None and len(inb.history) == 1
     with pytest.raises(ValueError, match="negatives"):
         CCLConfig(n_clusters=2, negatives="random").validate()
+
+
+def test_cli_train_uctopic_bad_input() -> None:
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["train", "uctopic", "--data", "/no/such/dir", "--out", "x", "-q"])
+    assert res.exit_code == 2 and "not a folder" in res.output
+    res = runner.invoke(app, ["train", "uctopic-data", "--help"])
+    assert res.exit_code == 0 and "Example" in res.output

@@ -703,6 +703,70 @@ def train_facets_cmd(
     _run(body)
 
 
+@train_app.command("uctopic-data")
+def train_uctopic_data_cmd(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the same-mention sentence pairs (reused on a rerun).")],
+    corpus: Annotated[list[str] | None, typer.Option("--corpus", help="Corpus folder name under the shared corpora (repeatable; default: the PEARL training corpora).")] = None,
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
+    max_words: Annotated[int, typer.Option(help="Words of text sampled from the corpora (spaCy time grows with it).")] = 600_000,
+    seed: Annotated[int, typer.Option(help="Random seed (sampling).")] = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Mine UCTopic's pre-training pairs: two sentences that mention the same noun phrase / entity.
+
+    Example: phrasekit train uctopic-data --out runs/uctopic/data
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.training.uctopic_data import build_uctopic_dataset
+
+        report = build_uctopic_dataset(out, corpora=corpus, shared_dir=shared,
+                                       max_words=max_words, seed=seed, show_progress=not quiet)
+        typer.echo(f"{report['counts']['pairs']} pairs -> {out}")
+
+    _run(body)
+
+
+@train_app.command("uctopic")
+def train_uctopic_cmd(
+    data: Annotated[Path, typer.Option("--data", help="A pair folder from `train uctopic-data`.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json and the model/ span-encoder folder.")],
+    batch_size: Annotated[int, typer.Option(help="Pairs per step (in-batch negatives).")] = 32,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 5e-5,
+    minutes: Annotated[float, typer.Option(help="Training-time budget, counted across resumes.")] = 80.0,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after this many steps.")] = None,
+    max_length: Annotated[int, typer.Option(help="Tokens per sentence (centred on the mention).")] = 64,
+    keep_prob: Annotated[float, typer.Option(help="Probability that the positive keeps its mention unmasked.")] = 0.5,
+    temperature: Annotated[float, typer.Option(help="InfoNCE temperature.")] = 0.05,
+    threads: Annotated[int, typer.Option(help="torch threads.")] = 1,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """UCTopic contrastive pre-training of the span encoder on CPU (resumable).
+
+    Example: phrasekit train uctopic --data runs/uctopic/data --out runs/uctopic/pretrain --minutes 80
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.training.uctopic import UCTopicConfig, train_uctopic
+
+        if not data.is_dir():
+            raise BadInputError(f"--data {data} is not a folder")
+        cfg = UCTopicConfig(data_dir=str(data), out_dir=str(out), batch_size=batch_size, lr=lr,
+                            max_minutes=minutes, max_steps=max_steps, max_length=max_length,
+                            keep_prob=keep_prob, temperature=temperature, num_threads=threads,
+                            seed=seed, show_progress=not quiet)
+        cfg.validate()
+        report = train_uctopic(cfg)
+        typer.echo(f"UCTopic pre-training: {report.get('steps', '?')} steps -> {out / 'model'}")
+
+    _run(body)
+
+
 @app.command("pairs")
 def pairs_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
