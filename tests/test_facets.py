@@ -438,3 +438,19 @@ def test_cli_facets_table_json_and_errors(trained) -> None:
     assert runner.invoke(app, ["facets", " ", "-m", model, "-q"]).exit_code == 2
     res = runner.invoke(app, ["train", "facets", "--data", "/no/such/dir", "--out", "x", "-q"])
     assert res.exit_code == 2 and "not a folder" in res.output
+
+
+def test_packaged_models_load_and_describe() -> None:
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+    from phrasekit.models.registry import available_models
+
+    names = [f"facets-{g}-k{k}" for g in ("phrase", "sentence") for k in (1, 3, 10)]
+    assert set(names) <= set(available_models())
+    enc = phrasekit.load("facets-phrase-k3")
+    assert isinstance(enc, FacetEncoder) and enc.n_facets == 3
+    f = enc.facets(["heart attack", "stock market"])
+    assert f.shape == (2, 3, 50) and np.allclose(np.linalg.norm(f, axis=-1), 1, atol=1e-5)
+    res = CliRunner().invoke(app, ["facets", "heart attack", "-k", "3", "-q"])
+    assert res.exit_code == 0 and res.output.count("\ne") == 3

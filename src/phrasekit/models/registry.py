@@ -103,6 +103,29 @@ def _pearl_minilm(**kwargs: Any) -> Encoder:
     return PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
 
 
+def _register_facet_models() -> None:
+    """Register the multi-facet models shipped in ``phrasekit/data/models/facets-*``."""
+    root = packaged_model_dir("")
+    for granularity in ("phrase", "sentence"):
+        for k in (1, 3, 10):
+            name = f"facets-{granularity}-k{k}"
+            if not (root / name / "config.json").is_file():
+                continue
+
+            def factory(_name: str = name, **kwargs: Any) -> Encoder:
+                from phrasekit.facets.encoder import FacetEncoder
+
+                return FacetEncoder.from_pretrained(packaged_model_dir(_name), name=_name,
+                                                    **kwargs)
+
+            what = "noun phrases" if granularity == "phrase" else "sentences"
+            register(name, f"multi-facet codebook model for {what}, K={k}, GloVe-50d space "
+                           "(trained by phrasekit; Emb via encode, facets via .facets)")(factory)
+
+
+_register_facet_models()
+
+
 def available_models() -> dict[str, str]:
     """Registered model names with their descriptions."""
     return {name: spec.description for name, spec in sorted(_REGISTRY.items())}
