@@ -139,23 +139,29 @@ def greedy_summary(doc_words: np.ndarray, gamma: np.ndarray,
         raise ValueError("doc_words must be (D, d) and gamma (D,)")
     if n_sentences < 1:
         raise ValueError(f"n_sentences must be >= 1, got {n_sentences}")
-    sims = [doc_words @ np.asarray(s, dtype=np.float32).T if len(s) else None
-            for s in sentence_vectors]
+    n = len(sentence_vectors)
+    # each sentence's best similarity to every document word (its max over its vectors)
+    reach = np.full((n, len(doc_words)), -np.inf, dtype=np.float64)
+    available = np.zeros(n, dtype=bool)
+    for i, s in enumerate(sentence_vectors):
+        if len(s):
+            reach[i] = (doc_words @ np.asarray(s, dtype=np.float32).T).max(axis=1)
+            available[i] = True
+    divisor = None
+    if length_normalize is not None:
+        divisor = np.maximum(np.asarray(length_normalize, dtype=np.float64), 1e-12)
     best = np.full(len(doc_words), empty_value, dtype=np.float64)
     chosen: list[int] = []
-    for _ in range(min(n_sentences, len(sentence_vectors))):
-        top, top_gain = -1, -np.inf
-        base = float(np.sum(gamma * best))
-        for i, s in enumerate(sims):
-            if i in chosen or s is None:
-                continue
-            gain = float(np.sum(gamma * np.maximum(best, s.max(axis=1)))) - base
-            if length_normalize is not None:
-                gain /= max(float(length_normalize[i]), 1e-12)
-            if gain > top_gain:
-                top, top_gain = i, gain
-        if top < 0:
+    for _ in range(min(n_sentences, n)):
+        if not available.any():
             break
+        base = float(np.sum(gamma * best))
+        gains = (np.maximum(best, reach) * gamma).sum(axis=1) - base
+        if divisor is not None:
+            gains = gains / divisor
+        gains[~available] = -np.inf
+        top = int(np.argmax(gains))  # the first of tied sentences
         chosen.append(top)
-        best = np.maximum(best, sims[top].max(axis=1))
+        available[top] = False
+        best = np.maximum(best, reach[top])
     return chosen
