@@ -57,6 +57,7 @@ from phrasekit.facets.words import GLOVE_50D, WordSpace, load_word_space
 from phrasekit.io import Document, atomic_write, load_npy, read_corpus, read_json_object, write_json
 from phrasekit.phrases import PhraseVocabulary
 from phrasekit.topics.terms import tokenize
+from phrasekit.training.config import raise_failed
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ class FacetDataConfig:
             if spec.name in REFUSED_CORPORA:
                 raise ValueError(f"corpus {spec.name!r} is refused for training: "
                                  f"{REFUSED_CORPORA[spec.name]}")
-        checks = [
+        raise_failed([
             (self.window >= 1, f"window must be >= 1, got {self.window}"),
             (self.max_targets >= 1, f"max_targets must be >= 1, got {self.max_targets}"),
             (1 <= self.min_targets <= self.max_targets,
@@ -158,10 +159,7 @@ class FacetDataConfig:
             (0.0 <= self.val_fraction < 0.5,
              f"val_fraction must be in [0, 0.5), got {self.val_fraction}"),
             (self.max_docs is None or self.max_docs >= 1, "max_docs must be >= 1"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        ])
 
     def shard_fingerprint(self, spec: CorpusSpec, word_space: WordSpace) -> str:
         """Hash of everything that fixes one corpus shard (for reuse on a rerun)."""

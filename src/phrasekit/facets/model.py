@@ -43,6 +43,7 @@ from torch import nn
 
 from phrasekit.facets.words import GLOVE_50D, WordSpace, load_word_space
 from phrasekit.io import atomic_write, model_folder_format, read_json_object, write_json
+from phrasekit.training.config import raise_failed
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class FacetModelConfig:
 
     def validate(self) -> None:
         """Fail fast on impossible architectures."""
-        checks = [
+        raise_failed([
             (self.granularity in ("phrase", "sentence"),
              f"granularity must be 'phrase' or 'sentence', got {self.granularity!r}"),
             (self.n_facets >= 1, f"n_facets (K) must be >= 1, got {self.n_facets}"),
@@ -83,10 +84,7 @@ class FacetModelConfig:
             (self.ff_dim >= 1, f"ff_dim must be >= 1, got {self.ff_dim}"),
             (0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}"),
             (self.max_len >= 1, f"max_len must be >= 1, got {self.max_len}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        ])
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> FacetModelConfig:

@@ -44,6 +44,7 @@ from phrasekit.facets.model import FacetModel, FacetModelConfig, make_batch, sav
 from phrasekit.facets.words import WordSpace, load_word_space
 from phrasekit.io import write_json
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from phrasekit.training.config import budget_checks, raise_failed
 
 logger = logging.getLogger(__name__)
 
@@ -83,26 +84,18 @@ class FacetTrainingConfig:
 
     def validate(self) -> None:
         """Fail fast on nonsense settings and a missing dataset."""
-        checks = [
-            (self.batch_size >= 2, f"batch_size must be >= 2, got {self.batch_size}"),
-            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
+        raise_failed([
+            *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
+                           self.checkpoint_every),
             (self.weight_decay >= 0, "weight_decay must be >= 0"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
             (self.decay_steps is None or self.decay_steps >= 1, "decay_steps must be >= 1"),
             (self.lam >= 0, f"lam must be >= 0, got {self.lam}"),
             (self.coeff_steps >= 1, "coeff_steps must be >= 1"),
             (self.coeff_method in METHODS, f"coeff_method must be one of {METHODS}"),
-            (self.max_steps is None or self.max_steps >= 1, "max_steps must be >= 1"),
-            (self.max_minutes is None or self.max_minutes > 0, "max_minutes must be > 0"),
-            (self.max_steps is not None or self.max_minutes is not None,
-             "give max_steps or max_minutes (or both)"),
-            (self.checkpoint_every >= 1, "checkpoint_every must be >= 1"),
             (self.val_examples >= 0, "val_examples must be >= 0"),
             (self.length_buckets >= 1, "length_buckets must be >= 1"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        ])
         if not (Path(self.data_dir) / "meta.json").is_file():
             raise FileNotFoundError(f"{self.data_dir} has no meta.json: build the dataset "
                                     "first (phrasekit.facets.data.build_facet_dataset)")

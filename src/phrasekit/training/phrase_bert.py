@@ -65,6 +65,7 @@ from phrasekit.encoders.pearl import (
 )
 from phrasekit.io import atomic_write, model_folder_format, write_json
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from phrasekit.training.config import budget_checks, raise_failed
 from phrasekit.training.losses import TripletLoss
 
 logger = logging.getLogger(__name__)
@@ -119,25 +120,19 @@ class PhraseBertTrainingConfig:
 
         if not (self.use_paraphrase or self.use_context):
             raise ValueError("both datasets are disabled (--no-paraphrase and --no-context)")
-        checks = [
-            (self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}"),
-            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
+        raise_failed([
+            *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
+                           self.checkpoint_every, min_batch=1, need_budget=False),
             (self.margin > 0, f"margin must be > 0, got {self.margin}"),
             (0 <= self.warmup < 1, f"warmup must be in [0, 1), got {self.warmup}"),
             (self.epochs >= 1, f"epochs must be >= 1, got {self.epochs}"),
-            (self.checkpoint_every >= 1, "checkpoint_every must be >= 1"),
-            (self.max_steps is None or self.max_steps >= 1, "max_steps must be >= 1"),
-            (self.max_minutes is None or self.max_minutes > 0, "max_minutes must be > 0"),
             (self.phrase_tokens >= 4, f"phrase_tokens must be >= 4, got {self.phrase_tokens}"),
             (self.context_tokens >= 8,
              f"context_tokens must be >= 8, got {self.context_tokens}"),
             (self.max_paraphrase is None or self.max_paraphrase >= 0,
              "max_paraphrase must be >= 0"),
             (self.max_context is None or self.max_context >= 0, "max_context must be >= 0"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        ])
         for use, name in ((self.use_paraphrase, PARAPHRASE_FILE),
                           (self.use_context, CONTEXT_FILE)):
             if use and not (Path(self.data_dir) / name).is_file():

@@ -57,6 +57,7 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.span import DEFAULT_MAX_LENGTH, SpanEncoder, SpanModel, validate_spans
 from phrasekit.io import write_json
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from phrasekit.training.config import budget_checks, raise_failed
 from phrasekit.training.losses import InfoNCELoss
 
 logger = logging.getLogger(__name__)
@@ -129,24 +130,16 @@ class UCTopicConfig:
 
     def validate(self) -> None:
         """Fail fast on nonsense settings."""
-        checks = [
-            (self.batch_size >= 2, f"batch_size must be >= 2, got {self.batch_size}"),
-            (self.lr > 0, f"lr must be > 0, got {self.lr}"),
+        raise_failed([
+            *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
+                           self.checkpoint_every),
             (self.temperature > 0, f"temperature must be > 0, got {self.temperature}"),
             (0 <= self.keep_prob <= 1, f"keep_prob must be in [0, 1], got {self.keep_prob}"),
             (self.max_length >= 8, f"max_length must be >= 8, got {self.max_length}"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
-            (self.checkpoint_every >= 1, "checkpoint_every must be >= 1"),
             (self.log_every >= 1, "log_every must be >= 1"),
-            (self.max_steps is None or self.max_steps >= 1, "max_steps must be >= 1"),
-            (self.max_minutes is None or self.max_minutes > 0, "max_minutes must be > 0"),
             (self.max_pairs is None or self.max_pairs >= 2, "max_pairs must be >= 2"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
-        if self.max_steps is None and self.max_minutes is None:
-            raise ValueError("set max_steps or max_minutes (the run would never end)")
+        ])
 
     def fingerprint(self, n_pairs: int) -> str:
         """Hash of what fixes the trajectory (so a resume with other settings is refused)."""
@@ -410,7 +403,7 @@ class CCLConfig:
 
     def validate(self) -> None:
         """Fail fast on nonsense settings."""
-        checks = [
+        raise_failed([
             (self.n_clusters >= 2, f"n_clusters must be >= 2, got {self.n_clusters}"),
             (0 < self.top_fraction <= 1, "top_fraction must be in (0, 1]"),
             (self.steps >= 0, "steps must be >= 0"),
@@ -423,10 +416,7 @@ class CCLConfig:
             (self.negatives_per_cluster >= 1, "negatives_per_cluster must be >= 1"),
             (self.max_length >= 8, "max_length must be >= 8"),
             (self.eval_every >= 0, "eval_every must be >= 0"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        ])
 
 
 @dataclass
