@@ -223,19 +223,9 @@ def read_ppdb(path: Path, split: str = "train") -> list[tuple[str, str, bool]]:
 
 def read_mentions(path: Path) -> list[list[str]]:
     """Token lists of all entity mentions of a UCTopic-format JSON-lines file (labels unused)."""
-    out: list[list[str]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                for sent, spans in zip(obj["sentences"], obj["ner"], strict=True):
-                    out.extend(list(sent[s : e + 1]) for s, e, *_ in spans)
-            except (KeyError, ValueError, TypeError) as exc:
-                raise ValueError(f"{path}:{lineno}: not a UCTopic sentence record ({exc})") \
-                    from exc
-    return out
+    from phrasekit.eval.entity_clustering import read_ner_json
+
+    return [tokens[a:b] for tokens, spans in read_ner_json(path) for a, b, _ in spans]
 
 
 # ---------------------------------------------------------------------------------- test strings
