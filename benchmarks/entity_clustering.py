@@ -11,7 +11,13 @@ Rows (``--row LABEL=KIND:MODEL``, repeatable; default: the four baselines below)
 - ``mention:NAME`` -- ``phrasekit.load(NAME).encode`` on the mention strings alone;
 - ``span:MODEL`` / ``context:MODEL`` / ``spanmention:MODEL`` -- a
   :class:`~phrasekit.encoders.span.SpanEncoder` over MODEL (``minilm``, a span model folder, a
-  transformer folder) in ``span``, ``context`` or ``mention`` mode.
+  transformer folder) in ``span``, ``context`` or ``mention`` mode;
+- ``ccl:MODEL`` / ``inbatch:MODEL`` -- a fresh copy of that span encoder fine-tuned on the
+  dataset's own mention instances, unsupervised (gold types unused; k = #types clusters), with
+  cluster-assisted contrastive learning (UCTopic §3.2) or with in-batch negatives only (the
+  paper's "w/ In-B." ablation), then embedded in ``span`` mode. ``--ccl-*`` options set the
+  fine-tuning; CCL rows also report ``eq4_acc`` / ``eq4_nmi``, the scores of the Eq. 4 topic
+  assignment (nearest re-estimated centroid) instead of a fresh KMeans.
 
 Results are written to ``--out`` (JSON) after every (row, dataset), and rows already there
 with the same settings are reused, so an interrupted run resumes (``--force`` recomputes).
@@ -40,7 +46,9 @@ DEFAULT_ROWS: tuple[str, ...] = (
 )
 DEFAULT_DATASETS = ("conll2003", "bc5cdr", "mit_movie_trivia10k13")
 SHORT = {"conll2003": "CoNLL-2003", "bc5cdr": "BC5CDR", "mit_movie_trivia10k13": "MIT-M trivia"}
-KINDS = {"mention": None, "span": "span", "context": "context", "spanmention": "mention"}
+KINDS = {"mention": None, "span": "span", "context": "context", "spanmention": "mention",
+         "ccl": "span", "inbatch": "span"}
+FINETUNE = {"ccl": "cluster", "inbatch": "in-batch"}
 
 
 def parse_row(spec: str) -> tuple[str, str, str]:
@@ -56,7 +64,6 @@ def parse_row(spec: str) -> tuple[str, str, str]:
 def embed_function(kind: str, model: str, cache: dict[str, Any]) -> Any:
     """The span-embedding function of a row (encoders loaded once per model)."""
     import phrasekit
-    from phrasekit.encoders.span import SpanEncoder, is_span_folder
     from phrasekit.eval.entity_clustering import mention_embed_fn, span_embed_fn
 
     if kind == "mention":
@@ -64,16 +71,54 @@ def embed_function(kind: str, model: str, cache: dict[str, Any]) -> Any:
             cache["enc", model] = phrasekit.load(model)
         return mention_embed_fn(cache["enc", model])
     if ("span", model) not in cache:
-        cache["span", model] = (SpanEncoder.from_pretrained(model) if is_span_folder(model)
-                                else SpanEncoder(model))
+        cache["span", model] = load_span_encoder(model)
     return span_embed_fn(cache["span", model], mode=KINDS[kind], show_progress=True)
+
+
+def load_span_encoder(model: str) -> Any:
+    """A fresh SpanEncoder over ``model`` (a span model folder or a backbone name/folder)."""
+    from phrasekit.encoders.span import SpanEncoder, is_span_folder
+
+    return SpanEncoder.from_pretrained(model) if is_span_folder(model) else SpanEncoder(model)
+
+
+def ccl_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The fine-tuning settings of the ``ccl`` / ``inbatch`` rows (part of their result key)."""
+    return {"steps": args.ccl_steps, "batch_size": args.ccl_batch_size, "lr": args.ccl_lr,
+            "top_fraction": args.ccl_top_fraction, "keep_prob": args.ccl_keep_prob,
+            "singleton_positives": args.ccl_singletons, "seed": 0}
+
+
+def finetuned_embeddings(kind: str, model: str, mentions: list[Any], settings: dict[str, Any]
+                         ) -> tuple[Any, dict[str, Any]]:
+    """Fine-tune a fresh span encoder on the instances (no labels), embed them in span mode;
+    returns (embeddings, extra scores and timings)."""
+    import numpy as np
+
+    from phrasekit.eval.entity_clustering import acc, nmi
+    from phrasekit.training.uctopic import CCLConfig, ccl_finetune
+
+    encoder = load_span_encoder(model)
+    items = [m.item() for m in mentions]
+    k = len({m.label for m in mentions})
+    cfg = CCLConfig(n_clusters=k, negatives=FINETUNE[kind], **settings)
+    result = ccl_finetune(encoder, items, cfg)
+    emb = encoder.encode_spans(items, mode="span", show_progress=True)
+    extra: dict[str, Any] = {"finetune_s": result.seconds, "ccl": result.summary()}
+    extra["ccl"].pop("history", None)
+    extra["loss_first_last"] = ([result.history[0]["loss"], result.history[-1]["loss"]]
+                                if result.history else None)
+    if result.topics is not None:
+        gold = np.unique([m.label for m in mentions], return_inverse=True)[1].reshape(-1)
+        extra.update(eq4_acc=acc(gold, result.topics), eq4_nmi=nmi(gold, result.topics))
+    return emb, extra
 
 
 def format_table(results: dict[str, Any], rows: list[str], datasets: list[str],
                  params: dict[str, Any]) -> str:
     """Markdown table: one row per encoder, ACC and NMI per dataset (mean over seeds)."""
     head = "| model | " + " | ".join(f"{SHORT.get(d, d)} ACC | {SHORT.get(d, d)} NMI"
-                                     for d in datasets) + " | encode s |"
+                                     for d in datasets) + " | encode (+ fine-tune) s |"
     lines = [head, "|---" * (2 * len(datasets) + 2) + "|"]
     for label in rows:
         cells, secs = [], 0.0
@@ -85,8 +130,15 @@ def format_table(results: dict[str, Any], rows: list[str], datasets: list[str],
             cells += [f"{r['acc']:.3f}", f"{r['nmi']:.3f}"]
             secs += r["encode_s"]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {secs:.0f} |")
+    for label in rows:
+        eq4 = [f"{SHORT.get(d, d)} ACC {r['eq4_acc']:.3f} NMI {r['eq4_nmi']:.3f}"
+               for d in datasets if "eq4_nmi" in (r := results.get(label, {}).get(d) or {})]
+        if eq4:
+            lines.append(f"\n{label}, Eq. 4 topics (nearest centroid, no KMeans): "
+                         + "; ".join(eq4))
     sizes = ", ".join(f"{SHORT.get(d, d)} {params['sizes'].get(d, '?')}" for d in datasets)
-    lines += ["", f"Mentions: {sizes}; KMeans k = #types, n_init={params['n_init']}, "
+    lines += ["", f"Mentions ({params.get('split', 'test')} split): {sizes}; KMeans k = #types, "
+              f"n_init={params['n_init']}, "
               f"seeds {params['seeds']} (mean); subsample: {params['subsample'] or 'none'}."]
     return "\n".join(lines) + "\n"
 
@@ -106,6 +158,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--force", action="store_true", help="recompute rows already in --out")
     parser.add_argument("--data", type=Path, help="benchmark data folder (default: settings)")
+    parser.add_argument("--split", default="test",
+                        help="split to cluster (test; dev to choose fine-tuning settings)")
+    parser.add_argument("--ccl-steps", type=int, default=150)
+    parser.add_argument("--ccl-batch-size", type=int, default=16)
+    parser.add_argument("--ccl-lr", type=float, default=1e-5)
+    parser.add_argument("--ccl-top-fraction", type=float, default=0.2)
+    parser.add_argument("--ccl-keep-prob", type=float, default=0.5)
+    parser.add_argument("--ccl-singletons", action="store_true",
+                        help="let mentions seen in one sentence be anchors (positive: itself "
+                             "with the mention kept)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
@@ -122,14 +184,17 @@ def main() -> None:
     specs = [parse_row(r) for r in (args.rows or DEFAULT_ROWS)]
     params = {"seeds": args.seeds, "n_init": args.n_init, "subsample": args.subsample,
               "sizes": {}}
-    key = json.dumps({k: params[k] for k in ("seeds", "n_init", "subsample")}, sort_keys=True)
+    if args.split != "test":
+        params["split"] = args.split
+    key = json.dumps({k: params[k] for k in ("seeds", "n_init", "subsample", "split")
+                      if k in params}, sort_keys=True)
     saved: dict[str, Any] = {}
     if args.out.is_file():
         saved = json.loads(args.out.read_text(encoding="utf-8"))
     results: dict[str, Any] = saved.get("results", {}) if saved.get("key") == key else {}
     mentions = {}
     for d in datasets:
-        ms = load_entity_mentions(d, data)
+        ms = load_entity_mentions(d, data, split=args.split)
         if args.subsample and len(ms) > args.subsample:
             keep = np.sort(np.random.default_rng(0).choice(len(ms), args.subsample,
                                                            replace=False))
@@ -137,20 +202,28 @@ def main() -> None:
         mentions[d] = ms
         params["sizes"][d] = len(ms)
     cache: dict[str, Any] = {}
+    settings = ccl_settings(args)
     for label, kind, model in specs:
+        spec = f"{kind}:{model}"
+        if kind in FINETUNE:
+            spec += " " + json.dumps(settings, sort_keys=True)
         for d in datasets:
             done = results.get(label, {}).get(d)
-            if done and done.get("spec") == f"{kind}:{model}" and not args.force:
+            if done and done.get("spec") == spec and not args.force:
                 continue
-            embed = embed_function(kind, model, cache)
             t0 = time.time()
-            emb = np.asarray(embed([m.item() for m in mentions[d]]), dtype=np.float32)
+            extra: dict[str, Any] = {}
+            if kind in FINETUNE:
+                emb, extra = finetuned_embeddings(kind, model, mentions[d], settings)
+            else:
+                emb = embed_function(kind, model, cache)([m.item() for m in mentions[d]])
+            emb = np.asarray(emb, dtype=np.float32)
             t_enc = time.time() - t0
             t1 = time.time()
             scores = evaluate_span_embeddings(lambda _items, emb=emb: emb, mentions[d],
                                               seeds=tuple(args.seeds), n_init=args.n_init)
-            scores.update(spec=f"{kind}:{model}", encode_s=round(t_enc, 1),
-                          kmeans_s=round(time.time() - t1, 1))
+            scores.update(spec=spec, encode_s=round(t_enc, 1),
+                          kmeans_s=round(time.time() - t1, 1), **extra)
             results.setdefault(label, {})[d] = scores
             logging.info("%s / %s: ACC %.3f NMI %.3f (encode %.0fs)", label, d, scores["acc"],
                          scores["nmi"], t_enc)

@@ -455,6 +455,13 @@ def test_ccl_finetune_smoke():
     assert enc.model.max_length == 32 and not enc.model.training
     s = res.summary()
     assert s["labelled_mentions"] >= 2 and s["seconds"]["steps"] == 2
+    assert res.embeddings.shape == (8, 384)
+    np.testing.assert_array_equal(res.topics, assign_topics(res.embeddings, res.centroids))
+    shared = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=1,
+                                                batch_size=3, shared_negatives=True,
+                                                negatives_per_cluster=2, show_progress=False,
+                                                n_init=2, singleton_positives=True))
+    assert len(shared.history) == 1 and np.isfinite(shared.history[0]["loss"])
     inb = ccl_finetune(enc, items, CCLConfig(n_clusters=2, steps=1, batch_size=4,
                                              negatives="in-batch", show_progress=False))
     assert inb.pseudo is None and len(inb.history) == 1

@@ -186,7 +186,7 @@ def phrases_cmd(
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample` (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
-    method: Annotated[str, typer.Option(help="`clusters` (phrase-embedding clusters, K by silhouette) or `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d).")] = "clusters",
+    method: Annotated[str, typer.Option(help="`clusters` (phrase-embedding clusters, K by silhouette), `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d) or `ccl` (UCTopic: noun-chunk instances in context, CCL fine-tuning; -m takes a span model folder from `train uctopic` or a backbone).")] = "clusters",
     model: ModelOpt = "minilm",
     n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (clusters: default chosen by silhouette; pntm: default 50).")] = None,
     k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette (clusters).")] = 5,
@@ -196,6 +196,8 @@ def topics_cmd(
     phrase_cache: Annotated[Path | None, typer.Option(help="A .json.gz file to reuse extracted phrases between runs.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="pntm: folder caching document and vocabulary embeddings between runs.")] = None,
     sentences: Annotated[int, typer.Option(help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
+    ccl_steps: Annotated[int, typer.Option(help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's space).")] = 150,
+    max_instances: Annotated[int, typer.Option(help="ccl: at most this many phrase instances encoded and fine-tuned on.")] = 30_000,
     grounding: Annotated[float, typer.Option(help="pntm: also rank a topic's terms by how often its documents contain them (0: nearest terms only, as in the paper; 0.1, the default here, was chosen on the bundled sample corpus — see the README).")] = 0.1,
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
@@ -207,15 +209,18 @@ def topics_cmd(
 
     Examples: phrasekit topics sample --out runs/demo
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
+              phrasekit topics reviews.jsonl --method ccl -m runs/uctopic/pretrain/model --out runs/ccl
     """
     _setup_logging(quiet, verbose)
 
     def body() -> None:
         from phrasekit.datasets import resolve_corpus
-        from phrasekit.topics import format_timings, run_pntm, run_topics
+        from phrasekit.topics import format_timings, run_pntm, run_topics, run_uctopic
 
-        if method not in ("clusters", "pntm"):
-            raise BadInputError(f"--method must be `clusters` or `pntm`, got {method!r}")
+        if method not in ("clusters", "pntm", "ccl"):
+            raise BadInputError(f"--method must be `clusters`, `pntm` or `ccl`, got {method!r}")
+        if ccl_steps < 0 or max_instances < 10:
+            raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
         if k_min < 2 or k_max < k_min:
             raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
         if n_topics is not None and n_topics < 2:
@@ -239,6 +244,13 @@ def topics_cmd(
                                  n_sentences=sentences, text_field=text_field, random_state=seed,
                                  report=report, grounding=grounding)
             k = tm.n_topics
+        elif method == "ccl":
+            tm, paths = run_uctopic(path, out, model=model, n_topics=n_topics,
+                                    k_range=(k_min, k_max), ccl_steps=ccl_steps,
+                                    max_instances=max_instances, quiet=quiet,
+                                    parse_cache=phrase_cache, text_field=text_field,
+                                    random_state=seed, report=report)
+            k = tm.n_topics_
         else:
             tm, paths = run_topics(path, out, model=model, n_topics=n_topics, k_min=k_min,
                                    k_max=k_max, min_df=min_df or 5,

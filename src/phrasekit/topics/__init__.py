@@ -1,6 +1,7 @@
 """Phrase-based topics: clusters of phrase embeddings (``PhraseTopicModel``), the neural topic
-model PNTM (``PNTM``; UNTM with a static encoder), LDA baselines (``LDATopics``) and automatic
-metrics (``phrasekit.topics.metrics``).
+model PNTM (``PNTM``; UNTM with a static encoder), UCTopic's topical phrase mining with CCL
+(``UCTopicModel``), LDA baselines (``LDATopics``) and automatic metrics
+(``phrasekit.topics.metrics``).
 
 Example::
 
@@ -21,23 +22,33 @@ from phrasekit.topics.output import (
     topics_to_markdown,
     write_pntm_outputs,
     write_topic_outputs,
+    write_uctopic_outputs,
 )
-from phrasekit.topics.pipeline import load_or_extract_vocabulary, run_pntm, run_topics
+from phrasekit.topics.pipeline import (
+    load_or_extract_vocabulary,
+    run_pntm,
+    run_topics,
+    run_uctopic,
+)
 from phrasekit.topics.pntm import PNTM
+from phrasekit.topics.uctopic import UCTopicModel
 
 __all__ = [
     "PNTM",
     "LDATopics",
     "PhraseTopicModel",
+    "UCTopicModel",
     "format_timings",
     "json_params",
     "load_or_extract_vocabulary",
     "pntm_to_dict",
     "run_pntm",
     "run_topics",
+    "run_uctopic",
     "snippet",
     "topics_to_dict",
     "topics_to_markdown",
     "write_pntm_outputs",
     "write_topic_outputs",
+    "write_uctopic_outputs",
 ]

@@ -12,6 +12,12 @@
   england" and "england" share one).
 - **NMI** between each document's top topic and its gold label (scikit-learn, arithmetic
   normalisation); documents a model leaves unassigned (topic -1) form one cluster of their own.
+- **Phrase informativeness** (UCTopic appendix B.2): a phrase's tf-idf in a document is the
+  mean tf-idf of its words there (so length does not count); averaged over the documents that
+  contain the phrase verbatim, then over a topic's top-10 phrases, then over topics.
+- **Word diversity** (UCTopic appendix B.2): distinct words / words among one topic's top-10
+  phrases ("good food", "great food" -> 3/4), averaged over topics. Unlike topic diversity it
+  measures repetition *inside* a topic.
 """
 
 from __future__ import annotations
@@ -79,6 +85,48 @@ def topic_diversity(topics: Sequence[Sequence[str]], top_n: int = 25) -> float:
     """Distinct words / words among the top-``top_n`` terms of all topics (1 = no overlap)."""
     words = [w for t in topics for term in list(t)[:top_n] for w in term.split()]
     return len(set(words)) / len(words) if words else float("nan")
+
+
+def phrase_informativeness(
+    topics: Sequence[Sequence[str]], token_docs: Sequence[Sequence[str]], top_n: int = 10
+) -> tuple[float, list[float]]:
+    """Mean word tf-idf of the top-``top_n`` phrases of every topic (UCTopic B.2), and the
+    per-topic scores. tf-idf: scikit-learn's (raw counts, smoothed idf, L2-normalised rows)
+    over ``token_docs``. A phrase found in no document is skipped; a topic without any
+    scorable phrase gets NaN and is left out of the mean."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if not token_docs:
+        raise ValueError("no documents to compute tf-idf from")
+    tops = [list(dict.fromkeys(t))[:top_n] for t in topics]
+    terms = sorted({p for t in tops for p in t if p})
+    vec = TfidfVectorizer(analyzer=lambda toks: toks)
+    T = vec.fit_transform(token_docs).tocsr()
+    word_col = vec.vocabulary_
+    P = presence_matrix(token_docs, terms)
+    value: dict[str, float] = {}
+    for j, term in enumerate(terms):
+        docs = P[:, j].nonzero()[0]
+        cols = [word_col[w] for w in term.split() if w in word_col]
+        if len(docs) and cols:
+            value[term] = float(T[docs][:, cols].toarray().mean())
+    scores = []
+    for t in tops:
+        vals = [value[p] for p in t if p in value]
+        scores.append(float(np.mean(vals)) if vals else float("nan"))
+    finite = [s for s in scores if np.isfinite(s)]
+    return (float(np.mean(finite)) if finite else float("nan")), scores
+
+
+def word_diversity(topics: Sequence[Sequence[str]], top_n: int = 10) -> tuple[float, list[float]]:
+    """Distinct words / words among each topic's top-``top_n`` phrases (UCTopic B.2), the mean
+    over topics and the per-topic values (NaN for an empty topic, left out of the mean)."""
+    scores = []
+    for t in topics:
+        words = [w for term in list(t)[:top_n] for w in term.split()]
+        scores.append(len(set(words)) / len(words) if words else float("nan"))
+    finite = [s for s in scores if np.isfinite(s)]
+    return (float(np.mean(finite)) if finite else float("nan")), scores
 
 
 def labels_nmi(doc_topics: Sequence[int], labels: Sequence[object]) -> float:

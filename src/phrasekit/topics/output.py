@@ -1,4 +1,4 @@
-"""Write fitted topic models (``PhraseTopicModel``, ``PNTM``) as ``topics.json``
+"""Write fitted topic models (``PhraseTopicModel``, ``PNTM``, ``UCTopicModel``) as ``topics.json``
 (machine-readable) and ``topics.md`` (for people), atomically."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from phrasekit.phrases import as_documents
 from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
 from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.report import write_report
+from phrasekit.topics.uctopic import UCTopicModel
 
 logger = logging.getLogger(__name__)
 
@@ -261,15 +262,17 @@ def pntm_to_dict(
 def pntm_to_markdown(data: dict[str, Any]) -> str:
     """Render ``pntm_to_dict`` output as Markdown: per topic its nearest terms (words and
     phrases mixed), words, phrases, sentences if any, and typical documents."""
-    lines = [
-        "# Topics (PNTM)",
-        "",
-        f"{data['n_topics']} topics read from {data['n_terms']} terms ({data['n_phrases']} "
-        f"phrases) by nearest neighbours of the topic embeddings; {data['n_docs']} documents "
-        f"({data['n_unassigned']} empty, unassigned); encoder `{data['encoder']}`.",
-        "",
-        f"Time: {format_timings(data['timings_s'])}.",
-    ]
+    intro = (f"{data['n_topics']} topics read from {data['n_terms']} terms ({data['n_phrases']} "
+             f"phrases) by nearest neighbours of the topic embeddings; {data['n_docs']} "
+             f"documents ({data['n_unassigned']} empty, unassigned); encoder "
+             f"`{data['encoder']}`.")
+    return _ranked_topics_markdown("Topics (PNTM)", intro, "Nearest terms", data)
+
+
+def _ranked_topics_markdown(title: str, intro: str, first: str, data: dict[str, Any]) -> str:
+    """Markdown of a ``topics.json`` dict whose topics carry ranked ``top_terms`` /
+    ``top_words`` / ``top_phrases`` (PNTM, UCTopic), largest topic first."""
+    lines = [f"# {title}", "", intro, "", f"Time: {format_timings(data['timings_s'])}."]
     for topic in sorted(data["topics"], key=lambda t: -t["n_docs"]):
         lines += [
             "",
@@ -277,11 +280,11 @@ def pntm_to_markdown(data: dict[str, Any]) -> str:
             "",
             f"*{topic['n_docs']} documents*",
             "",
-            f"- **Nearest terms:** {_md_escape(_terms_line(topic['top_terms']))}",
+            f"- **{first}:** {_md_escape(_terms_line(topic['top_terms']))}",
             f"- **Words:** {_md_escape(_terms_line(topic['top_words']))}",
             f"- **Phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
         ]
-        if topic["top_sentences"]:
+        if topic.get("top_sentences"):
             lines.append("- **Sentences:**")
             lines += [f"    - {_md_escape(s['text'])}" for s in topic["top_sentences"]]
         if topic["typical_docs"]:
@@ -304,6 +307,78 @@ def write_pntm_outputs(
     documents = as_documents(docs)
     data = pntm_to_dict(model, documents, sentences)
     paths = _write_pair(out_dir, data, pntm_to_markdown(data))
+    if report:
+        paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
+                                       title=title)
+    return paths
+
+
+# ---------------------------------------------------------------------- UCTopic
+def uctopic_to_dict(model: UCTopicModel, docs: Iterable[Document | str],
+                    snippet_chars: int = 240) -> dict[str, Any]:
+    """Everything ``topics.json`` holds for a fitted ``UCTopicModel`` (same layout as PNTM's:
+    ranked phrases per topic, typical documents, every document's topic)."""
+    model._check_fitted()
+    documents = as_documents(docs)
+    if [d.id for d in documents] != model.doc_ids_:
+        raise ValueError("docs are not the documents the model was fitted on")
+    topics = []
+    for t in range(model.n_topics_):
+        topics.append({
+            "id": t,
+            "label": model.topic_label(t),
+            "n_docs": model.topic_doc_counts_[t],
+            "n_terms": model.topic_sizes_[t],
+            "top_terms": [{"term": w, "score": s} for w, s in model.topics_[t]],
+            "top_words": [{"term": w, "score": s} for w, s in model.topic_words_[t]],
+            "top_phrases": [{"term": w, "score": s} for w, s in model.topic_phrases_[t]],
+            "typical_docs": [
+                {"id": model.doc_ids_[d], "share": share,
+                 "snippet": snippet(documents[d].text, snippet_chars)}
+                for d, share in model.typical_docs_[t]],
+        })
+    summary = model.summary()
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "method": "ccl",
+        "params": {k: (str(v) if isinstance(v, Path) else getattr(v, "name", v))
+                   for k, v in model.get_params(deep=False).items()},
+        **summary,
+        "n_terms": len(model.phrases_),
+        "timings_s": summary.pop("timings"),
+        "topics": topics,
+        "doc_topics": [
+            {"id": doc_id, "topic": int(label) if label >= 0 else None,
+             "share": round(float(model.doc_topics_[d].max()), 4),
+             "n_phrases": int(model.doc_n_phrases_[d])}
+            for d, (doc_id, label) in enumerate(zip(model.doc_ids_, model.doc_labels_,
+                                                    strict=True))],
+    }
+
+
+def uctopic_to_markdown(data: dict[str, Any]) -> str:
+    """Render ``uctopic_to_dict`` output as Markdown."""
+    how = "chosen by silhouette" if data["k_chosen_by"] == "silhouette" else "fixed"
+    intro = (f"{data['n_topics']} topics ({how}) of {data['n_phrases']} noun-chunk phrases "
+             f"({data['n_occurrences']} occurrences in {data['n_sentences']} sentences; "
+             f"{data['n_instances_encoded']} instances encoded and fine-tuned on with CCL); "
+             f"{data['n_docs']} documents ({data['n_unassigned']} without a phrase); encoder "
+             f"`{data['encoder']}`.")
+    if data["silhouette"]:
+        intro += "\n\nSilhouette (cosine) per K: " + ", ".join(
+            f"K={k}: {v:.3f}" for k, v in sorted(data["silhouette"].items())) + "."
+    return _ranked_topics_markdown("Topics (UCTopic)", intro, "Top phrases", data)
+
+
+def write_uctopic_outputs(model: UCTopicModel, docs: Iterable[Document | str],
+                          out_dir: str | Path, report: bool = False, title: str | None = None
+                          ) -> dict[str, Path]:
+    """Write ``topics.json`` and ``topics.md`` (and ``report.html`` with ``report``) of a
+    fitted ``UCTopicModel`` into ``out_dir``."""
+    documents = as_documents(docs)
+    data = uctopic_to_dict(model, documents)
+    paths = _write_pair(out_dir, data, uctopic_to_markdown(data))
     if report:
         paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
                                        title=title)

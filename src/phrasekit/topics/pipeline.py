@@ -13,8 +13,13 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
 from phrasekit.topics.model import PhraseTopicModel
-from phrasekit.topics.output import write_pntm_outputs, write_topic_outputs
+from phrasekit.topics.output import (
+    write_pntm_outputs,
+    write_topic_outputs,
+    write_uctopic_outputs,
+)
 from phrasekit.topics.pntm import PNTM
+from phrasekit.topics.uctopic import UCTopicModel
 
 logger = logging.getLogger(__name__)
 
@@ -175,4 +180,28 @@ def run_pntm(
             show_progress=not quiet)
     paths = write_pntm_outputs(estimator, docs, out_dir, sentences, report=report,
                                title=_title(corpus, "PNTM"))
+    return estimator, paths
+
+
+def run_uctopic(
+    corpus: str | Path,
+    out_dir: str | Path,
+    model: str | Path = "minilm",
+    quiet: bool = False,
+    text_field: str = "text",
+    id_field: str = "id",
+    report: bool = True,
+    **model_kwargs: Any,
+) -> tuple[UCTopicModel, dict[str, Path]]:
+    """Read ``corpus``, mine topical phrases with ``UCTopicModel`` (CCL) and write
+    ``topics.json`` / ``topics.md`` (and ``report.html``). ``model``: a span model folder or a
+    backbone; extra keyword arguments go to ``UCTopicModel``."""
+    estimator = UCTopicModel(encoder=model, **model_kwargs)
+    estimator.check_params()
+    estimator.set_params(encoder=estimator._load_encoder())  # a bad model fails before parsing
+    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
+    logger.info("read %d documents from %s", len(docs), corpus)
+    estimator.fit(docs, show_progress=not quiet)
+    paths = write_uctopic_outputs(estimator, docs, out_dir, report=report,
+                                  title=_title(corpus, "UCTopic"))
     return estimator, paths

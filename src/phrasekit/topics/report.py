@@ -5,7 +5,8 @@ JavaScript and SVG (no network at view time, no JS library): the run's metrics, 
 the topics (size, top words and phrases, typical documents), a 2-D map of the topics' terms
 (t-SNE of their embeddings) coloured by topic with hover labels, and one section per topic.
 
-Works for both topic models: ``PhraseTopicModel`` (``--method clusters``) and ``PNTM``.
+Works for all three topic models: ``PhraseTopicModel`` (``--method clusters``), ``PNTM`` and
+``UCTopicModel`` (``--method ccl``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,18 @@ import numpy as np
 
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
-from phrasekit.topics.metrics import npmi_coherence, topic_diversity
+from phrasekit.topics.metrics import (
+    npmi_coherence,
+    phrase_informativeness,
+    topic_diversity,
+    word_diversity,
+)
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.terms import tokenize
+from phrasekit.topics.uctopic import UCTopicModel
+
+TopicModel = PhraseTopicModel | PNTM | UCTopicModel
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +81,7 @@ def _pick(scores: np.ndarray, labels: np.ndarray, k: int, max_points: int) -> np
     return np.asarray(chosen, dtype=np.int64)
 
 
-def map_points(model: PhraseTopicModel | PNTM, max_points: int = MAX_MAP_POINTS,
+def map_points(model: TopicModel, max_points: int = MAX_MAP_POINTS,
                random_state: int = 0) -> list[dict[str, Any]]:
     """The map's points: ``{"term", "topic", "phrase", "x", "y"}`` for the best terms of every
     topic, placed by ``project_2d`` of their embeddings."""
@@ -96,8 +105,15 @@ def map_points(model: PhraseTopicModel | PNTM, max_points: int = MAX_MAP_POINTS,
         terms, E = [model.terms_[i] for i in idx], model.embeddings_[idx]
         topics = model.labels_[idx]
         phrase = [not model.vocabulary_.is_word(int(i)) for i in idx]
+    elif isinstance(model, UCTopicModel):
+        model._check_fitted()
+        idx = _pick(model.term_scores_, model.labels_, model.n_topics_, max_points)
+        terms, E = [model.phrase_surface_[i] for i in idx], model.embeddings_[idx]
+        topics = model.labels_[idx]
+        phrase = [len(model.phrases_[i].split()) > 1 for i in idx]
     else:
-        raise TypeError(f"no map for {type(model).__name__}; expected PhraseTopicModel or PNTM")
+        raise TypeError(f"no map for {type(model).__name__}; expected PhraseTopicModel, PNTM "
+                        "or UCTopicModel")
     xy = project_2d(E, random_state=random_state)
     return [
         {"term": term, "topic": int(t), "phrase": bool(p),
@@ -107,16 +123,17 @@ def map_points(model: PhraseTopicModel | PNTM, max_points: int = MAX_MAP_POINTS,
 
 
 # ---------------------------------------------------------------- metrics
-def topic_term_keys(model: PhraseTopicModel | PNTM) -> list[list[str]]:
+def topic_term_keys(model: TopicModel) -> list[list[str]]:
     """Per topic, its ranked terms as lower-cased token keys (what the metrics count)."""
     if isinstance(model, PNTM):
         return [list(k) for k in model.topic_keys_]
     return [[" ".join(tokenize(term)) for term, _ in topic] for topic in model.topics_]
 
 
-def run_metrics(model: PhraseTopicModel | PNTM, docs: Iterable[Document | str]) -> dict[str, Any]:
+def run_metrics(model: TopicModel, docs: Iterable[Document | str]) -> dict[str, Any]:
     """Label-free quality numbers of a fit, from the corpus itself: mean and per-topic NPMI of
-    the top-10 terms (document co-occurrence), diversity of the top-25, unassigned documents."""
+    the top-10 terms (document co-occurrence), diversity of the top-25, UCTopic's
+    informativeness and within-topic word diversity of the top-10, unassigned documents."""
     token_docs = [tokenize(d.text) for d in as_documents(docs)]
     keys = [[k for k in topic if k] for topic in topic_term_keys(model)]
     npmi, per_topic = npmi_coherence(keys, token_docs, top_n=10)
@@ -126,9 +143,15 @@ def run_metrics(model: PhraseTopicModel | PNTM, docs: Iterable[Document | str]) 
         "npmi": None if not np.isfinite(npmi) else round(npmi, 4),
         "npmi_per_topic": [None if not np.isfinite(s) else round(s, 4) for s in per_topic],
         "diversity": round(topic_diversity(keys, top_n=25), 4),
+        "informativeness": _rounded(phrase_informativeness(keys, token_docs, top_n=10)[0], 5),
+        "word_diversity": _rounded(word_diversity(keys, top_n=10)[0], 4),
         "unassigned_docs": unassigned,
         "unassigned_share": round(unassigned / max(len(token_docs), 1), 4),
     }
+
+
+def _rounded(x: float, digits: int) -> float | None:
+    return round(float(x), digits) if np.isfinite(x) else None
 
 
 # ---------------------------------------------------------------- page
@@ -156,7 +179,7 @@ def render_report(data: dict[str, Any], points: Sequence[dict[str, Any]],
             .replace("__DATA__", _json_for_script(payload)))
 
 
-def write_report(model: PhraseTopicModel | PNTM, docs: Iterable[Document | str],
+def write_report(model: TopicModel, docs: Iterable[Document | str],
                  data: dict[str, Any], path: str | Path, title: str | None = None,
                  max_points: int = MAX_MAP_POINTS) -> Path:
     """Compute the map and metrics of a fitted model and write ``report.html`` atomically."""
@@ -255,7 +278,8 @@ _JS = r"""
     : Number(x).toFixed(d === undefined ? 3 : d);
 
   document.getElementById("subtitle").textContent =
-    (run.method === "pntm" ? "PNTM (neural topic model)" : "Phrase-embedding clusters") +
+    ({pntm: "PNTM (neural topic model)", ccl: "UCTopic (CCL-fine-tuned span embeddings)"}
+      [run.method] || "Phrase-embedding clusters") +
     " \u00b7 encoder " + (run.encoder || "?") + " \u00b7 generated " + D.generated;
 
   // ---- run metrics
@@ -265,6 +289,8 @@ _JS = r"""
     ["terms (phrases)", run.n_terms + " (" + run.n_phrases + ")"],
     ["NPMI of top-10 terms (mean)", fmt(M.npmi)],
     ["diversity of top-25 terms", fmt(M.diversity)],
+    ["informativeness (word tf-idf) of top-10 terms", fmt(M.informativeness, 4)],
+    ["word diversity within a topic's top-10", fmt(M.word_diversity)],
     ["documents in no topic", M.unassigned_docs === undefined ? "\u2014"
       : M.unassigned_docs + " (" + fmt(100 * M.unassigned_share, 1) + "%)"],
   ];

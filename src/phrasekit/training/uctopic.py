@@ -25,13 +25,20 @@ Cluster-assisted contrastive learning (``ccl_finetune(encoder, items, CCLConfig(
    cluster by default, so that every cluster is represented -- and give every mention the
    majority cluster of its selected instances (ties: the cluster whose votes are closer);
    all instances of a labelled mention carry its label;
-3. each step samples ``batch_size`` anchors among labelled instances; the positive is an
-   instance of the same mention in another sentence (a mention seen once uses itself with the
-   mention kept, when ``singleton_positives``); for every other cluster c_j,
+3. each step samples ``batch_size`` anchors among labelled instances whose mention occurs
+   in another sentence; the positive is such an instance. (``singleton_positives`` also lets
+   a mention seen once be an anchor, its positive being its own sentence with the mention
+   kept; off by default: the masked and unmasked copies of one sentence teach the encoder
+   to recognise sentences, which dropped CoNLL-2003 NMI from 0.365 to 0.10 in 150 steps.)
+   For every other cluster c_j,
    ``negatives_per_cluster`` mentions of c_j are drawn and one instance of each is a negative
-   (Eq. 3). The anchor is masked; positives and negatives keep their mention with probability
-   ``keep_prob``. ``negatives="in-batch"`` is the paper's "w/ In-B." ablation: no clustering,
-   the other positives of the batch are the negatives;
+   (Eq. 3). With ``shared_negatives`` the batch draws ``negatives_per_cluster`` instances per
+   cluster once and every anchor uses those of the clusters other than its own: the same
+   estimate of Eq. 3's denominator at k·n instead of b·(k-1)·n encoded negatives per step,
+   which is what makes k ≈ 20 topics affordable on a CPU. The anchor is masked; positives and
+   negatives keep their mention with probability ``keep_prob``. ``negatives="in-batch"`` is
+   the paper's "w/ In-B." ablation: no clustering, the other positives of the batch are the
+   negatives;
 4. afterwards the topic of an instance is its nearest centroid (Eq. 4); the centroids are
    re-estimated in the fine-tuned space as the normalised means of the pseudo-labelled
    instances of each cluster.
@@ -390,7 +397,8 @@ class CCLConfig:
     keep_prob: float = 0.5
     negatives: str = "cluster"
     negatives_per_cluster: int = 1
-    singleton_positives: bool = True
+    shared_negatives: bool = False
+    singleton_positives: bool = False
     per_cluster_selection: bool = True
     max_length: int = 64
     freeze_embeddings: bool = True
@@ -426,6 +434,7 @@ class CCLResult:
     pseudo: PseudoLabels | None
     centroids: np.ndarray | None  # topic representations in the fine-tuned space
     topics: np.ndarray | None  # Eq. 4 topic of every instance after fine-tuning
+    embeddings: np.ndarray | None  # span embeddings of the instances after fine-tuning
     history: list[dict[str, Any]]
     evaluations: list[dict[str, Any]]
     seconds: dict[str, float]
@@ -503,6 +512,10 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
     if not cfg.singleton_positives:
         pool = np.asarray([i for i in pool if index.positive(int(i), np.random.default_rng(0))
                            is not None], dtype=np.int64)
+        if len(pool) == 0:
+            raise ValueError("CCL: no (pseudo-labelled) mention occurs in two different "
+                             "sentences, so there is no positive pair; give it more text, a "
+                             "larger top_fraction, or allow singleton_positives")
     if cfg.freeze_embeddings:
         freeze_word_embeddings(model)
     optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
@@ -549,8 +562,22 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
                 emb_t = model.embed([rows[i] for i in anchors_i] + [rows[j] for j in pos_i],
                                     ["context"] * b + pos_modes)
                 loss = loss_fn(emb_t[:b], emb_t[b:])
+            elif cfg.shared_negatives:
+                neg_i, neg_c = _shared_negatives(by_cluster, index, cfg.negatives_per_cluster,
+                                                 rng)
+                neg_modes = masked_modes(len(neg_i), cfg.keep_prob, rng)
+                emb_t = model.embed([rows[i] for i in anchors_i] + [rows[j] for j in pos_i]
+                                    + [rows[j] for j in neg_i],
+                                    ["context"] * b + pos_modes + neg_modes)
+                a, p, n = emb_t[:b], emb_t[b:2 * b], emb_t[2 * b:]
+                own = torch.as_tensor(pseudo.labels[anchors_i])
+                same = own[:, None] == torch.as_tensor(neg_c)[None, :]
+                neg_logits = (a @ n.T).masked_fill(same, float("-inf"))
+                logits = torch.cat([(a * p).sum(-1, keepdim=True), neg_logits],
+                                   dim=1) / cfg.temperature
+                loss = nn.functional.cross_entropy(logits, torch.zeros(b, dtype=torch.long))
             else:
-                neg_i: list[int] = []
+                neg_i = []
                 for i in anchors_i:
                     own = int(pseudo.labels[i])
                     for c in range(cfg.n_clusters):
@@ -581,7 +608,7 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
     steps_done = len(history)
     timings["train"] = round(time.time() - t_train, 1)
     evaluate(steps_done)
-    centroids = topics = None
+    centroids = topics = final = None
     if pseudo is not None:
         t2 = time.time()
         final = encoder.encode_spans([(s, (a, b)) for s, a, b in rows], mode="span",
@@ -595,7 +622,20 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
         timings["topics"] = round(time.time() - t2, 1)
     timings["total"] = round(time.time() - t0, 1)
     timings["steps"] = steps_done
-    return CCLResult(pseudo, centroids, topics, history, evaluations, timings)
+    return CCLResult(pseudo, centroids, topics, final, history, evaluations, timings)
+
+
+def _shared_negatives(by_cluster: Sequence[Sequence[str]], index: _InstanceIndex, per_cluster: int,
+                      rng: np.random.Generator) -> tuple[list[int], list[int]]:
+    """``per_cluster`` random instances of random mentions of every non-empty cluster, and the
+    cluster of each (the batch's shared negatives)."""
+    inst, clusters = [], []
+    for c, mentions in enumerate(by_cluster):
+        for _ in range(per_cluster if mentions else 0):
+            cand = index.by_key[mentions[rng.integers(len(mentions))]]
+            inst.append(int(cand[rng.integers(len(cand))]))
+            clusters.append(c)
+    return inst, clusters
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

@@ -114,9 +114,11 @@ def _clean_sentence(text: str) -> tuple[str, int]:
     return stripped.rstrip(), len(flat) - len(stripped)
 
 
-def sentence_mentions(sdoc: Any, extractor: Any, max_sentence_words: int
+def sentence_mentions(sdoc: Any, extractor: Any, max_sentence_words: int,
+                      min_sentence_words: int = MIN_SENTENCE_WORDS
                       ) -> Iterator[tuple[str, list[tuple[int, int, str, str]]]]:
-    """``(sentence, [(start, end, key, source), ...])`` for every usable sentence of a parse."""
+    """``(sentence, [(start, end, key, source), ...])`` for every sentence of a parse with
+    ``min_sentence_words`` to ``max_sentence_words`` words and at least one mention."""
     by_sent: dict[int, list[Any]] = defaultdict(list)
     for span, key, _surface, source in extractor.doc_spans(sdoc):
         by_sent[span.sent.start].append((span, key, source))
@@ -125,7 +127,7 @@ def sentence_mentions(sdoc: Any, extractor: Any, max_sentence_words: int
         if not found:
             continue
         n_words = sum(1 for t in sent if not (t.is_space or t.is_punct))
-        if not MIN_SENTENCE_WORDS <= n_words <= max_sentence_words:
+        if not min_sentence_words <= n_words <= max_sentence_words:
             continue
         text, cut = _clean_sentence(sent.text)
         offset = sent.start_char + cut
