@@ -55,6 +55,14 @@ def _doc_texts(model: PhraseTopicModel, docs: Iterable[Document | str]) -> list[
     return [d.text for d in documents]
 
 
+def ranked_terms(model: Any, topic: int) -> dict[str, list[dict[str, Any]]]:
+    """A topic's ranked ``top_terms`` / ``top_words`` / ``top_phrases`` as JSON-ready lists
+    (any model with ``topics_``, ``topic_words_`` and ``topic_phrases_``)."""
+    return {key: [{"term": w, "score": s} for w, s in ranked[topic]] for key, ranked in (
+        ("top_terms", model.topics_), ("top_words", model.topic_words_),
+        ("top_phrases", model.topic_phrases_))}
+
+
 def topics_to_dict(
     model: PhraseTopicModel, docs: Iterable[Document | str], snippet_chars: int = 240
 ) -> dict[str, Any]:
@@ -70,9 +78,7 @@ def topics_to_dict(
                 "label": model.topic_label(t),
                 "n_terms": model.topic_sizes_[t],
                 "n_docs": model.topic_doc_counts_[t],
-                "top_terms": [{"term": w, "score": s} for w, s in model.topics_[t]],
-                "top_words": [{"term": w, "score": s} for w, s in model.topic_words_[t]],
-                "top_phrases": [{"term": w, "score": s} for w, s in model.topic_phrases_[t]],
+                **ranked_terms(model, t),
                 "typical_docs": [
                     {
                         "id": model.doc_ids_[d],
@@ -228,9 +234,7 @@ def pntm_to_dict(
                 "id": k,
                 "label": model.topic_label(k),
                 "n_docs": len(members),
-                "top_terms": [{"term": t, "score": s} for t, s in model.topics_[k]],
-                "top_words": [{"term": t, "score": s} for t, s in model.topic_words_[k]],
-                "top_phrases": [{"term": t, "score": s} for t, s in model.topic_phrases_[k]],
+                **ranked_terms(model, k),
                 "top_sentences": [{"text": t, "score": s} for t, s in (sentences or [[]] *
                                                                        model.n_topics)[k]],
                 "typical_docs": [
@@ -329,9 +333,7 @@ def uctopic_to_dict(model: UCTopicModel, docs: Iterable[Document | str],
             "label": model.topic_label(t),
             "n_docs": model.topic_doc_counts_[t],
             "n_terms": model.topic_sizes_[t],
-            "top_terms": [{"term": w, "score": s} for w, s in model.topics_[t]],
-            "top_words": [{"term": w, "score": s} for w, s in model.topic_words_[t]],
-            "top_phrases": [{"term": w, "score": s} for w, s in model.topic_phrases_[t]],
+            **ranked_terms(model, t),
             "typical_docs": [
                 {"id": model.doc_ids_[d], "share": share,
                  "snippet": snippet(documents[d].text, snippet_chars)}
