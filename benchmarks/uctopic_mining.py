@@ -8,7 +8,8 @@ KP20k), and the labelled ``bbc_news``, ``ag_news_test``, ``20newsgroups``.
 Methods (``--methods``):
 
 - ``ccl``: ``UCTopicModel`` over the span encoder ``--encoder`` (default: the pre-trained
-  ``runs/uctopic/pretrain/model`` when present, else raw MiniLM): noun chunks, K by silhouette
+  ``runs/uctopic/pretrain/model`` when present, else the shipped ``uctopic-minilm``, the same
+  weights): noun chunks, K by silhouette
   on a 10k-instance sample (``--k-min`` .. ``--k-max``), CCL (``--ccl-steps``), phrase topics
   from averaged instance distributions, documents through their phrases;
 - ``ccl0``: the same without CCL (topics = KMeans clusters of the encoder's space): the
@@ -146,7 +147,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/uctopic/mining"))
     parser.add_argument("--corpora", default="restaurant_reviews_absa14,inspec")
     parser.add_argument("--methods", default=",".join(METHODS))
-    parser.add_argument("--encoder", default=str(PRETRAINED) if PRETRAINED.is_dir() else "minilm")
+    parser.add_argument("--encoder", default=str(PRETRAINED) if PRETRAINED.is_dir()
+                        else "uctopic-minilm")
     parser.add_argument("--ccl-steps", type=int, default=150)
     parser.add_argument("--max-instances", type=int, default=30_000)
     parser.add_argument("--k-min", type=int, default=5)

@@ -479,3 +479,13 @@ def test_cli_train_uctopic_bad_input() -> None:
     assert res.exit_code == 2 and "not a folder" in res.output
     res = runner.invoke(app, ["train", "uctopic-data", "--help"])
     assert res.exit_code == 0 and "Example" in res.output
+
+
+def test_packaged_uctopic_minilm(span_enc):
+    enc = phrasekit.load("uctopic-minilm")
+    assert isinstance(enc, SpanEncoder) and enc.name == "uctopic-minilm"
+    assert enc.config["training"]["method"] == "uctopic-pretrain"
+    items = [(SENT, US)]
+    trained, raw = enc.encode_spans(items), span_enc.encode_spans(items)
+    assert trained.shape == raw.shape == (1, 384)
+    assert 0.5 < float(trained[0] @ raw[0]) < 0.9999  # deltas applied, still MiniLM-like

@@ -186,8 +186,8 @@ def phrases_cmd(
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(help="JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample` (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
-    method: Annotated[str, typer.Option(help="`clusters` (phrase-embedding clusters, K by silhouette), `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d) or `ccl` (UCTopic: noun-chunk instances in context, CCL fine-tuning; -m takes a span model folder from `train uctopic` or a backbone).")] = "clusters",
-    model: ModelOpt = "minilm",
+    method: Annotated[str, typer.Option(help="`clusters` (phrase-embedding clusters, K by silhouette), `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d) or `ccl` (UCTopic: noun-chunk instances in context, CCL fine-tuning; -m also takes a span model folder from `train uctopic`).")] = "clusters",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm (clusters, pntm) or uctopic-minilm (ccl).")] = None,
     n_topics: Annotated[int | None, typer.Option("-k", "--n-topics", help="Number of topics (clusters: default chosen by silhouette; pntm: default 50).")] = None,
     k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette (clusters).")] = 5,
     k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette (clusters).")] = 25,
@@ -209,7 +209,7 @@ def topics_cmd(
 
     Examples: phrasekit topics sample --out runs/demo
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
-              phrasekit topics reviews.jsonl --method ccl -m runs/uctopic/pretrain/model --out runs/ccl
+              phrasekit topics reviews.jsonl --method ccl --out runs/ccl
     """
     _setup_logging(quiet, verbose)
 
@@ -233,26 +233,27 @@ def topics_cmd(
             raise BadInputError(f"--grounding must be >= 0, got {grounding}")
         if out.exists() and not out.is_dir():
             raise BadInputError(f"--out {out} exists and is not a folder")
+        encoder = model or ("uctopic-minilm" if method == "ccl" else "minilm")
         path = resolve_corpus(corpus)
         if not path.exists():
             raise BadInputError(f"corpus not found: {corpus}")
         t0 = time.perf_counter()
         if method == "pntm":
-            tm, paths = run_pntm(path, out, model=model, n_topics=n_topics or 50,
+            tm, paths = run_pntm(path, out, model=encoder, n_topics=n_topics or 50,
                                  min_df=min_df or 6, max_phrases=max_phrases or 75_000,
                                  quiet=quiet, phrase_cache=phrase_cache, cache_dir=cache_dir,
                                  n_sentences=sentences, text_field=text_field, random_state=seed,
                                  report=report, grounding=grounding)
             k = tm.n_topics
         elif method == "ccl":
-            tm, paths = run_uctopic(path, out, model=model, n_topics=n_topics,
+            tm, paths = run_uctopic(path, out, model=encoder, n_topics=n_topics,
                                     k_range=(k_min, k_max), ccl_steps=ccl_steps,
                                     max_instances=max_instances, quiet=quiet,
                                     parse_cache=phrase_cache, text_field=text_field,
                                     random_state=seed, report=report)
             k = tm.n_topics_
         else:
-            tm, paths = run_topics(path, out, model=model, n_topics=n_topics, k_min=k_min,
+            tm, paths = run_topics(path, out, model=encoder, n_topics=n_topics, k_min=k_min,
                                    k_max=k_max, min_df=min_df or 5,
                                    max_phrases=max_phrases or 5000, quiet=quiet,
                                    phrase_cache=phrase_cache, text_field=text_field,

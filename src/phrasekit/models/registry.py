@@ -103,6 +103,21 @@ def _pearl_minilm(**kwargs: Any) -> Encoder:
     return PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
 
 
+UCTOPIC_MINILM = "uctopic-minilm"
+
+
+@register(UCTOPIC_MINILM, "UCTopic span encoder: all-MiniLM-L6-v2 pre-trained by phrasekit with "
+                          "same-mention contrastive pairs (encode_spans; topics --method ccl)")
+def _uctopic_minilm(**kwargs: Any) -> Encoder:
+    from phrasekit.encoders.span import SpanEncoder
+
+    path = packaged_model_dir(UCTOPIC_MINILM)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"the packaged {UCTOPIC_MINILM} weights are missing from {path}; "
+                                "reinstall phrasekit or train one with `phrasekit train uctopic`")
+    return SpanEncoder.from_pretrained(path, name=UCTOPIC_MINILM, **kwargs)
+
+
 def _register_facet_models() -> None:
     """Register the multi-facet models shipped in ``phrasekit/data/models/facets-*``."""
     root = packaged_model_dir("")

@@ -186,7 +186,7 @@ def run_pntm(
 def run_uctopic(
     corpus: str | Path,
     out_dir: str | Path,
-    model: str | Path = "minilm",
+    model: str | Path = "uctopic-minilm",
     quiet: bool = False,
     text_field: str = "text",
     id_field: str = "id",

@@ -1,6 +1,6 @@
 """UCTopic topical phrase mining (paper §4.3): topics of phrase *instances* in context.
 
-``UCTopicModel(encoder="minilm").fit(docs)`` runs these steps:
+``UCTopicModel().fit(docs)`` (encoder: the shipped ``uctopic-minilm``) runs these steps:
 
 1. **Phrase instances.** spaCy noun chunks (``PhraseExtractor(entities=False)``: leading
    determiners stripped, single pronouns and stop-word-only chunks removed) located in their
@@ -63,9 +63,9 @@ class UCTopicModel(BaseEstimator):
     """Topical phrases from context-aware span embeddings fine-tuned with CCL.
 
     Args:
-        encoder: a span model folder (``phrasekit train uctopic``), a backbone name or folder
-            (``"minilm"``), or a :class:`~phrasekit.encoders.span.SpanEncoder` (fine-tuned in
-            place).
+        encoder: a registered name (``"uctopic-minilm"``, the pre-trained span encoder;
+            ``"minilm"``), a span model folder (``phrasekit train uctopic``), a backbone folder,
+            or a :class:`~phrasekit.encoders.span.SpanEncoder` (fine-tuned in place).
         n_topics: fixed number of topics; None chooses K in ``k_range`` by silhouette.
         k_range: ``(k_min, k_max)`` searched by silhouette.
         silhouette_sample: instances (seeded sample) that score each K.
@@ -87,7 +87,7 @@ class UCTopicModel(BaseEstimator):
 
     def __init__(
         self,
-        encoder: Any = "minilm",
+        encoder: Any = "uctopic-minilm",
         n_topics: int | None = None,
         k_range: tuple[int, int] = (5, 25),
         silhouette_sample: int = 10_000,
@@ -161,11 +161,15 @@ class UCTopicModel(BaseEstimator):
 
     def _load_encoder(self) -> Any:
         from phrasekit.encoders.span import SpanEncoder, is_span_folder
+        from phrasekit.models.registry import available_models, load
 
         if isinstance(self.encoder, SpanEncoder):
             return self.encoder
         if isinstance(self.encoder, str | Path) and is_span_folder(self.encoder):
             return SpanEncoder.from_pretrained(self.encoder)
+        if isinstance(self.encoder, str) and self.encoder in available_models():
+            enc = load(self.encoder)  # a fresh instance: fine-tuning it touches nothing else
+            return enc if isinstance(enc, SpanEncoder) else SpanEncoder(enc)
         return SpanEncoder(self.encoder)
 
     @property
