@@ -6,7 +6,7 @@ trivia10k13 (Actor/Director/Character_Name), loaded by
 k = number of gold types (``--n-init`` starts, seeds ``--seeds``) is scored by ACC (Hungarian)
 and NMI; the table shows means over seeds as fractions, like the paper.
 
-Rows (``--row LABEL=KIND:MODEL``, repeatable; default: the four baselines below):
+Rows (``--row LABEL=KIND:MODEL``, repeatable; default: the Table 1 rows in ``DEFAULT_ROWS``):
 
 - ``mention:NAME`` -- ``phrasekit.load(NAME).encode`` on the mention strings alone;
 - ``span:MODEL`` / ``context:MODEL`` / ``spanmention:MODEL`` -- a
@@ -42,7 +42,9 @@ DEFAULT_ROWS: tuple[str, ...] = (
     "minilm (mention only)=mention:minilm",
     "pearl-minilm (mention only)=mention:pearl-minilm",
     "span-minilm, no training (span)=span:minilm",
-    "span-minilm, no training (context)=context:minilm",
+    "uctopic-minilm, pre-trained (span)=span:uctopic-minilm",
+    "uctopic-minilm + in-batch fine-tuning=inbatch:uctopic-minilm",
+    "uctopic-minilm + CCL=ccl:uctopic-minilm",
 )
 DEFAULT_DATASETS = ("conll2003", "bc5cdr", "mit_movie_trivia10k13")
 SHORT = {"conll2003": "CoNLL-2003", "bc5cdr": "BC5CDR", "mit_movie_trivia10k13": "MIT-M trivia"}
@@ -89,23 +91,33 @@ def ccl_settings(args: argparse.Namespace) -> dict[str, Any]:
             "singleton_positives": args.ccl_singletons, "seed": 0}
 
 
-def finetuned_embeddings(kind: str, model: str, mentions: list[Any], settings: dict[str, Any]
-                         ) -> tuple[Any, dict[str, Any]]:
+def finetuned_embeddings(kind: str, model: str, mentions: list[Any], settings: dict[str, Any],
+                         eval_every: int = 0) -> tuple[Any, dict[str, Any]]:
     """Fine-tune a fresh span encoder on the instances (no labels), embed them in span mode;
-    returns (embeddings, extra scores and timings)."""
+    returns (embeddings, extra scores and timings). ``eval_every`` > 0 also scores KMeans on
+    the gold types every that many steps (one seed; the learning curve, for choosing
+    ``--ccl-steps`` on a dev split)."""
     import numpy as np
 
-    from phrasekit.eval.entity_clustering import acc, nmi
+    from phrasekit.eval.entity_clustering import acc, cluster_scores, nmi
     from phrasekit.training.uctopic import CCLConfig, ccl_finetune
 
     encoder = load_span_encoder(model)
     items = [m.item() for m in mentions]
-    k = len({m.label for m in mentions})
-    cfg = CCLConfig(n_clusters=k, negatives=FINETUNE[kind], **settings)
-    result = ccl_finetune(encoder, items, cfg)
+    gold_types = [m.label for m in mentions]
+    k = len(set(gold_types))
+    cfg = CCLConfig(n_clusters=k, negatives=FINETUNE[kind], eval_every=eval_every, **settings)
+
+    def curve(enc: Any, _step: int) -> dict[str, float]:
+        sc = cluster_scores(enc.encode_spans(items, mode="span"), gold_types, seeds=(0,))
+        return {"acc": sc["acc"], "nmi": sc["nmi"]}
+
+    result = ccl_finetune(encoder, items, cfg, callback=curve if eval_every else None)
     emb = encoder.encode_spans(items, mode="span", show_progress=True)
     extra: dict[str, Any] = {"finetune_s": result.seconds, "ccl": result.summary()}
     extra["ccl"].pop("history", None)
+    if not eval_every:
+        extra["ccl"].pop("evaluations", None)
     extra["loss_first_last"] = ([result.history[0]["loss"], result.history[-1]["loss"]]
                                 if result.history else None)
     if result.topics is not None:
@@ -150,7 +162,7 @@ def main() -> None:
     parser.add_argument("--dataset", action="append", dest="datasets",
                         help=f"default: {' '.join(DEFAULT_DATASETS)}")
     parser.add_argument("--row", action="append", dest="rows",
-                        help="LABEL=KIND:MODEL (repeat); default: the four baselines")
+                        help="LABEL=KIND:MODEL (repeat); default: DEFAULT_ROWS")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--n-init", type=int, default=10)
     parser.add_argument("--subsample", type=int, default=0,
@@ -160,11 +172,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="benchmark data folder (default: settings)")
     parser.add_argument("--split", default="test",
                         help="split to cluster (test; dev to choose fine-tuning settings)")
-    parser.add_argument("--ccl-steps", type=int, default=150)
+    parser.add_argument("--ccl-steps", type=int, default=300)
     parser.add_argument("--ccl-batch-size", type=int, default=16)
     parser.add_argument("--ccl-lr", type=float, default=1e-5)
     parser.add_argument("--ccl-top-fraction", type=float, default=0.2)
     parser.add_argument("--ccl-keep-prob", type=float, default=0.5)
+    parser.add_argument("--ccl-eval-every", type=int, default=0,
+                        help="also score KMeans (one seed) every N fine-tuning steps")
     parser.add_argument("--ccl-singletons", action="store_true",
                         help="let mentions seen in one sentence be anchors (positive: itself "
                              "with the mention kept)")
@@ -214,7 +228,8 @@ def main() -> None:
             t0 = time.time()
             extra: dict[str, Any] = {}
             if kind in FINETUNE:
-                emb, extra = finetuned_embeddings(kind, model, mentions[d], settings)
+                emb, extra = finetuned_embeddings(kind, model, mentions[d], settings,
+                                                  args.ccl_eval_every)
             else:
                 emb = embed_function(kind, model, cache)([m.item() for m in mentions[d]])
             emb = np.asarray(emb, dtype=np.float32)
