@@ -460,6 +460,10 @@ class _InstanceIndex:
             self.by_key.setdefault(k, []).append(i)
         self.items, self.keys = items, keys
 
+    def has_positive(self, i: int) -> bool:
+        """Whether the mention of instance ``i`` also occurs in another sentence."""
+        return any(self.items[j][0] != self.items[i][0] for j in self.by_key[self.keys[i]])
+
     def positive(self, i: int, rng: np.random.Generator) -> int | None:
         """Another instance of the same mention in a different sentence, or None."""
         others = [j for j in self.by_key[self.keys[i]] if self.items[j][0] != self.items[i][0]]
@@ -510,8 +514,7 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
         by_cluster = []
     index = _InstanceIndex(rows, keys)
     if not cfg.singleton_positives:
-        pool = np.asarray([i for i in pool if index.positive(int(i), np.random.default_rng(0))
-                           is not None], dtype=np.int64)
+        pool = np.asarray([i for i in pool if index.has_positive(int(i))], dtype=np.int64)
         if len(pool) == 0:
             raise ValueError("CCL: no (pseudo-labelled) mention occurs in two different "
                              "sentences, so there is no positive pair; give it more text, a "
