@@ -226,6 +226,7 @@ def test_schedule_and_warmup():
 
 # ------------------------------------------------------------------------------ training
 def _cfg(data: Path, out: Path, steps: int, **kw) -> PhraseBertTrainingConfig:
+    kw.setdefault("alpha", 1.0)  # the plain fine-tuned weights (no dev data needed)
     return PhraseBertTrainingConfig(data_dir=str(data), out_dir=str(out), batch_size=4,
                                     max_steps=steps, checkpoint_every=2, context_tokens=32,
                                     show_progress=False, **kw)
@@ -276,6 +277,22 @@ def test_training_run_model_folder_and_resume(dataset, tmp_path, minilm):
     # other settings cannot resume this run
     with pytest.raises(ValueError, match="other settings"):
         train_phrase_bert(_cfg(data, tmp_path / "b", 3, lr=1e-4))
+
+
+def test_weight_averaging_with_minilm(dataset, tmp_path, minilm):
+    data = dataset[0]
+    torch.set_num_threads(1)
+    tuned = train_phrase_bert(_cfg(data, tmp_path / "t", 2, lr=1e-3))
+    back = train_phrase_bert(_cfg(data, tmp_path / "z", 2, lr=1e-3, alpha=0.0))
+    assert tuned["alpha"] == 1.0 and back["alpha"] == 0.0 and back["dev"] == []
+    base = minilm.encode(TEXTS)
+    # alpha 0 is the packaged MiniLM again (no deltas); alpha 1 moved away from it
+    assert np.allclose(phrasekit.load(back["model_dir"]).encode(TEXTS), base, atol=1e-5)
+    assert not np.allclose(phrasekit.load(tuned["model_dir"]).encode(TEXTS), base, atol=1e-3)
+    with pytest.raises(ValueError, match="alpha"):
+        _cfg(data, tmp_path, 1, alpha=1.5).validate()
+    with pytest.raises(ValueError, match="alphas"):
+        _cfg(data, tmp_path, 1, alpha=None, alphas=()).validate()
 
 
 def test_ablations_select_the_datasets(dataset, tmp_path):

@@ -562,6 +562,7 @@ def train_phrase_bert_cmd(
     margin: Annotated[float, typer.Option(help="Triplet-loss margin.")] = 1.0,
     normalize: Annotated[bool, typer.Option(help="Triplet loss on unit vectors (the paper uses raw mean-pooled vectors).")] = False,
     checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 100,
+    alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient with the packaged MiniLM (1.0: the paper's plain fine-tuned weights; default: chosen on dev splits).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
@@ -588,12 +589,13 @@ def train_phrase_bert_cmd(
             margin=margin, normalize=normalize, use_paraphrase=not no_paraphrase,
             use_context=not no_context, max_paraphrase=max_paraphrase, max_context=max_context,
             max_steps=max_steps, max_minutes=max_minutes, checkpoint_every=checkpoint_every,
-            seed=seed, num_threads=threads, show_progress=not quiet)
+            alpha=alpha, seed=seed, num_threads=threads, show_progress=not quiet,
+            dev_data_dir=str(Path(shared) / "data") if shared else None)
         report = train_phrase_bert(cfg)
         per_step = ", ".join(f"{k} {v:.2f}" for k, v in report["seconds_per_step"].items())
         typer.echo(f"Phrase-BERT: {report['steps']}/{report['total_steps']} steps in "
                    f"{report['train_minutes']} min (s/step: {per_step or '-'}), "
-                   f"{report['model_mb']} MB -> {report['model_dir']}")
+                   f"alpha {report['alpha']}, {report['model_mb']} MB -> {report['model_dir']}")
 
     _run(body)
 

@@ -256,7 +256,7 @@ def backbone_fingerprint(name: str) -> str:
     return h.hexdigest()
 
 
-def interpolate_weights(model: PearlModel, initial: dict[str, torch.Tensor], alpha: float,
+def interpolate_weights(model: nn.Module, initial: dict[str, torch.Tensor], alpha: float,
                         prefixes: tuple[str, ...] = ("backbone.", "proj.")) -> None:
     """In place: theta = alpha * fine-tuned + (1 - alpha) * initial, for tensors under ``prefixes``.
 

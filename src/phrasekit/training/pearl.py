@@ -33,8 +33,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel, interpolate_weights
+from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel
 from phrasekit.io import write_json
+from phrasekit.training.averaging import select_alpha
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.losses import InfoNCELoss, TypeClassificationLoss
 
@@ -314,26 +315,14 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
     model.eval()
     out = Path(cfg.out_dir)
     t0 = time.perf_counter()
-    finetuned = {k: v.detach().clone() for k, v in model.state_dict().items()}
     initial = {k: v for k, v in build_model(cfg).state_dict().items()
                if k.startswith(("backbone.", "proj."))}
     alphas = (cfg.alpha,) if cfg.alpha is not None else cfg.alphas
-    dev_table: list[dict[str, Any]] = []
-    best_alpha, best_score = alphas[0], -1.0
     scorer = DevScorer(dev_dir) if len(alphas) > 1 else None
-    for alpha in tqdm(alphas, desc="weight averaging (dev)", disable=not cfg.show_progress):
-        model.load_state_dict(finetuned)
-        interpolate_weights(model, initial, alpha)
-        if scorer is None:
-            best_alpha = alpha
-            break
-        scores = scorer(PearlEncoder(model, name=f"alpha={alpha}"))
-        dev_table.append({"alpha": alpha, **scores})
-        logger.info("alpha %.2f: dev %s", alpha, scores)
-        if scores["score"] > best_score:
-            best_alpha, best_score = alpha, scores["score"]
-    model.load_state_dict(finetuned)
-    interpolate_weights(model, initial, best_alpha)
+    best_alpha, dev_table = select_alpha(
+        model, initial, alphas,
+        (lambda a: scorer(PearlEncoder(model, name=f"alpha={a}"))) if scorer else None,
+        prefixes=("backbone.", "proj."), show_progress=cfg.show_progress)
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
     training = {"settings": settings, "steps": steps_done, "alpha": best_alpha,
                 "train_minutes": round(train_seconds / 60, 2), "dev": dev_table,
