@@ -86,9 +86,17 @@ def load_span_encoder(model: str) -> Any:
 
 def ccl_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The fine-tuning settings of the ``ccl`` / ``inbatch`` rows (part of their result key)."""
-    return {"steps": args.ccl_steps, "batch_size": args.ccl_batch_size, "lr": args.ccl_lr,
-            "top_fraction": args.ccl_top_fraction, "keep_prob": args.ccl_keep_prob,
-            "singleton_positives": args.ccl_singletons, "seed": 0}
+    settings = {"steps": args.ccl_steps, "batch_size": args.ccl_batch_size, "lr": args.ccl_lr,
+                "top_fraction": args.ccl_top_fraction, "keep_prob": args.ccl_keep_prob,
+                "singleton_positives": args.ccl_singletons, "seed": args.ccl_seed}
+    # later options join the key only when set, so results computed before them stay valid
+    if args.ccl_negatives_per_cluster != 1:
+        settings["negatives_per_cluster"] = args.ccl_negatives_per_cluster
+    if args.ccl_shared_negatives:
+        settings["shared_negatives"] = True
+    if args.ccl_temperature != 0.05:
+        settings["temperature"] = args.ccl_temperature
+    return settings
 
 
 def finetuned_embeddings(kind: str, model: str, mentions: list[Any], settings: dict[str, Any],
@@ -182,6 +190,12 @@ def main() -> None:
     parser.add_argument("--ccl-singletons", action="store_true",
                         help="let mentions seen in one sentence be anchors (positive: itself "
                              "with the mention kept)")
+    parser.add_argument("--ccl-seed", type=int, default=0, help="fine-tuning seed")
+    parser.add_argument("--ccl-negatives-per-cluster", type=int, default=1,
+                        help="negatives drawn from every other cluster per anchor")
+    parser.add_argument("--ccl-shared-negatives", action="store_true",
+                        help="one set of cluster negatives shared by the whole batch")
+    parser.add_argument("--ccl-temperature", type=float, default=0.05)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
