@@ -293,6 +293,11 @@ def test_weight_averaging_with_minilm(dataset, tmp_path, minilm):
         _cfg(data, tmp_path, 1, alpha=1.5).validate()
     with pytest.raises(ValueError, match="alphas"):
         _cfg(data, tmp_path, 1, alpha=None, alphas=()).validate()
+    # choosing alpha needs the dev splits: missing ones fail before any training step
+    with pytest.raises(FileNotFoundError):
+        train_phrase_bert(_cfg(data, tmp_path / "nodev", 2, alpha=None,
+                               dev_data_dir=str(tmp_path / "no-such-data")))
+    assert not (tmp_path / "nodev" / "checkpoint.safetensors").exists()
 
 
 def test_ablations_select_the_datasets(dataset, tmp_path):

@@ -299,6 +299,7 @@ def train_phrase_bert(cfg: PhraseBertTrainingConfig) -> dict[str, Any]:
     Returns the report (also written to ``out_dir/report.json``).
     """
     cfg.validate()
+    scorer = _dev_scorer(cfg)  # before training: missing dev data fails now, not after an hour
     if cfg.num_threads:
         torch.set_num_threads(int(cfg.num_threads))
     out = Path(cfg.out_dir)
@@ -374,18 +375,18 @@ def train_phrase_bert(cfg: PhraseBertTrainingConfig) -> dict[str, Any]:
     elapsed += time.perf_counter() - t0
     if step > start and (not history or history[-1]["step"] != step):
         checkpoint(step)  # stopped by the time budget: keep the progress
-    return _finish(cfg, model, sizes, step, total, elapsed, history, timing)
+    return _finish(cfg, model, scorer, sizes, step, total, elapsed, history, timing)
 
 
-def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, sizes: dict[str, int],
-            step: int, total: int, elapsed: float, history: list[dict[str, Any]],
-            timing: dict[str, list[float]]) -> dict[str, Any]:
+def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
+            sizes: dict[str, int], step: int, total: int, elapsed: float,
+            history: list[dict[str, Any]], timing: dict[str, list[float]]) -> dict[str, Any]:
     """Average with the initial weights (alpha chosen on dev), save the model folder and the
     report; project the minutes of a whole epoch."""
     model.eval()
     out = Path(cfg.out_dir)
     t0 = time.perf_counter()
-    best_alpha, dev_table = _average(cfg, model)
+    best_alpha, dev_table = _average(cfg, model, scorer)
     per_step = {k: round(s / n, 3) for k, (n, s) in timing.items() if n}
     batches = {k: math.ceil(n / cfg.batch_size) * cfg.epochs for k, n in sizes.items()}
     projected = (round(sum(batches[k] * per_step[k] for k in batches) / 60, 1)
@@ -409,20 +410,30 @@ def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, sizes: dict[s
     return report
 
 
-def _average(cfg: PhraseBertTrainingConfig, model: PhraseBertModel
+def _alphas(cfg: PhraseBertTrainingConfig) -> tuple[float, ...]:
+    return (cfg.alpha,) if cfg.alpha is not None else tuple(cfg.alphas)
+
+
+def _dev_scorer(cfg: PhraseBertTrainingConfig) -> Any:
+    """The dev scorer that chooses alpha (None when a single alpha needs no choosing)."""
+    if len(_alphas(cfg)) == 1:
+        return None
+    from phrasekit.eval.dev import DevScorer
+    from phrasekit.settings import data_dir as shared_data_dir
+
+    return DevScorer(Path(cfg.dev_data_dir) if cfg.dev_data_dir else shared_data_dir())
+
+
+def _average(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any
              ) -> tuple[float, list[dict[str, Any]]]:
     """Interpolate ``model``'s backbone with the packaged one at the dev-best alpha (in place)."""
     from phrasekit.encoders.transformer import TransformerEncoder
-    from phrasekit.eval.dev import DevScorer
-    from phrasekit.settings import data_dir as shared_data_dir
     from phrasekit.training.averaging import select_alpha
 
-    alphas = (cfg.alpha,) if cfg.alpha is not None else tuple(cfg.alphas)
     initial = {f"backbone.{k}": v for k, v in
                PhraseBertModel(cfg.backbone).backbone.state_dict().items()}
     score = None
-    if len(alphas) > 1:
-        scorer = DevScorer(Path(cfg.dev_data_dir) if cfg.dev_data_dir else shared_data_dir())
+    if scorer is not None:
         # the saved encoder's view of the model: same backbone module, mean pooling
         encoder = TransformerEncoder(backbone_path(cfg.backbone), name="phrase-bert (dev)",
                                      max_seq_length=ENCODER_MAX_SEQ_LENGTH)
@@ -431,5 +442,5 @@ def _average(cfg: PhraseBertTrainingConfig, model: PhraseBertModel
         def score(alpha: float) -> dict[str, float]:
             return scorer(encoder)
 
-    return select_alpha(model, initial, alphas, score, prefixes=("backbone.",),
+    return select_alpha(model, initial, _alphas(cfg), score, prefixes=("backbone.",),
                         show_progress=cfg.show_progress)
