@@ -24,7 +24,7 @@
    weights; a fixed ``alpha`` needs no dev data);
 6. saves the model folder ``out_dir/model`` and ``out_dir/report.json``.
 
-Why averaging: on CPU-sized data (one epoch of ~10k triplets) the triplet loss with L2
+Why averaging: on CPU-sized data (one epoch of ~20k triplets) the triplet loss with L2
 distances pulls the mean-pooled space far from the packaged MiniLM and every variant scored
 below it on the benchmark (avg7 50.5-62.5 vs 63.0); interpolating back keeps what the triplets
 teach without forgetting the rest.
