@@ -430,14 +430,14 @@ def _average(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any
     from phrasekit.encoders.transformer import TransformerEncoder
     from phrasekit.training.averaging import select_alpha
 
-    initial = {f"backbone.{k}": v for k, v in
-               PhraseBertModel(cfg.backbone).backbone.state_dict().items()}
+    # the saved encoder's view of the model (mean pooling); its freshly loaded backbone gives
+    # the initial weights, then it scores the trained module in place
+    encoder = TransformerEncoder(backbone_path(cfg.backbone), name="phrase-bert (dev)",
+                                 max_seq_length=ENCODER_MAX_SEQ_LENGTH)
+    initial = {f"backbone.{k}": v for k, v in encoder.model.state_dict().items()}
+    encoder.model = model.backbone
     score = None
     if scorer is not None:
-        # the saved encoder's view of the model: same backbone module, mean pooling
-        encoder = TransformerEncoder(backbone_path(cfg.backbone), name="phrase-bert (dev)",
-                                     max_seq_length=ENCODER_MAX_SEQ_LENGTH)
-        encoder.model = model.backbone
 
         def score(alpha: float) -> dict[str, float]:
             return scorer(encoder)
