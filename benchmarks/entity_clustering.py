@@ -96,6 +96,8 @@ def ccl_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["shared_negatives"] = True
     if args.ccl_temperature != 0.05:
         settings["temperature"] = args.ccl_temperature
+    if args.ccl_label_view != "span":
+        settings["label_view"] = args.ccl_label_view
     return settings
 
 
@@ -196,6 +198,8 @@ def main() -> None:
     parser.add_argument("--ccl-shared-negatives", action="store_true",
                         help="one set of cluster negatives shared by the whole batch")
     parser.add_argument("--ccl-temperature", type=float, default=0.05)
+    parser.add_argument("--ccl-label-view", choices=("span", "context", "both"), default="span",
+                        help="embeddings KMeans clusters for the CCL pseudo-labels")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 

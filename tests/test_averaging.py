@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from phrasekit.training.averaging import select_alpha
+from phrasekit.training.averaging import select_alpha, select_alphas
 
 
 def _pair() -> tuple[torch.nn.Linear, dict[str, torch.Tensor]]:
@@ -46,3 +46,42 @@ def test_single_alpha_needs_no_score_and_bad_alphas_fail():
         select_alpha(module, initial, (0.5, 1.5), lambda a: {"score": 0.0}, prefixes=("lin.",))
     with pytest.raises(ValueError, match="empty"):
         select_alpha(module, initial, (), None, prefixes=("lin.",))
+
+
+def test_select_alphas_searches_the_grid_of_both_groups():
+    torch.manual_seed(0)
+    module = torch.nn.Sequential()
+    module.add_module("a", torch.nn.Linear(3, 2))
+    module.add_module("b", torch.nn.Linear(3, 2))
+    initial = {f"{m}.{k}": torch.zeros_like(v) for m in "ab"
+               for k, v in getattr(module, m).state_dict().items()}
+    tuned_a, tuned_b = module.a.weight.detach().clone(), module.b.weight.detach().clone()
+    target_a, target_b = 0.5 * tuned_a, 0.0 * tuned_b  # the optimum: a half-way, b at its start
+
+    def score(chosen: dict[str, float]) -> dict[str, float]:
+        err = (module.a.weight - target_a).abs().sum() + (module.b.weight - target_b).abs().sum()
+        return {"score": -float(err)}
+
+    groups = {"alpha": (("a.",), (0.5, 1.0)), "alpha_proj": (("b.",), (0.0, 0.5, 1.0))}
+    best, table = select_alphas(module, initial, groups, score, show_progress=False)
+    assert best == {"alpha": 0.5, "alpha_proj": 0.0}
+    assert len(table) == 6 and {"alpha", "alpha_proj", "score"} <= set(table[0])
+    assert torch.allclose(module.a.weight, target_a) and torch.allclose(module.b.weight, target_b)
+    with pytest.raises(ValueError, match="overlap"):
+        select_alphas(module, initial, {"x": (("a.",), (0.5,)), "y": (("a.w",), (0.5,))}, None)
+
+
+def test_pearl_averaging_groups_tie_the_projection_when_asked():
+    from phrasekit.training.pearl import PearlTrainingConfig, averaging_groups
+
+    cfg = PearlTrainingConfig(data_dir="d", out_dir="o", proj_alphas=(0.0, 0.5, 1.0))
+    groups = averaging_groups(cfg)
+    assert groups["alpha"][0] == ("backbone.",) and groups["alpha_proj"][0] == ("proj.",)
+    assert groups["alpha_proj"][1] == cfg.proj_alphas
+    fixed = averaging_groups(PearlTrainingConfig(data_dir="d", out_dir="o", alpha=0.4))
+    assert fixed == {"alpha": (("backbone.", "proj."), (0.4,))}
+    both = averaging_groups(PearlTrainingConfig(data_dir="d", out_dir="o", alpha=0.4,
+                                                alpha_proj=0.0))
+    assert both == {"alpha": (("backbone.",), (0.4,)), "alpha_proj": (("proj.",), (0.0,))}
+    tied = averaging_groups(PearlTrainingConfig(data_dir="d", out_dir="o"))  # the default
+    assert tied["alpha"][0] == ("backbone.", "proj.") and "alpha_proj" not in tied

@@ -140,3 +140,11 @@ def test_eval_quick_on_fixtures(tmp_path):
 def test_eval_unknown_task_exit_2():
     res = invoke("eval", "--model", "string", "--tasks", "bird,nosuchtask", "--quiet")
     assert res.exit_code == 2 and "nosuchtask" in res.output
+
+
+def test_pearl_reaverage_bad_input_exit_2(tmp_path):
+    res = invoke("train", "pearl-reaverage", "-m", tmp_path, "-o", tmp_path / "o", "--quiet")
+    assert res.exit_code == 2 and "not a PEARL model folder" in res.output
+    res = invoke("train", "pearl-reaverage", "-m", tmp_path, "-o", tmp_path / "o",
+                 "--proj-alphas", "0,half")
+    assert res.exit_code == 2 and "comma-separated numbers" in res.output

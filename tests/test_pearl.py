@@ -130,3 +130,30 @@ def test_training_validates_before_work(tmp_path):
     with pytest.raises(ValueError, match="augmentation"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", char_aug=False,
                             token_aug=False, phrase_aug=False).validate()
+
+
+def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig, reaverage_pearl, train_pearl
+
+    _tiny_dataset(tmp_path / "data")
+
+    def cfg(out: str, alpha: float) -> PearlTrainingConfig:
+        return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
+                                   batch_size=6, max_steps=3, checkpoint_every=10, alpha=alpha,
+                                   max_seq_length=12, lr=1e-3, show_progress=False)
+
+    train_pearl(cfg("half", 0.5))
+    train_pearl(cfg("plain", 1.0))
+    report = reaverage_pearl(tmp_path / "half" / "model", tmp_path / "re", alphas=(1.0,),
+                             proj_alphas=(1.0,), show_progress=False)
+    assert report["alpha"] == report["alpha_proj"] == 1.0
+    assert report["reaveraged_from"] == {"alpha": 0.5, "alpha_proj": 0.5}
+    plain = PearlEncoder.from_pretrained(tmp_path / "plain" / "model").encode(TEXTS)
+    back = PearlEncoder.from_pretrained(tmp_path / "re" / "model").encode(TEXTS)
+    half = PearlEncoder.from_pretrained(tmp_path / "half" / "model").encode(TEXTS)
+    assert np.abs(plain - back).max() < 2e-3 < np.abs(plain - half).max()
+    separate = reaverage_pearl(tmp_path / "half" / "model", tmp_path / "sep", alphas=(0.5,),
+                               proj_alphas=(0.0,), show_progress=False)
+    assert (separate["alpha"], separate["alpha_proj"]) == (0.5, 0.0)
+    with pytest.raises(ValueError, match="cannot be recovered"):
+        reaverage_pearl(tmp_path / "sep" / "model", tmp_path / "x", show_progress=False)

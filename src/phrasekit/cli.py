@@ -407,6 +407,52 @@ def train_pearl_data_cmd(
     _run(body)
 
 
+@train_app.command("pearl-reaverage")
+def train_pearl_reaverage_cmd(
+    model: Annotated[Path, typer.Option("--model", "-m", help="A PEARL model folder saved by `train pearl` (e.g. OUT/model).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder for the re-averaged model (OUT/model, OUT/report.json).")],
+    alphas: Annotated[str | None, typer.Option(help="Comma-separated backbone coefficients (default: the run's own grid).")] = None,
+    proj_alphas: Annotated[str | None, typer.Option(help="Comma-separated projection (char path) coefficients, chosen jointly (default: tied to the backbone's).")] = None,
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (its data/ has the dev splits); else PHRASEKIT_SHARED.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Choose a trained PEARL model's weight-averaging coefficients again on the dev splits.
+
+    The fine-tuned weights are recovered from the saved (averaged) ones, so no checkpoint is
+    needed. Example: phrasekit train pearl-reaverage -m runs/pearl/model -o runs/pearl-re
+    --proj-alphas 0,0.25,0.5,1
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.settings import shared_dir
+        from phrasekit.training.pearl import reaverage_pearl
+
+        root = Path(shared) if shared else shared_dir()
+        report = reaverage_pearl(model, out, dev_data_dir=root / "data",
+                                 alphas=_float_list(alphas, "--alphas"),
+                                 proj_alphas=_float_list(proj_alphas, "--proj-alphas"),
+                                 show_progress=not quiet)
+        typer.echo(f"PEARL re-averaged: alpha {report['alpha']} (projection "
+                   f"{report['alpha_proj']}) -> {report['model_dir']}")
+
+    _run(body)
+
+
+def _float_list(text: str | None, option: str) -> tuple[float, ...] | None:
+    """``"0,0.5,1"`` -> (0.0, 0.5, 1.0); None stays None; anything else is a clear error."""
+    if text is None:
+        return None
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{option} takes comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise typer.BadParameter(f"{option} is empty")
+    return values
+
+
 @train_app.command("pearl")
 def train_pearl_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json, model/.")],
@@ -421,7 +467,8 @@ def train_pearl_cmd(
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
     phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,
-    alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient (default: chosen on dev splits).")] = None,
+    alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient of the backbone (default: chosen on dev splits).")] = None,
+    alpha_proj: Annotated[float | None, typer.Option(help="Fixed averaging coefficient of the projection, i.e. the char path (default: chosen on dev jointly with --alpha; tied to a fixed --alpha).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
@@ -447,11 +494,13 @@ def train_pearl_cmd(
             data_dir=str(data_dir), out_dir=str(out), max_steps=max_steps,
             max_minutes=max_minutes, batch_size=batch_size, hard_negatives=hard_negatives,
             lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
-            token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, seed=seed,
-            num_threads=threads, dev_data_dir=str(root / "data"), show_progress=not quiet)
+            token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
+            seed=seed, num_threads=threads, dev_data_dir=str(root / "data"),
+            show_progress=not quiet)
         report = train_pearl(cfg)
         typer.echo(f"PEARL: {report['steps']} steps in {report['train_minutes']} min, "
-                   f"alpha {report['alpha']}, {report['model_mb']} MB -> {report['model_dir']}")
+                   f"alpha {report['alpha']} (projection {report['alpha_proj']}), "
+                   f"{report['model_mb']} MB -> {report['model_dir']}")
 
     _run(body)
 

@@ -10,8 +10,9 @@ interpolated model with a caller-supplied function (the dev splits of
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -33,27 +34,60 @@ def select_alpha(module: nn.Module, initial: dict[str, torch.Tensor], alphas: Se
     candidate (or ``score=None``, which then needs exactly one) nothing is scored. Returns the
     chosen alpha and one row of dev scores per candidate tried.
     """
-    alphas = tuple(float(a) for a in alphas)
-    if not alphas:
-        raise ValueError("alphas is empty")
-    if any(not 0.0 <= a <= 1.0 for a in alphas):
-        raise ValueError(f"every alpha must be in [0, 1], got {alphas}")
-    if len(alphas) > 1 and score is None:
+    best, table = select_alphas(
+        module, initial, {"alpha": (prefixes, alphas)},
+        (lambda chosen: score(chosen["alpha"])) if score is not None else None,  # type: ignore[misc]
+        show_progress=show_progress)
+    return best["alpha"], table
+
+
+def select_alphas(module: nn.Module, initial: dict[str, torch.Tensor],
+                  groups: Mapping[str, tuple[tuple[str, ...], Sequence[float]]],
+                  score: Callable[[dict[str, float]], dict[str, float]] | None,
+                  show_progress: bool = True) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Like :func:`select_alpha` with one coefficient per group of tensors, over their grid.
+
+    ``groups`` maps a name (the key of that coefficient in the result and the table rows) to
+    (tensor-name prefixes, candidate coefficients). PEARL uses it to average its backbone and
+    its projection (the character path) by different amounts: the projection of a jointly
+    trained char encoder can dominate the vector and is worth choosing separately.
+    """
+    names = list(groups)
+    if not names:
+        raise ValueError("no parameter groups to average")
+    grids = []
+    for name in names:
+        alphas = tuple(float(a) for a in groups[name][1])
+        if not alphas:
+            raise ValueError(f"alphas is empty (group {name!r})")
+        if any(not 0.0 <= a <= 1.0 for a in alphas):
+            raise ValueError(f"every alpha must be in [0, 1], got {alphas} (group {name!r})")
+        grids.append(alphas)
+    for a, b in itertools.combinations(names, 2):
+        if any(p.startswith(q) or q.startswith(p) for p in groups[a][0] for q in groups[b][0]):
+            raise ValueError(f"groups {a!r} and {b!r} overlap: each tensor is averaged once")
+    candidates = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*grids)]
+    if len(candidates) > 1 and score is None:
         raise ValueError("several alphas need a score function to choose between them")
-    if len(alphas) == 1:
-        interpolate_weights(module, initial, alphas[0], prefixes)
-        return alphas[0], []
+
+    def interpolate(chosen: dict[str, float]) -> None:
+        for name, alpha in chosen.items():
+            interpolate_weights(module, initial, alpha, groups[name][0])
+
+    if len(candidates) == 1:
+        interpolate(candidates[0])
+        return candidates[0], []
     finetuned = {k: v.detach().clone() for k, v in module.state_dict().items()}
     table: list[dict[str, Any]] = []
-    best_alpha, best_score = alphas[0], float("-inf")
-    for alpha in tqdm(alphas, desc="weight averaging (dev)", disable=not show_progress):
+    best, best_score = candidates[0], float("-inf")
+    for chosen in tqdm(candidates, desc="weight averaging (dev)", disable=not show_progress):
         module.load_state_dict(finetuned)
-        interpolate_weights(module, initial, alpha, prefixes)
-        scores = score(alpha)  # type: ignore[misc]
-        table.append({"alpha": alpha, **scores})
-        logger.info("alpha %.2f: dev %s", alpha, scores)
+        interpolate(chosen)
+        scores = score(chosen)  # type: ignore[misc]
+        table.append({**chosen, **scores})
+        logger.info("%s: dev %s", chosen, scores)
         if scores["score"] > best_score:
-            best_alpha, best_score = alpha, scores["score"]
+            best, best_score = chosen, scores["score"]
     module.load_state_dict(finetuned)
-    interpolate_weights(module, initial, best_alpha, prefixes)
-    return best_alpha, table
+    interpolate(best)
+    return best, table

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel
 from phrasekit.io import write_json
-from phrasekit.training.averaging import select_alpha
+from phrasekit.training.averaging import select_alphas
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.losses import InfoNCELoss, TypeClassificationLoss
 
@@ -74,6 +74,8 @@ class PearlTrainingConfig:
     freeze_embeddings: bool = True
     alphas: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
     alpha: float | None = None
+    proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
+    alpha_proj: float | None = None
     dev_data_dir: str | None = None
     num_threads: int | None = None
     show_progress: bool = True
@@ -98,8 +100,10 @@ class PearlTrainingConfig:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
         if not (self.char_aug or self.token_aug or self.phrase_aug):
             raise ValueError("enable at least one augmentation level")
-        if self.alpha is not None and not 0 <= self.alpha <= 1:
-            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        for name in ("alpha", "alpha_proj"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
         for name in DATA_FILES:
             if not (Path(self.data_dir) / name).is_file():
                 raise FileNotFoundError(
@@ -213,7 +217,7 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
 
     cfg.validate()
     # the dev splits are needed only to choose alpha (a fixed alpha trains without shared data)
-    choose_alpha = cfg.alpha is None and len(cfg.alphas) > 1
+    choose_alpha = _n_candidates(averaging_groups(cfg)) > 1
     dev_dir = (Path(cfg.dev_data_dir) if cfg.dev_data_dir
                else shared_data_dir() if choose_alpha else None)
     if cfg.num_threads:
@@ -307,8 +311,8 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
 
 
 def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | None,
-                 steps_done: int, train_seconds: float, history: list[dict[str, Any]]
-                 ) -> dict[str, Any]:
+                 steps_done: int, train_seconds: float, history: list[dict[str, Any]],
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Choose the averaging coefficient on dev splits, save ``out_dir/model`` and the report."""
     from phrasekit.eval.dev import DevScorer
 
@@ -317,21 +321,93 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
     t0 = time.perf_counter()
     initial = {k: v for k, v in build_model(cfg).state_dict().items()
                if k.startswith(("backbone.", "proj."))}
-    alphas = (cfg.alpha,) if cfg.alpha is not None else cfg.alphas
-    scorer = DevScorer(dev_dir) if len(alphas) > 1 else None
-    best_alpha, dev_table = select_alpha(
-        model, initial, alphas,
-        (lambda a: scorer(PearlEncoder(model, name=f"alpha={a}"))) if scorer else None,
-        prefixes=("backbone.", "proj."), show_progress=cfg.show_progress)
+    groups = averaging_groups(cfg)
+    scorer = DevScorer(dev_dir) if _n_candidates(groups) > 1 else None
+    chosen, dev_table = select_alphas(
+        model, initial, groups,
+        (lambda c: scorer(PearlEncoder(model, name=str(c)))) if scorer else None,
+        show_progress=cfg.show_progress)
+    best_alpha = chosen["alpha"]
+    alpha_proj = chosen.get("alpha_proj", best_alpha)
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
     training = {"settings": settings, "steps": steps_done, "alpha": best_alpha,
-                "train_minutes": round(train_seconds / 60, 2), "dev": dev_table,
-                "history": history}
-    model.config.extra = {"alpha": best_alpha, "steps": steps_done}
+                "alpha_proj": alpha_proj, "train_minutes": round(train_seconds / 60, 2),
+                "dev": dev_table, "history": history, **(extra or {})}
+    model.config.extra = {"alpha": best_alpha, "alpha_proj": alpha_proj, "steps": steps_done}
     model_dir = model.save_pretrained(out / "model", extra_config={"training": training})
     size_mb = sum(f.stat().st_size for f in model_dir.iterdir()) / 2**20
     report = {**training, "selection_minutes": round((time.perf_counter() - t0) / 60, 2),
               "model_dir": str(model_dir), "model_mb": round(size_mb, 2)}
     write_json(out / "report.json", report)
-    logger.info("saved %s (alpha %.2f, %.1f MB)", model_dir, best_alpha, size_mb)
+    logger.info("saved %s (alpha %.2f, projection alpha %.2f, %.1f MB)", model_dir, best_alpha,
+                alpha_proj, size_mb)
     return report
+
+
+def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
+                    dev_data_dir: str | Path | None = None,
+                    alphas: tuple[float, ...] | None = None,
+                    proj_alphas: tuple[float, ...] | None = None,
+                    show_progress: bool = True) -> dict[str, Any]:
+    """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint.
+
+    A saved model holds ``theta0 + alpha * (theta_ft - theta0)`` for the backbone (and likewise
+    with ``alpha_proj`` for the projection), so with both coefficients above 0 the fine-tuned
+    weights come back exactly, up to the float16 rounding of the stored deltas. They are then
+    averaged again over the new grid, chosen on dev splits, and saved to ``out_dir/model``.
+    """
+    from phrasekit.encoders.pearl import read_pearl_config
+    from phrasekit.settings import data_dir as shared_data_dir
+
+    config = read_pearl_config(model_dir)
+    training = config.get("training")
+    if not training or "settings" not in training:
+        raise ValueError(f"{model_dir}: no training report in config.json; only models saved "
+                         "by `phrasekit train pearl` can be re-averaged")
+    alpha = float(training["alpha"])
+    alpha_proj = float(training.get("alpha_proj", alpha))
+    if alpha <= 0 or alpha_proj <= 0:
+        raise ValueError(f"{model_dir}: saved with alpha {alpha} / projection alpha "
+                         f"{alpha_proj}; the fine-tuned weights cannot be recovered from 0")
+    known = set(PearlTrainingConfig.__dataclass_fields__)
+    settings = {k: v for k, v in training["settings"].items() if k in known}
+    settings.update(out_dir=str(out_dir), alpha=None, alpha_proj=None, proj_alphas=proj_alphas,
+                    alphas=tuple(alphas or settings.get("alphas") or PearlTrainingConfig.alphas),
+                    show_progress=show_progress)
+    cfg = PearlTrainingConfig(**settings)
+    model = PearlModel.from_pretrained(model_dir)
+    initial = build_model(cfg).state_dict()
+    with torch.no_grad():
+        for name, value in model.state_dict().items():
+            coef = alpha if name.startswith("backbone.") else alpha_proj
+            if name.startswith(("backbone.", "proj.")) and value.is_floating_point():
+                start = initial[name].to(value.dtype)
+                value.sub_(start).div_(coef).add_(start)
+    dev_dir = Path(dev_data_dir) if dev_data_dir else shared_data_dir()
+    logger.info("re-averaging %s (saved at alpha %.2f / %.2f)", model_dir, alpha, alpha_proj)
+    return finish_pearl(cfg, model, dev_dir, steps_done=int(training["steps"]),
+                        train_seconds=float(training.get("train_minutes", 0.0)) * 60,
+                        history=list(training.get("history", [])),
+                        extra={"reaveraged_from": {"alpha": alpha, "alpha_proj": alpha_proj}})
+
+
+def _n_candidates(groups: dict[str, tuple[tuple[str, ...], tuple[float, ...]]]) -> int:
+    return int(np.prod([len(alphas) for _, alphas in groups.values()]))
+
+
+def averaging_groups(cfg: PearlTrainingConfig
+                     ) -> dict[str, tuple[tuple[str, ...], tuple[float, ...]]]:
+    """Weight-averaging grid: the backbone's ``alpha`` and, unless tied, the projection's.
+
+    The projection carries the char encoder's contribution (it starts as ``[I, 0]``); trained
+    jointly, that path can outweigh the backbone and scatter entity clusters, so its coefficient
+    can be chosen on dev separately (``proj_alphas``, or fixed with ``alpha_proj``). By default
+    it is tied to ``alpha`` (see the README for why), and so it is when ``alpha`` is fixed and
+    ``alpha_proj`` is not (fixed ones need no dev data).
+    """
+    alphas = (cfg.alpha,) if cfg.alpha is not None else tuple(cfg.alphas)
+    tied = cfg.proj_alphas is None or cfg.alpha is not None
+    if cfg.alpha_proj is None and tied:
+        return {"alpha": (("backbone.", "proj."), alphas)}
+    proj = (cfg.alpha_proj,) if cfg.alpha_proj is not None else tuple(cfg.proj_alphas or ())
+    return {"alpha": (("backbone.",), alphas), "alpha_proj": (("proj.",), proj)}

@@ -383,6 +383,23 @@ def assign_topics(emb: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     return np.argmax(l2_normalize(emb) @ l2_normalize(centroids).T, axis=1)
 
 
+LABEL_VIEWS = ("span", "context", "both")
+
+
+def label_view_embeddings(encoder: SpanEncoder, rows: Sequence[Item], view: str,
+                          batch_size: int, show_progress: bool) -> np.ndarray:
+    """The vectors CCL clusters for its pseudo-labels: ``span`` (the mention in its sentence,
+    the paper's choice), ``context`` (the mention masked: what the sentence says about it), or
+    ``both`` (the two unit vectors concatenated, so each view weighs the same)."""
+    from phrasekit.encoders.base import l2_normalize
+
+    items = [(s, (a, b)) for s, a, b in rows]
+    views = ("span", "context") if view == "both" else (view,)
+    parts = [encoder.encode_spans(items, mode=v, batch_size=batch_size,
+                                  show_progress=show_progress) for v in views]
+    return parts[0] if len(parts) == 1 else np.hstack([l2_normalize(p) for p in parts])
+
+
 @dataclass
 class CCLConfig:
     """Settings of one CCL fine-tuning run (paper §4.2: lr 1e-5, t in {5, 10, 20, 50}%)."""
@@ -400,6 +417,7 @@ class CCLConfig:
     shared_negatives: bool = False
     singleton_positives: bool = False
     per_cluster_selection: bool = True
+    label_view: str = "span"
     max_length: int = 64
     freeze_embeddings: bool = True
     seed: int = 0
@@ -422,6 +440,8 @@ class CCLConfig:
             (self.negatives in ("cluster", "in-batch"),
              f"negatives must be 'cluster' or 'in-batch', got {self.negatives!r}"),
             (self.negatives_per_cluster >= 1, "negatives_per_cluster must be >= 1"),
+            (self.label_view in LABEL_VIEWS,
+             f"label_view must be one of {LABEL_VIEWS}, got {self.label_view!r}"),
             (self.max_length >= 8, "max_length must be >= 8"),
             (self.eval_every >= 0, "eval_every must be >= 0"),
         ])
@@ -492,9 +512,8 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
     pseudo = None
     t0 = time.time()
     if cfg.negatives == "cluster":
-        emb = encoder.encode_spans([(s, (a, b)) for s, a, b in rows], mode="span",
-                                   batch_size=cfg.encode_batch_size,
-                                   show_progress=cfg.show_progress)
+        emb = label_view_embeddings(encoder, rows, cfg.label_view, cfg.encode_batch_size,
+                                    cfg.show_progress)
         timings["encode"] = round(time.time() - t0, 1)
         t1 = time.time()
         pseudo = pseudo_label(emb, keys, cfg.n_clusters, cfg.top_fraction, seed=cfg.seed,
@@ -617,9 +636,12 @@ def ccl_finetune(encoder: SpanEncoder, items: Sequence[tuple[str, tuple[int, int
         final = encoder.encode_spans([(s, (a, b)) for s, a, b in rows], mode="span",
                                      batch_size=cfg.encode_batch_size,
                                      show_progress=cfg.show_progress)
+        # centroids re-estimated in the fine-tuned span space from the confident members
+        # (all members for a cluster without any: KMeans never leaves a cluster empty)
         centroids = np.stack([
             _unit(final[pseudo.selected & (pseudo.clusters == c)].mean(axis=0))
-            if np.any(pseudo.selected & (pseudo.clusters == c)) else pseudo.centroids[c]
+            if np.any(pseudo.selected & (pseudo.clusters == c))
+            else _unit(final[pseudo.clusters == c].mean(axis=0))
             for c in range(cfg.n_clusters)]).astype(np.float32)
         topics = assign_topics(final, centroids)
         timings["topics"] = round(time.time() - t2, 1)
