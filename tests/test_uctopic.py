@@ -467,6 +467,25 @@ def test_ccl_finetune_smoke():
     assert inb.pseudo is None and len(inb.history) == 1
     with pytest.raises(ValueError, match="negatives"):
         CCLConfig(n_clusters=2, negatives="random").validate()
+    both = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=0,
+                                              label_view="both", show_progress=False, n_init=2))
+    assert both.pseudo.centroids.shape == (2, 768)  # clustered on [span; context]
+    assert both.centroids.shape == (2, 384)  # topics live in the span space
+    with pytest.raises(ValueError, match="label_view"):
+        CCLConfig(n_clusters=2, label_view="mention").validate()
+
+
+def test_label_view_embeddings_are_unit_halves():
+    from phrasekit.training.uctopic import label_view_embeddings
+
+    enc = SpanEncoder("minilm", max_length=32)
+    rows = [("Paris is lovely .", 0, 5), ("Apple sold phones .", 0, 5)]
+    both = label_view_embeddings(enc, rows, "both", 8, False)
+    ctx = label_view_embeddings(enc, rows, "context", 8, False)
+    assert both.shape == (2, 768)
+    np.testing.assert_allclose(np.linalg.norm(both[:, :384], axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(both[:, 384:], ctx / np.linalg.norm(ctx, axis=1, keepdims=True),
+                               atol=1e-5)
 
 
 def test_cli_train_uctopic_bad_input() -> None:
