@@ -76,6 +76,20 @@ def test_lexical_diversity_rules():
     assert content_word(",") is None and content_word("the") is None
 
 
+def test_binomials_are_recognised_and_dropped():
+    from phrasekit.training.pearl_data import Synset
+    from phrasekit.training.phrase_bert_data import is_binomial, without_binomials
+
+    assert is_binomial("Ursus horribilis", "noun.animal")
+    assert not is_binomial("grizzly bear", "noun.animal")
+    assert not is_binomial("English violet", "noun.person")  # only in animal/plant synsets
+    assert not is_binomial("Independence Day", "noun.plant")
+    bear = Synset("1-n", "n", ["grizzly", "grizzly bear", "Ursus horribilis"], [], "noun.animal")
+    day = Synset("2-n", "n", ["Fourth of July", "Independence Day"], [], "noun.time")
+    kept, dropped = without_binomials([bear, day])
+    assert dropped == 1 and kept[0].members == ["grizzly", "grizzly bear"] and kept[1] is day
+
+
 def test_paraphrase_positives_share_no_content_word(dataset):
     out, report = dataset
     rows = read_triplets(out / PARAPHRASE_FILE)

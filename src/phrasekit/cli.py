@@ -564,6 +564,7 @@ def train_phrase_bert_data_cmd(
     corpus: Annotated[list[str] | None, typer.Option(help="Context corpus (name under shared/corpora or a path); repeat. Default: bbc_news, 20newsgroups, arxiv_abstracts_cc0.")] = None,
     phrase_vocab: Annotated[list[str] | None, typer.Option(help="CORPUS=FILE: a cached `phrasekit phrases` vocabulary whose multi-word phrases replace the spaCy pass for that corpus; repeat.")] = None,
     context_tokens: Annotated[int, typer.Option(help="WordPiece tokens per context window (mask included).")] = 120,
+    drop_binomials: Annotated[bool, typer.Option(help="Leave out WordNet's Latin binomials ('Ursus horribilis'), ~45% of its triplets.")] = False,
     seed: Annotated[int, typer.Option(help="Random seed (sampling, negatives, order).")] = 0,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -586,7 +587,8 @@ def train_phrase_bert_data_cmd(
         report = build_phrase_bert_dataset(
             out, shared_dir=shared, max_paraphrase=max_paraphrase, max_context=max_context,
             max_words=max_words, corpora=corpus or None, phrase_vocabs=vocabs,
-            context_tokens=context_tokens, seed=seed, show_progress=not quiet)
+            context_tokens=context_tokens, drop_binomials=drop_binomials, seed=seed,
+            show_progress=not quiet)
         removed = report["test_string_filter"]
         typer.echo(f"Phrase-BERT data -> {out}: {report['paraphrase_triplets']} paraphrase and "
                    f"{report['context_triplets']} context triplets (test strings removed: "

@@ -167,12 +167,14 @@ def _write_gz_text(path: Path, lines: Iterable[str]) -> None:
 # ---------------------------------------------------------------------------------- readers
 @dataclass
 class Synset:
-    """One WordNet synset: id, part of speech (n/v/a/s/r), members and hypernym ids."""
+    """One WordNet synset: id, part of speech (n/v/a/s/r), members, hypernym ids, lexicographer
+    file (e.g. ``noun.animal``)."""
 
     id: str
     pos: str
     members: list[str]
     hypernyms: list[str] = field(default_factory=list)
+    lexfile: str = ""
 
 
 def read_wordnet(wordnet_dir: Path) -> list[Synset]:
@@ -191,7 +193,7 @@ def read_wordnet(wordnet_dir: Path) -> list[Synset]:
                 raise ValueError(f"{path}:{lineno}: expected >= 4 fields, got {len(row)}")
             members = [m.replace("_", " ").strip() for m in row[3].split("|") if m.strip()]
             hyper = [h for h in row[5].split("|") if h] if len(row) > 5 else []
-            out.append(Synset(row[0], row[1], members, hyper))
+            out.append(Synset(row[0], row[1], members, hyper, row[2]))
     return out
 
 
