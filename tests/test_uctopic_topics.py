@@ -98,6 +98,8 @@ def test_uctopic_outputs(fitted, tmp_path):
 def test_uctopic_bad_input():
     with pytest.raises(ValueError, match="top_fraction"):
         UCTopicModel(top_fraction=0).check_params()
+    with pytest.raises(ValueError, match="label_view"):
+        UCTopicModel(label_view="mention").check_params()
     with pytest.raises(ValueError, match="no documents"):
         UCTopicModel().fit([])
     with pytest.raises(ValueError, match="no noun-chunk"):

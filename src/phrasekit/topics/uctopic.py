@@ -74,6 +74,9 @@ class UCTopicModel(BaseEstimator):
         ccl_steps, ccl_batch_size, ccl_lr, top_fraction, keep_prob, negatives_per_cluster:
             CCL settings (:class:`~phrasekit.training.uctopic.CCLConfig`); 0 steps skips the
             fine-tuning (topics are then the KMeans clusters of the pre-trained space).
+        label_view: what CCL's KMeans clusters for pseudo-labels: ``span`` (the paper),
+            ``context`` or ``both``; on MIT-Movie, where roles show only in context, ``both``
+            was the dev choice (README, UCTopic).
         topic_temperature: softmax temperature of the instance topic distributions.
         top_n: phrases listed per topic.
         n_typical: typical documents listed per topic.
@@ -99,6 +102,7 @@ class UCTopicModel(BaseEstimator):
         top_fraction: float = 0.2,
         keep_prob: float = 0.5,
         negatives_per_cluster: int = 1,
+        label_view: str = "span",
         topic_temperature: float = 0.05,
         top_n: int = 10,
         n_typical: int = 3,
@@ -122,6 +126,7 @@ class UCTopicModel(BaseEstimator):
         self.top_fraction = top_fraction
         self.keep_prob = keep_prob
         self.negatives_per_cluster = negatives_per_cluster
+        self.label_view = label_view
         self.topic_temperature = topic_temperature
         self.top_n = top_n
         self.n_typical = n_typical
@@ -137,6 +142,7 @@ class UCTopicModel(BaseEstimator):
     def check_params(self) -> None:
         """Raise ValueError on nonsense settings, before any long work."""
         from phrasekit.training.config import raise_failed
+        from phrasekit.training.uctopic import LABEL_VIEWS
 
         k_lo, k_hi = self.k_range
         raise_failed([
@@ -151,6 +157,8 @@ class UCTopicModel(BaseEstimator):
             (0 < self.top_fraction <= 1, "top_fraction must be in (0, 1]"),
             (0 <= self.keep_prob <= 1, "keep_prob must be in [0, 1]"),
             (self.negatives_per_cluster >= 1, "negatives_per_cluster must be >= 1"),
+            (self.label_view in LABEL_VIEWS,
+             f"label_view must be one of {LABEL_VIEWS}, got {self.label_view!r}"),
             (self.topic_temperature > 0, "topic_temperature must be > 0"),
             (self.top_n >= 1, "top_n must be >= 1"),
             (self.n_typical >= 0, "n_typical must be >= 0"),
@@ -216,7 +224,7 @@ class UCTopicModel(BaseEstimator):
                             batch_size=self.ccl_batch_size, lr=self.ccl_lr,
                             keep_prob=self.keep_prob, shared_negatives=True,
                             negatives_per_cluster=self.negatives_per_cluster,
-                            seed=self.random_state, n_init=3,
+                            label_view=self.label_view, seed=self.random_state, n_init=3,
                             encode_batch_size=self.encode_batch_size,
                             show_progress=show_progress)
             result = ccl_finetune(encoder, items, cfg, keys=keys)
