@@ -104,6 +104,13 @@ def test_topics_bad_corpus_exit_2(tmp_path):
     assert not (tmp_path / "out" / "topics.json").exists()
 
 
+def test_topics_bad_label_view_exit_2(tmp_path):
+    res = invoke("topics", "sample", "--method", "ccl", "--out", tmp_path / "o",
+                 "--label-view", "mention", "--quiet")
+    assert res.exit_code == 2 and "--label-view" in res.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_topics_bad_k_range_exit_2(tmp_path):
     res = invoke("topics", "sample", "--out", tmp_path / "o", "--k-min", "9", "--k-max", "3")
     assert res.exit_code == 2 and "k-min" in res.output

@@ -198,6 +198,7 @@ def topics_cmd(
     sentences: Annotated[int, typer.Option(help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
     ccl_steps: Annotated[int, typer.Option(help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's space).")] = 150,
     max_instances: Annotated[int, typer.Option(help="ccl: at most this many phrase instances encoded and fine-tuned on.")] = 30_000,
+    label_view: Annotated[str, typer.Option(help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the paper), context (mention masked) or both.")] = "span",
     grounding: Annotated[float, typer.Option(help="pntm: also rank a topic's terms by how often its documents contain them (0: nearest terms only, as in the paper; 0.1, the default here, was chosen on the bundled sample corpus — see the README).")] = 0.1,
     text_field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option(help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
@@ -221,6 +222,8 @@ def topics_cmd(
             raise BadInputError(f"--method must be `clusters`, `pntm` or `ccl`, got {method!r}")
         if ccl_steps < 0 or max_instances < 10:
             raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
+        if label_view not in ("span", "context", "both"):
+            raise BadInputError(f"--label-view must be span, context or both, got {label_view!r}")
         if k_min < 2 or k_max < k_min:
             raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
         if n_topics is not None and n_topics < 2:
@@ -248,7 +251,8 @@ def topics_cmd(
         elif method == "ccl":
             tm, paths = run_uctopic(path, out, model=encoder, n_topics=n_topics,
                                     k_range=(k_min, k_max), ccl_steps=ccl_steps,
-                                    max_instances=max_instances, quiet=quiet,
+                                    max_instances=max_instances, label_view=label_view,
+                                    quiet=quiet,
                                     parse_cache=phrase_cache, text_field=text_field,
                                     random_state=seed, report=report)
             k = tm.n_topics_
