@@ -430,11 +430,9 @@ def train_pearl_reaverage_cmd(
     _setup_logging(quiet, verbose)
 
     def body() -> None:
-        from phrasekit.settings import shared_dir
         from phrasekit.training.pearl import reaverage_pearl
 
-        root = Path(shared) if shared else shared_dir()
-        report = reaverage_pearl(model, out, dev_data_dir=root / "data",
+        report = reaverage_pearl(model, out, dev_data_dir=Path(shared) / "data" if shared else None,
                                  alphas=_float_list(alphas, "--alphas"),
                                  proj_alphas=_float_list(proj_alphas, "--proj-alphas"),
                                  show_progress=not quiet)

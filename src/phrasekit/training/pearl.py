@@ -383,7 +383,10 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
             if name.startswith(("backbone.", "proj.")) and value.is_floating_point():
                 start = initial[name].to(value.dtype)
                 value.sub_(start).div_(coef).add_(start)
-    dev_dir = Path(dev_data_dir) if dev_data_dir else shared_data_dir()
+    if dev_data_dir:
+        dev_dir: Path | None = Path(dev_data_dir)
+    else:  # the dev splits are needed only when there is a choice to make
+        dev_dir = shared_data_dir() if _n_candidates(averaging_groups(cfg)) > 1 else None
     logger.info("re-averaging %s (saved at alpha %.2f / %.2f)", model_dir, alpha, alpha_proj)
     return finish_pearl(cfg, model, dev_dir, steps_done=int(training["steps"]),
                         train_seconds=float(training.get("train_minutes", 0.0)) * 60,
