@@ -222,8 +222,11 @@ def topics_cmd(
             raise BadInputError(f"--method must be `clusters`, `pntm` or `ccl`, got {method!r}")
         if ccl_steps < 0 or max_instances < 10:
             raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
-        if label_view not in ("span", "context", "both"):
-            raise BadInputError(f"--label-view must be span, context or both, got {label_view!r}")
+        from phrasekit.training.uctopic import LABEL_VIEWS
+
+        if label_view not in LABEL_VIEWS:
+            raise BadInputError(f"--label-view must be one of {', '.join(LABEL_VIEWS)}, "
+                                f"got {label_view!r}")
         if k_min < 2 or k_max < k_min:
             raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
         if n_topics is not None and n_topics < 2:

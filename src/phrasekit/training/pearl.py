@@ -213,13 +213,9 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     Returns a report dict (also written to ``out_dir/report.json``).
     """
     from phrasekit.phrases.types import PHRASE_TYPES
-    from phrasekit.settings import data_dir as shared_data_dir
 
     cfg.validate()
-    # the dev splits are needed only to choose alpha (a fixed alpha trains without shared data)
-    choose_alpha = _n_candidates(averaging_groups(cfg)) > 1
-    dev_dir = (Path(cfg.dev_data_dir) if cfg.dev_data_dir
-               else shared_data_dir() if choose_alpha else None)
+    dev_dir = _dev_dir(cfg.dev_data_dir, cfg)
     if cfg.num_threads:
         torch.set_num_threads(int(cfg.num_threads))
     out = Path(cfg.out_dir)
@@ -357,7 +353,6 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
     averaged again over the new grid, chosen on dev splits, and saved to ``out_dir/model``.
     """
     from phrasekit.encoders.pearl import read_pearl_config
-    from phrasekit.settings import data_dir as shared_data_dir
 
     config = read_pearl_config(model_dir)
     training = config.get("training")
@@ -383,15 +378,22 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
             if name.startswith(("backbone.", "proj.")) and value.is_floating_point():
                 start = initial[name].to(value.dtype)
                 value.sub_(start).div_(coef).add_(start)
-    if dev_data_dir:
-        dev_dir: Path | None = Path(dev_data_dir)
-    else:  # the dev splits are needed only when there is a choice to make
-        dev_dir = shared_data_dir() if _n_candidates(averaging_groups(cfg)) > 1 else None
+    dev_dir = _dev_dir(dev_data_dir, cfg)
     logger.info("re-averaging %s (saved at alpha %.2f / %.2f)", model_dir, alpha, alpha_proj)
     return finish_pearl(cfg, model, dev_dir, steps_done=int(training["steps"]),
                         train_seconds=float(training.get("train_minutes", 0.0)) * 60,
                         history=list(training.get("history", [])),
                         extra={"reaveraged_from": {"alpha": alpha, "alpha_proj": alpha_proj}})
+
+
+def _dev_dir(explicit: str | Path | None, cfg: PearlTrainingConfig) -> Path | None:
+    """Where the dev splits are: ``explicit``, else the shared data folder, but only when the
+    averaging grid leaves a choice to make (fixed coefficients need no shared data)."""
+    from phrasekit.settings import data_dir as shared_data_dir
+
+    if explicit:
+        return Path(explicit)
+    return shared_data_dir() if _n_candidates(averaging_groups(cfg)) > 1 else None
 
 
 def _n_candidates(groups: dict[str, tuple[tuple[str, ...], tuple[float, ...]]]) -> int:

@@ -61,6 +61,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.base import l2_normalize
 from phrasekit.encoders.span import DEFAULT_MAX_LENGTH, SpanEncoder, SpanModel, validate_spans
 from phrasekit.io import write_json
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
@@ -344,7 +345,6 @@ def pseudo_label(emb: np.ndarray, keys: Sequence[str], n_clusters: int, top_frac
                  seed: int = 0, n_init: int = 10, per_cluster: bool = True) -> PseudoLabels:
     """UCTopic §3.2 pseudo-labels: KMeans, the ``top_fraction`` closest instances (cosine to
     their centroid; per cluster or overall), then a majority vote per mention key."""
-    from phrasekit.encoders.base import l2_normalize
     from phrasekit.eval.entity_clustering import kmeans_labels
 
     if not 0 < top_fraction <= 1:
@@ -378,8 +378,6 @@ def pseudo_label(emb: np.ndarray, keys: Sequence[str], n_clusters: int, top_frac
 
 def assign_topics(emb: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """Eq. 4: the topic of each row is its most cosine-similar centroid."""
-    from phrasekit.encoders.base import l2_normalize
-
     return np.argmax(l2_normalize(emb) @ l2_normalize(centroids).T, axis=1)
 
 
@@ -391,8 +389,6 @@ def label_view_embeddings(encoder: SpanEncoder, rows: Sequence[Item], view: str,
     """The vectors CCL clusters for its pseudo-labels: ``span`` (the mention in its sentence,
     the paper's choice), ``context`` (the mention masked: what the sentence says about it), or
     ``both`` (the two unit vectors concatenated, so each view weighs the same)."""
-    from phrasekit.encoders.base import l2_normalize
-
     items = [(s, (a, b)) for s, a, b in rows]
     views = ("span", "context") if view == "both" else (view,)
     parts = [encoder.encode_spans(items, mode=v, batch_size=batch_size,
