@@ -157,3 +157,57 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
     assert (separate["alpha"], separate["alpha_proj"]) == (0.5, 0.0)
     with pytest.raises(ValueError, match="cannot be recovered"):
         reaverage_pearl(tmp_path / "sep" / "model", tmp_path / "x", show_progress=False)
+
+
+def _tiny_phrases(tmp_path: Path) -> list[str]:
+    _tiny_dataset(tmp_path / "data")
+    with gzip.open(tmp_path / "data" / "phrases.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [json.loads(line)["text"] for line in fh]
+
+
+def test_char_mimicry_pulls_the_char_encoder_towards_the_backbone(tmp_path):
+    from phrasekit.encoders.char import CharCNNConfig, bytes_batch
+    from phrasekit.training.char_mimic import CharMimicConfig, backbone_targets, pretrain_char
+
+    texts = _tiny_phrases(tmp_path)
+    model = PearlModel(PearlConfig(types=["A"], char=CharCNNConfig(out_linear=True)))
+    targets = backbone_targets(model, texts, show_progress=False)
+
+    def agreement() -> float:
+        with torch.no_grad():
+            pred = model.char(bytes_batch(texts, 64))
+        return float(torch.nn.functional.cosine_similarity(pred, targets).mean())
+
+    proj_before = model.proj.weight.clone()
+    before = agreement()
+    report = pretrain_char(model, texts, CharMimicConfig(steps=60, batch_size=32, typo_prob=0.3),
+                           show_progress=False)
+    assert agreement() > before + 0.3
+    assert report["phrases"] == len(texts) and report["history"][-1]["step"] == 60
+    assert torch.equal(model.proj.weight, proj_before)  # only the char encoder trains
+    with pytest.raises(ValueError, match="linear output"):
+        pretrain_char(PearlModel(PearlConfig(types=["A"])), texts, CharMimicConfig(steps=1))
+
+
+def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+
+    _tiny_dataset(tmp_path / "data")
+
+    def cfg(out: str, steps: int) -> PearlTrainingConfig:
+        return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
+                                   batch_size=6, max_steps=steps, checkpoint_every=2, alpha=0.5,
+                                   max_seq_length=12, show_progress=False,
+                                   char_pretrain_steps=5, lr_char=1e-4)
+
+    straight = train_pearl(cfg("a", 4))
+    train_pearl(cfg("b", 2))
+    resumed = train_pearl(cfg("b", 4))
+    assert straight["char_mimicry"]["history"][-1]["step"] == 5
+    assert resumed["char_mimicry"] == {**straight["char_mimicry"],
+                                       "minutes": resumed["char_mimicry"]["minutes"]}
+    ea = PearlEncoder.from_pretrained(tmp_path / "a" / "model").encode(TEXTS)
+    eb = PearlEncoder.from_pretrained(tmp_path / "b" / "model").encode(TEXTS)
+    assert np.allclose(ea, eb, atol=1e-4)
+    config = json.loads((tmp_path / "a" / "model" / "config.json").read_text())
+    assert config["pearl"]["char"]["out_linear"] is True

@@ -3,7 +3,9 @@
 Why bytes: no vocabulary to ship or to go out of, any script works, and typos, acronyms and
 morphology ("NYTimes", "Timse") stay visible where WordPiece splits them unpredictably.
 Architecture: byte embedding -> parallel 1-D convolutions (several widths) -> max over time ->
-highway layer. About 0.2M parameters; cost is negligible next to the transformer.
+highway layer (optionally a linear output layer, which the LOVE-style mimicry pre-training in
+``training/char_mimic.py`` needs: the highway output is never negative). About 0.2M parameters;
+cost is negligible next to the transformer.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class CharCNNConfig:
     widths: tuple[int, ...] = (2, 3, 4, 5)
     filters: int = 96
     max_chars: int = 64
+    out_linear: bool = False  # a final linear layer, so the output can take any sign (mimicry)
 
     @property
     def out_dim(self) -> int:
@@ -67,6 +70,7 @@ class CharCNN(nn.Module):
         self.convs = nn.ModuleList(nn.Conv1d(c.emb_dim, c.filters, w) for w in c.widths)
         self.gate = nn.Linear(c.out_dim, c.out_dim)
         self.transform = nn.Linear(c.out_dim, c.out_dim)
+        self.out = nn.Linear(c.out_dim, c.out_dim) if c.out_linear else None
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Max-pooled convolution features through one highway layer."""
@@ -80,7 +84,8 @@ class CharCNN(nn.Module):
             pooled.append(h.max(dim=2).values)
         h = torch.cat(pooled, dim=1)
         g = torch.sigmoid(self.gate(h))
-        return g * torch.relu(self.transform(h)) + (1 - g) * h
+        h = g * torch.relu(self.transform(h)) + (1 - g) * h
+        return self.out(h) if self.out is not None else h
 
     def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
         """Convenience: features for raw strings."""

@@ -103,19 +103,23 @@ class PearlModel(nn.Module):
             self.proj.bias.zero_()
         self.head = nn.Linear(in_dim, len(config.types)) if config.types else None
 
-    def features(self, texts: Sequence[str]) -> torch.Tensor:
-        """Concatenated [mean-pooled backbone vector; char vector] (batch, in_dim)."""
+    def pooled(self, texts: Sequence[str]) -> torch.Tensor:
+        """The backbone's mean-pooled token vectors (batch, hidden)."""
         device = self.proj.weight.device
         batch = self.tokenizer(list(texts), padding=True, truncation=True,
                                max_length=self.config.max_seq_length, return_tensors="pt")
         batch = {k: v.to(device) for k, v in batch.items()}
         hidden = self.backbone(**batch).last_hidden_state
         m = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+        return ((hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)).float()
+
+    def features(self, texts: Sequence[str]) -> torch.Tensor:
+        """Concatenated [mean-pooled backbone vector; char vector] (batch, in_dim)."""
+        pooled = self.pooled(texts)
         if self.char is None:
-            return pooled.float()
-        ids = bytes_batch(texts, self.config.char.max_chars).to(device)
-        return torch.cat([pooled.float(), self.char(ids).float()], dim=1)
+            return pooled
+        ids = bytes_batch(texts, self.config.char.max_chars).to(pooled.device)
+        return torch.cat([pooled, self.char(ids).float()], dim=1)
 
     def forward(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(L2-normalised embeddings (batch, dim), type logits or None)."""

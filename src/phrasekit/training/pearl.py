@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel
 from phrasekit.io import write_json
 from phrasekit.training.averaging import select_alphas
+from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.losses import InfoNCELoss, TypeClassificationLoss
 
@@ -60,6 +61,8 @@ class PearlTrainingConfig:
     lr: float = 3e-5
     lr_new: float = 1e-3
     lr_proj: float = 1e-4
+    lr_char: float | None = None  # char encoder's rate; None: lr_new
+    char_pretrain_steps: int = 0  # LOVE-style mimicry of the backbone first (char_mimic.py)
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -89,6 +92,9 @@ class PearlTrainingConfig:
                 "max_seq_length", "use_char", "use_type", "char_aug", "token_aug", "phrase_aug",
                 "freeze_embeddings", "limit_phrases")
         d = asdict(self)
+        # settings added later count only when changed, so older checkpoints still resume
+        keys += tuple(k for k in ("lr_char", "char_pretrain_steps")
+                      if d[k] != PearlTrainingConfig.__dataclass_fields__[k].default)
         blob = json.dumps({k: d[k] for k in keys}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -98,6 +104,10 @@ class PearlTrainingConfig:
             raise ValueError("batch_size must be >= 2 (in-batch negatives)")
         if self.hard_negatives < 0 or self.max_steps < 1 or self.checkpoint_every < 1:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
+        if self.char_pretrain_steps < 0:
+            raise ValueError("char_pretrain_steps must be >= 0")
+        if self.char_pretrain_steps and not self.use_char:
+            raise ValueError("char_pretrain_steps needs the char encoder (use_char)")
         if not (self.char_aug or self.token_aug or self.phrase_aug):
             raise ValueError("enable at least one augmentation level")
         for name in ("alpha", "alpha_proj"):
@@ -176,11 +186,13 @@ def _step_indices(n: int, batch: int, step: int, seed: int) -> np.ndarray:
 
 def build_model(cfg: PearlTrainingConfig) -> PearlModel:
     """A fresh PEARL model (equal to its backbone) configured for training."""
+    from phrasekit.encoders.char import CharCNNConfig
     from phrasekit.phrases.types import PHRASE_TYPES
 
     pcfg = PearlConfig(backbone=cfg.backbone, max_seq_length=cfg.max_seq_length,
                        use_char=cfg.use_char, types=list(PHRASE_TYPES),
-                       type_loss=cfg.use_type)
+                       type_loss=cfg.use_type,
+                       char=CharCNNConfig(out_linear=cfg.char_pretrain_steps > 0))
     model = PearlModel(pcfg)
     if cfg.freeze_embeddings:
         model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
@@ -193,10 +205,12 @@ def _optimizer(model: PearlModel, cfg: PearlTrainingConfig) -> torch.optim.Adam:
          "base_lr": cfg.lr},
         {"params": list(model.proj.parameters()), "lr": cfg.lr_proj, "base_lr": cfg.lr_proj},
     ]
-    new = [*(model.char.parameters() if model.char is not None else []),
-           *(model.head.parameters() if model.head is not None and cfg.use_type else [])]
-    if new:
-        groups.append({"params": new, "lr": cfg.lr_new, "base_lr": cfg.lr_new})
+    lr_char = cfg.lr_new if cfg.lr_char is None else cfg.lr_char
+    for params, lr in ((list(model.char.parameters()) if model.char is not None else [], lr_char),
+                       (list(model.head.parameters()) if model.head is not None and cfg.use_type
+                        else [], cfg.lr_new)):
+        if params:
+            groups.append({"params": params, "lr": lr, "base_lr": lr})
     return torch.optim.Adam(groups)
 
 
@@ -241,12 +255,23 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                              "or delete the checkpoint")
         start, elapsed = int(meta["step"]), float(meta["elapsed_s"])
         history = meta.get("history", [])
+        mimic = meta.get("char_mimicry", {})
         logger.info("resuming from step %d (%.1f min already spent)", start, elapsed / 60)
+    else:
+        mimic = {}
 
     def checkpoint(step: int) -> None:
         save_checkpoint(ckpt, model, optimizer, {
             "step": step, "elapsed_s": elapsed, "fingerprint": cfg.fingerprint(),
-            "history": history})
+            "history": history, "char_mimicry": mimic})
+
+    if cfg.char_pretrain_steps and not mimic:
+        t_mimic = time.perf_counter()
+        mimic = pretrain_char(model, data.texts, CharMimicConfig(steps=cfg.char_pretrain_steps),
+                              seed=cfg.seed, show_progress=cfg.show_progress)
+        mimic["minutes"] = round((time.perf_counter() - t_mimic) / 60, 2)
+        elapsed += time.perf_counter() - t_mimic
+        checkpoint(start)  # a resume skips the mimicry
 
     t0, step = time.perf_counter(), start
     bar = tqdm(total=cfg.max_steps, initial=start, desc="PEARL", unit="step",
@@ -303,7 +328,7 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     if step < cfg.max_steps:  # stopped by the time budget: keep the progress
         checkpoint(step)
     return finish_pearl(cfg, model, dev_dir, steps_done=step, train_seconds=elapsed,
-                        history=history)
+                        history=history, extra={"char_mimicry": mimic} if mimic else None)
 
 
 def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | None,
