@@ -211,3 +211,19 @@ def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path):
     assert np.allclose(ea, eb, atol=1e-4)
     config = json.loads((tmp_path / "a" / "model" / "config.json").read_text())
     assert config["pearl"]["char"]["out_linear"] is True
+
+
+def test_type_head_can_read_the_output_embedding(tmp_path):
+    model = PearlModel(PearlConfig(types=["A", "B", "C"], type_head_on="output"))
+    assert model.head.in_features == 384
+    _, logits = model(TEXTS)
+    assert logits.shape == (4, 3)
+    logits.sum().backward()  # the type loss reaches the projection through the embedding
+    assert model.proj.weight.grad is not None and model.proj.weight.grad.abs().sum() > 0
+    model.save_pretrained(tmp_path / "m")
+    loaded = PearlEncoder.from_pretrained(tmp_path / "m")
+    assert loaded.model.config.type_head_on == "output"
+    top = loaded.predict_types(TEXTS, top=2)
+    assert len(top) == 4 and all(label in {"A", "B", "C"} for label, _ in top[0])
+    with pytest.raises(ValueError, match="type_head_on"):
+        PearlConfig(types=["A"], type_head_on="pooled")

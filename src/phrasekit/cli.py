@@ -471,6 +471,7 @@ def train_pearl_cmd(
     char_pretrain_steps: Annotated[int, typer.Option(help="LOVE-style pre-training steps of the char CNN (mimic the backbone) before fine-tuning; 0 = off.")] = 0,
     lr_char: Annotated[float | None, typer.Option(help="Char CNN learning rate (default: that of the new modules, 1e-3).")] = None,
     type_loss: Annotated[bool, typer.Option(help="Phrase-type classification loss.")] = True,
+    type_head_on: Annotated[str, typer.Option(help="What the type head reads: features ([phrase; char] vectors) or output (the final embedding, so the type loss shapes the space users search).")] = "features",
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
     phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,
@@ -501,7 +502,7 @@ def train_pearl_cmd(
             data_dir=str(data_dir), out_dir=str(out), max_steps=max_steps,
             max_minutes=max_minutes, batch_size=batch_size, hard_negatives=hard_negatives,
             lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
-            char_pretrain_steps=char_pretrain_steps, lr_char=lr_char,
+            char_pretrain_steps=char_pretrain_steps, lr_char=lr_char, type_head_on=type_head_on,
             token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
             seed=seed, num_threads=threads, dev_data_dir=str(root / "data"),
             show_progress=not quiet)

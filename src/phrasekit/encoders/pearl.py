@@ -3,8 +3,9 @@
 ``PearlModel`` is the trainable torch module: mean-pooled backbone vector ``p`` and byte-CNN
 vector ``c`` are concatenated, a linear projection maps ``[p; c]`` back to the backbone's size
 (initialised to ``[I, 0]``, so an untrained model equals its backbone exactly), and a softmax
-head on ``[p; c]`` predicts the phrase type (lexical class x entity type, PEARL's auxiliary
-task). ``PearlEncoder`` wraps it in phrasekit's encoder contract.
+head predicts the phrase type (lexical class x entity type, PEARL's auxiliary task), from
+``[p; c]`` or (``type_head_on="output"``) from the final normalised embedding itself.
+``PearlEncoder`` wraps it in phrasekit's encoder contract.
 
 On disk (``save_pretrained``): ``config.json`` + ``model.safetensors`` holding the backbone as
 float16 *differences* from the packaged backbone (unchanged tensors, e.g. the frozen word
@@ -48,6 +49,9 @@ def backbone_path(name: str) -> Path:
     return minilm_path()
 
 
+TYPE_HEAD_INPUTS = ("features", "output")
+
+
 @dataclass
 class PearlConfig:
     """Everything needed to rebuild a ``PearlModel`` (saved as JSON)."""
@@ -58,14 +62,20 @@ class PearlConfig:
     char: CharCNNConfig = field(default_factory=CharCNNConfig)
     types: list[str] = field(default_factory=list)
     type_loss: bool = True
+    type_head_on: str = "features"  # "features" ([p; c]) or "output" (the final embedding)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.type_head_on not in TYPE_HEAD_INPUTS:
+            raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}, "
+                             f"got {self.type_head_on!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
         return {
             "backbone": self.backbone, "max_seq_length": self.max_seq_length,
             "use_char": self.use_char, "char": self.char.to_dict(), "types": list(self.types),
-            "type_loss": self.type_loss, "extra": self.extra,
+            "type_loss": self.type_loss, "type_head_on": self.type_head_on, "extra": self.extra,
         }
 
     @classmethod
@@ -73,7 +83,8 @@ class PearlConfig:
         """Inverse of ``to_dict``; unknown keys are an error (a newer format)."""
         d = dict(d)
         char = CharCNNConfig.from_dict(d.pop("char", {}))
-        known = {"backbone", "max_seq_length", "use_char", "types", "type_loss", "extra"}
+        known = {"backbone", "max_seq_length", "use_char", "types", "type_loss", "type_head_on",
+                 "extra"}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown PEARL config keys {sorted(unknown)}")
@@ -101,7 +112,8 @@ class PearlModel(nn.Module):
             self.proj.weight.zero_()
             self.proj.weight[:, :hidden] = torch.eye(hidden)
             self.proj.bias.zero_()
-        self.head = nn.Linear(in_dim, len(config.types)) if config.types else None
+        head_in = hidden if config.type_head_on == "output" else in_dim
+        self.head = nn.Linear(head_in, len(config.types)) if config.types else None
 
     def pooled(self, texts: Sequence[str]) -> torch.Tensor:
         """The backbone's mean-pooled token vectors (batch, hidden)."""
@@ -125,8 +137,9 @@ class PearlModel(nn.Module):
         """(L2-normalised embeddings (batch, dim), type logits or None)."""
         feats = self.features(texts)
         emb = nn.functional.normalize(self.proj(feats), dim=-1)
-        logits = self.head(feats) if self.head is not None else None
-        return emb, logits
+        if self.head is None:
+            return emb, None
+        return emb, self.head(emb if self.config.type_head_on == "output" else feats)
 
     # ---- persistence -------------------------------------------------------------------------
 
@@ -317,8 +330,8 @@ class PearlEncoder(Encoder):
         out: list[list[tuple[str, float]]] = []
         with torch.inference_mode():
             for s in range(0, len(items), self.default_batch_size):
-                feats = self.model.features(items[s : s + self.default_batch_size])
-                probs = torch.softmax(self.model.head(feats), dim=-1)
+                _, logits = self.model(items[s : s + self.default_batch_size])
+                probs = torch.softmax(logits, dim=-1)
                 p, i = probs.topk(min(top, probs.shape[1]), dim=-1)
                 out.extend([[(self.types[j], float(q)) for q, j in zip(pr, ix, strict=True)]
                             for pr, ix in zip(p.tolist(), i.tolist(), strict=True)])

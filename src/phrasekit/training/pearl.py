@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel
+from phrasekit.encoders.pearl import TYPE_HEAD_INPUTS, PearlConfig, PearlEncoder, PearlModel
 from phrasekit.io import write_json
 from phrasekit.training.averaging import select_alphas
 from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
@@ -63,6 +63,7 @@ class PearlTrainingConfig:
     lr_proj: float = 1e-4
     lr_char: float | None = None  # char encoder's rate; None: lr_new
     char_pretrain_steps: int = 0  # LOVE-style mimicry of the backbone first (char_mimic.py)
+    type_head_on: str = "features"  # the type head reads [p; c] or the output embedding
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -93,7 +94,7 @@ class PearlTrainingConfig:
                 "freeze_embeddings", "limit_phrases")
         d = asdict(self)
         # settings added later count only when changed, so older checkpoints still resume
-        keys += tuple(k for k in ("lr_char", "char_pretrain_steps")
+        keys += tuple(k for k in ("lr_char", "char_pretrain_steps", "type_head_on")
                       if d[k] != PearlTrainingConfig.__dataclass_fields__[k].default)
         blob = json.dumps({k: d[k] for k in keys}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -104,6 +105,8 @@ class PearlTrainingConfig:
             raise ValueError("batch_size must be >= 2 (in-batch negatives)")
         if self.hard_negatives < 0 or self.max_steps < 1 or self.checkpoint_every < 1:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
+        if self.type_head_on not in TYPE_HEAD_INPUTS:
+            raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}")
         if self.char_pretrain_steps < 0:
             raise ValueError("char_pretrain_steps must be >= 0")
         if self.char_pretrain_steps and not self.use_char:
@@ -191,7 +194,7 @@ def build_model(cfg: PearlTrainingConfig) -> PearlModel:
 
     pcfg = PearlConfig(backbone=cfg.backbone, max_seq_length=cfg.max_seq_length,
                        use_char=cfg.use_char, types=list(PHRASE_TYPES),
-                       type_loss=cfg.use_type,
+                       type_loss=cfg.use_type, type_head_on=cfg.type_head_on,
                        char=CharCNNConfig(out_linear=cfg.char_pretrain_steps > 0))
     model = PearlModel(pcfg)
     if cfg.freeze_embeddings:
