@@ -111,6 +111,14 @@ def test_topics_bad_label_view_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("spec", ["ppdb", "parrot=2", "ppdb=0", "ppdb=x"])
+def test_train_phrase_bert_bad_repeat_source_exit_2(tmp_path, spec):
+    res = invoke("train", "phrase-bert", "--out", tmp_path / "o", "--data", tmp_path,
+                 "--repeat-source", spec, "--quiet")
+    assert res.exit_code == 2 and "--repeat-source" in res.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_topics_bad_k_range_exit_2(tmp_path):
     res = invoke("topics", "sample", "--out", tmp_path / "o", "--k-min", "9", "--k-max", "3")
     assert res.exit_code == 2 and "k-min" in res.output

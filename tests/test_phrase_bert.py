@@ -320,6 +320,15 @@ def test_ablations_select_the_datasets(dataset, tmp_path):
     only_para = load_triplets(_cfg(data, tmp_path, 1, use_context=False, max_paraphrase=5))
     assert list(only_ctx) == ["context"] and list(only_para) == ["paraphrase"]
     assert len(only_para["paraphrase"]) == 5
+    plain = load_triplets(_cfg(data, tmp_path, 1, use_context=False))["paraphrase"]
+    source = plain[0]["source"]
+    repeated = load_triplets(_cfg(data, tmp_path, 1, use_context=False,
+                                  source_repeat={source: 3}))["paraphrase"]
+    n = sum(r["source"] == source for r in plain)
+    assert len(repeated) == len(plain) + 2 * n
+    assert sum(r["source"] == source for r in repeated) == 3 * n
+    with pytest.raises(ValueError, match="source_repeat"):
+        _cfg(data, tmp_path, 1, source_repeat={source: 0}).validate()
 
 
 # ------------------------------------------------------------------------------ bad input

@@ -607,6 +607,20 @@ def train_phrase_bert_data_cmd(
     _run(body)
 
 
+def _source_repeats(specs: list[str]) -> dict[str, int]:
+    """``["ppdb=10", ...]`` -> ``{"ppdb": 10}``, with a clear error for anything else."""
+    from phrasekit.training.phrase_bert_data import PARAPHRASE_SOURCES
+
+    out: dict[str, int] = {}
+    for spec in specs:
+        name, sep, count = spec.partition("=")
+        if not sep or name not in PARAPHRASE_SOURCES or not count.isdigit() or int(count) < 1:
+            raise typer.BadParameter(f"--repeat-source takes SOURCE=N with SOURCE one of "
+                                     f"{', '.join(PARAPHRASE_SOURCES)} and N >= 1, got {spec!r}")
+        out[name] = int(count)
+    return out
+
+
 @train_app.command("phrase-bert")
 def train_phrase_bert_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder: checkpoint, report.json, model/.")],
@@ -614,6 +628,7 @@ def train_phrase_bert_cmd(
     max_paraphrase: Annotated[int | None, typer.Option(help="Use the first N paraphrase triplets (default: all).")] = None,
     max_context: Annotated[int | None, typer.Option(help="Use the first N context triplets (default: all).")] = None,
     no_paraphrase: Annotated[bool, typer.Option("--no-paraphrase", help="Context triplets only (the paper's Phrase-BERT-context ablation).")] = False,
+    repeat_source: Annotated[list[str] | None, typer.Option(help="SOURCE=N: repeat that source's paraphrase triplets N times per epoch (e.g. ppdb=10; repeatable).")] = None,
     no_context: Annotated[bool, typer.Option("--no-context", help="Paraphrase triplets only (the paper's Phrase-BERT-phrase ablation).")] = False,
     max_steps: Annotated[int | None, typer.Option(help="Stop after this many steps (the schedule stays that of the whole epoch).")] = None,
     max_minutes: Annotated[float | None, typer.Option(help="Stop (and checkpoint) after this many minutes.")] = None,
@@ -650,7 +665,8 @@ def train_phrase_bert_cmd(
             use_context=not no_context, max_paraphrase=max_paraphrase, max_context=max_context,
             max_steps=max_steps, max_minutes=max_minutes, checkpoint_every=checkpoint_every,
             alpha=alpha, seed=seed, num_threads=threads, show_progress=not quiet,
-            dev_data_dir=str(Path(shared) / "data") if shared else None)
+            dev_data_dir=str(Path(shared) / "data") if shared else None,
+            source_repeat=_source_repeats(repeat_source or []))
         report = train_phrase_bert(cfg)
         per_step = ", ".join(f"{k} {v:.2f}" for k, v in report["seconds_per_step"].items())
         typer.echo(f"Phrase-BERT: {report['steps']}/{report['total_steps']} steps in "

@@ -105,6 +105,8 @@ class PhraseBertTrainingConfig:
     use_context: bool = True
     max_paraphrase: int | None = None
     max_context: int | None = None
+    # paraphrase triplets of a source repeated N times per epoch, e.g. {"ppdb": 10}
+    source_repeat: dict[str, int] = field(default_factory=dict)
     phrase_tokens: int = 16
     context_tokens: int = 128
     freeze_embeddings: bool = True
@@ -124,6 +126,8 @@ class PhraseBertTrainingConfig:
                 "margin", "normalize", "use_paraphrase", "use_context", "max_paraphrase",
                 "max_context", "phrase_tokens", "context_tokens", "freeze_embeddings")
         d = asdict(self)
+        if self.source_repeat:  # added later: counted only when set, so old runs still resume
+            keys += ("source_repeat",)
         blob = json.dumps({**{k: d[k] for k in keys}, "sizes": sizes}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -145,6 +149,8 @@ class PhraseBertTrainingConfig:
             (self.max_paraphrase is None or self.max_paraphrase >= 0,
              "max_paraphrase must be >= 0"),
             (self.max_context is None or self.max_context >= 0, "max_context must be >= 0"),
+            (all(isinstance(n, int) and n >= 1 for n in self.source_repeat.values()),
+             f"source_repeat counts must be integers >= 1, got {self.source_repeat}"),
             (self.alpha is None or 0 <= self.alpha <= 1,
              f"alpha must be in [0, 1], got {self.alpha}"),
             (bool(self.alphas) and all(0 <= a <= 1 for a in self.alphas),
@@ -256,7 +262,9 @@ def lr_factor(step: int, total: int, warmup: float) -> float:
 
 
 def load_triplets(cfg: PhraseBertTrainingConfig) -> dict[str, list[dict[str, str]]]:
-    """The enabled datasets, cut to ``max_paraphrase`` / ``max_context``."""
+    """The enabled datasets, cut to ``max_paraphrase`` / ``max_context``; paraphrase triplets
+    of the sources in ``source_repeat`` appear that many times (upweighting, e.g., PPDB's
+    lexically diverse pairs against the far more numerous WordNet synonyms)."""
     from phrasekit.training.phrase_bert_data import CONTEXT_FILE, PARAPHRASE_FILE, read_triplets
 
     data: dict[str, list[dict[str, str]]] = {}
@@ -267,6 +275,8 @@ def load_triplets(cfg: PhraseBertTrainingConfig) -> dict[str, list[dict[str, str
         if not use:
             continue
         rows = read_triplets(Path(cfg.data_dir) / name, limit)
+        if kind == "paraphrase" and cfg.source_repeat:
+            rows = [r for r in rows for _ in range(cfg.source_repeat.get(r.get("source", ""), 1))]
         if not rows:
             flag = "--no-paraphrase" if kind == "paraphrase" else "--no-context"
             raise ValueError(f"no {kind} triplets in {Path(cfg.data_dir) / name} "
