@@ -471,7 +471,7 @@ def train_pearl_cmd(
     char_pretrain_steps: Annotated[int, typer.Option(help="LOVE-style pre-training steps of the char CNN (mimic the backbone) before fine-tuning; 0 = off.")] = 0,
     lr_char: Annotated[float | None, typer.Option(help="Char CNN learning rate (default: that of the new modules, 1e-3).")] = None,
     type_loss: Annotated[bool, typer.Option(help="Phrase-type classification loss.")] = True,
-    type_head_on: Annotated[str, typer.Option(help="What the type head reads: features ([phrase; char] vectors) or output (the final embedding, so the type loss shapes the space users search).")] = "features",
+    type_head_on: Annotated[str, typer.Option(help="What the type head reads: output (the final embedding, so the type loss shapes the space users search; the shipped model) or features (the [phrase; char] vectors, the recipe before).")] = "output",
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
     phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,

@@ -63,7 +63,7 @@ class PearlTrainingConfig:
     lr_proj: float = 1e-4
     lr_char: float | None = None  # char encoder's rate; None: lr_new
     char_pretrain_steps: int = 0  # LOVE-style mimicry of the backbone first (char_mimic.py)
-    type_head_on: str = "features"  # the type head reads [p; c] or the output embedding
+    type_head_on: str = "output"  # the type head reads the output embedding or [p; c]
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -93,9 +93,9 @@ class PearlTrainingConfig:
                 "max_seq_length", "use_char", "use_type", "char_aug", "token_aug", "phrase_aug",
                 "freeze_embeddings", "limit_phrases")
         d = asdict(self)
-        # settings added later count only when changed, so older checkpoints still resume
-        keys += tuple(k for k in ("lr_char", "char_pretrain_steps", "type_head_on")
-                      if d[k] != PearlTrainingConfig.__dataclass_fields__[k].default)
+        # settings added later count only when they differ from the behaviour before them, so
+        # older checkpoints still resume
+        keys += tuple(k for k, before in _LATER_SETTINGS.items() if d[k] != before)
         blob = json.dumps({k: d[k] for k in keys}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -122,6 +122,10 @@ class PearlTrainingConfig:
                 raise FileNotFoundError(
                     f"{Path(self.data_dir) / name} missing: build the dataset first "
                     "(phrasekit train pearl-data --out DIR)")
+
+
+_LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
+                                   "type_head_on": "features"}
 
 
 @dataclass
