@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import phrasekit
@@ -46,3 +47,14 @@ def test_precision_shorthand():
     assert enc.precision == "bf16" and enc.name == "minilm@bf16"
     with pytest.raises(ValueError, match="precision"):
         phrasekit.load("minilm@fp8")
+
+
+def test_packaged_phrase_bert_loads_offline_and_differs_from_minilm(minilm):
+    """The shipped Phrase-BERT weights load by name and are a real fine-tune of MiniLM."""
+    enc = phrasekit.load("phrase-bert-minilm")
+    texts = ["interest rates", "the cost of borrowing", "a red car"]
+    a, b = enc.encode(texts), minilm.encode(texts)
+    assert enc.name == "phrase-bert-minilm" and a.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-4)
+    assert not np.allclose(a, b, atol=1e-3)
+    assert "phrase-bert-minilm" in phrasekit.available_models()

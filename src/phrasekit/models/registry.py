@@ -89,14 +89,20 @@ def packaged_model_dir(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "models" / name
 
 
+def _require_packaged(name: str, train_command: str) -> Path:
+    """The packaged model's folder, or a clear error naming the command that retrains it."""
+    path = packaged_model_dir(name)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"the packaged {name} weights are missing from {path}; "
+                                f"reinstall phrasekit or train one with `{train_command}`")
+    return path
+
+
 @register(PEARL_MINILM, "PEARL phrase encoder trained by phrasekit on all-MiniLM-L6-v2 + char CNN")
 def _pearl_minilm(**kwargs: Any) -> Encoder:
     from phrasekit.encoders.pearl import PearlEncoder
 
-    path = packaged_model_dir(PEARL_MINILM)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"the packaged {PEARL_MINILM} weights are missing from {path}; "
-                                "reinstall phrasekit or train one with `phrasekit train pearl`")
+    path = _require_packaged(PEARL_MINILM, "phrasekit train pearl")
     precision = kwargs.pop("precision", "fp32")
     if precision != "fp32":
         raise ValueError(f"{PEARL_MINILM} supports precision fp32 only, got {precision!r}")
@@ -111,11 +117,20 @@ UCTOPIC_MINILM = "uctopic-minilm"
 def _uctopic_minilm(**kwargs: Any) -> Encoder:
     from phrasekit.encoders.span import SpanEncoder
 
-    path = packaged_model_dir(UCTOPIC_MINILM)
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"the packaged {UCTOPIC_MINILM} weights are missing from {path}; "
-                                "reinstall phrasekit or train one with `phrasekit train uctopic`")
+    path = _require_packaged(UCTOPIC_MINILM, "phrasekit train uctopic")
     return SpanEncoder.from_pretrained(path, name=UCTOPIC_MINILM, **kwargs)
+
+
+PHRASE_BERT_MINILM = "phrase-bert-minilm"
+
+
+@register(PHRASE_BERT_MINILM, "Phrase-BERT: all-MiniLM-L6-v2 fine-tuned by phrasekit with "
+                              "triplets on paraphrases and phrases in context (mean pooling)")
+def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
+    from phrasekit.training.phrase_bert import load_phrase_bert
+
+    path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
+    return load_phrase_bert(path, name=PHRASE_BERT_MINILM, **kwargs)
 
 
 def _register_facet_models() -> None:
