@@ -127,6 +127,8 @@ def test_training_validates_before_work(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="build the dataset"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "o")).validate()
+    with pytest.raises(ValueError, match="type_weight"):
+        PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", type_weight=-1).validate()
     with pytest.raises(ValueError, match="augmentation"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", char_aug=False,
                             token_aug=False, phrase_aug=False).validate()

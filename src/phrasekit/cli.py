@@ -471,6 +471,7 @@ def train_pearl_cmd(
     char_pretrain_steps: Annotated[int, typer.Option(help="LOVE-style pre-training steps of the char CNN (mimic the backbone) before fine-tuning; 0 = off.")] = 0,
     lr_char: Annotated[float | None, typer.Option(help="Char CNN learning rate (default: that of the new modules, 1e-3).")] = None,
     type_loss: Annotated[bool, typer.Option(help="Phrase-type classification loss.")] = True,
+    type_weight: Annotated[float, typer.Option(help="Weight of the type loss next to InfoNCE.")] = 1.0,
     type_head_on: Annotated[str, typer.Option(help="What the type head reads: output (the final embedding, so the type loss shapes the space users search; the shipped model) or features (the [phrase; char] vectors, the recipe before).")] = "output",
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
@@ -503,6 +504,7 @@ def train_pearl_cmd(
             max_minutes=max_minutes, batch_size=batch_size, hard_negatives=hard_negatives,
             lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
             char_pretrain_steps=char_pretrain_steps, lr_char=lr_char, type_head_on=type_head_on,
+            type_weight=type_weight,
             token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
             seed=seed, num_threads=threads, dev_data_dir=str(root / "data"),
             show_progress=not quiet)

@@ -107,6 +107,8 @@ class PearlTrainingConfig:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
         if self.type_head_on not in TYPE_HEAD_INPUTS:
             raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}")
+        if self.type_weight < 0:
+            raise ValueError(f"type_weight must be >= 0, got {self.type_weight}")
         if self.char_pretrain_steps < 0:
             raise ValueError("char_pretrain_steps must be >= 0")
         if self.char_pretrain_steps and not self.use_char:
