@@ -22,7 +22,6 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.char import bytes_batch
 from phrasekit.training.augment import CharAugment
 from phrasekit.training.losses import InfoNCELoss
 
@@ -83,7 +82,6 @@ def pretrain_char(model: Any, texts: Sequence[str], cfg: CharMimicConfig, seed: 
                          f"{targets.shape[1]}")
     typo, nce = CharAugment(), InfoNCELoss(cfg.temperature)
     optimizer = torch.optim.Adam(char.parameters(), lr=cfg.lr)
-    device = next(char.parameters()).device
     char.train()
     history, window = [], []
     for step in tqdm(range(cfg.steps), desc="char mimicry", unit="step",
@@ -93,8 +91,8 @@ def pretrain_char(model: Any, texts: Sequence[str], cfg: CharMimicConfig, seed: 
         batch = [phrases[i] for i in idx]
         if cfg.typo_prob:
             batch = [(typo(t, rng) or t) if rng.random() < cfg.typo_prob else t for t in batch]
-        pred = char(bytes_batch(batch, char.config.max_chars).to(device))
-        target = targets[torch.as_tensor(idx)].to(device)
+        pred = char.encode_texts(batch)
+        target = targets[torch.as_tensor(idx)].to(pred.device)
         loss_nce = nce(nn.functional.normalize(pred, dim=-1),
                        nn.functional.normalize(target, dim=-1))
         loss = loss_nce + cfg.mse_weight * nn.functional.mse_loss(pred, target)

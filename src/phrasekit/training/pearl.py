@@ -214,12 +214,12 @@ def _optimizer(model: PearlModel, cfg: PearlTrainingConfig) -> torch.optim.Adam:
          "base_lr": cfg.lr},
         {"params": list(model.proj.parameters()), "lr": cfg.lr_proj, "base_lr": cfg.lr_proj},
     ]
-    lr_char = cfg.lr_new if cfg.lr_char is None else cfg.lr_char
-    for params, lr in ((list(model.char.parameters()) if model.char is not None else [], lr_char),
-                       (list(model.head.parameters()) if model.head is not None and cfg.use_type
-                        else [], cfg.lr_new)):
-        if params:
-            groups.append({"params": params, "lr": lr, "base_lr": lr})
+    if model.char is not None:
+        lr = cfg.lr_new if cfg.lr_char is None else cfg.lr_char
+        groups.append({"params": list(model.char.parameters()), "lr": lr, "base_lr": lr})
+    if model.head is not None and cfg.use_type:
+        groups.append({"params": list(model.head.parameters()), "lr": cfg.lr_new,
+                       "base_lr": cfg.lr_new})
     return torch.optim.Adam(groups)
 
 
