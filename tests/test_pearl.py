@@ -229,3 +229,72 @@ def test_type_head_can_read_the_output_embedding(tmp_path):
     assert len(top) == 4 and all(label in {"A", "B", "C"} for label, _ in top[0])
     with pytest.raises(ValueError, match="type_head_on"):
         PearlConfig(types=["A"], type_head_on="pooled")
+
+
+def test_similarity_preservation_loss_is_zero_only_for_the_same_geometry():
+    from phrasekit.training.losses import SimilarityPreservationLoss
+
+    loss = SimilarityPreservationLoss()
+    x = torch.nn.functional.normalize(torch.randn(8, 16), dim=-1)
+    rotation, _ = torch.linalg.qr(torch.randn(16, 16))
+    assert loss(x, x).item() == pytest.approx(0.0, abs=1e-6)
+    assert loss(x @ rotation, x).item() == pytest.approx(0.0, abs=1e-5)  # cosines kept
+    assert loss(x.roll(1, dims=0), x).item() > 0.01
+    with pytest.raises(ValueError, match="shapes differ"):
+        loss(x, x[:4])
+
+
+def test_preservation_keeps_the_trained_model_near_the_backbone_geometry(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+
+    phrases = _tiny_phrases(tmp_path)[:40]  # also writes the dataset
+
+    def drift(weight: float) -> float:
+        out = tmp_path / f"w{weight}"
+        train_pearl(PearlTrainingConfig(
+            data_dir=str(tmp_path / "data"), out_dir=str(out), batch_size=8, max_steps=6,
+            lr=3e-4, lr_proj=3e-3, alpha=1.0, max_seq_length=12, preserve_weight=weight,
+            show_progress=False))
+        e = PearlEncoder.from_pretrained(out / "model").encode(phrases)
+        r = PearlModel(PearlConfig()).eval()
+        with torch.no_grad():
+            ref = r(phrases)[0].numpy()
+        return float(np.mean((e @ e.T - ref @ ref.T) ** 2))
+
+    assert drift(5.0) < drift(0.0)
+    with pytest.raises(ValueError, match="preserve_weight"):
+        PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", preserve_weight=-1).validate()
+
+
+def test_length_covariance_counts_only_length_information_beyond_the_reference():
+    from phrasekit.training.losses import LengthCovarianceLoss
+
+    loss = LengthCovarianceLoss()
+    g = torch.Generator().manual_seed(0)
+    ref = torch.nn.functional.normalize(torch.randn(32, 16, generator=g), dim=-1)
+    lengths = torch.arange(32, dtype=torch.float32)
+    z = (lengths - lengths.mean()) / lengths.std()
+    direction = torch.zeros(16)
+    direction[0] = 1.0
+    with_length = ref + 0.5 * z[:, None] * direction
+    assert loss(ref, lengths, ref).item() == pytest.approx(0.0, abs=1e-9)
+    assert loss(with_length, lengths, ref).item() == pytest.approx(0.25 * (31 / 32) ** 2, rel=1e-4)
+    assert loss(with_length, lengths).item() > loss(ref, lengths).item()
+    assert loss(with_length, torch.full((32,), 5.0)).item() == 0.0  # equal lengths: no signal
+    with pytest.raises(ValueError, match="one length per row"):
+        loss(ref, lengths[:3])
+
+
+def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+
+    _tiny_dataset(tmp_path / "data")
+    cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "r"),
+                              batch_size=6, max_steps=2, alpha=0.5, max_seq_length=12,
+                              length_weight=50.0, show_progress=False)
+    report = train_pearl(cfg)
+    assert report["steps"] == 2 and report["settings"]["length_weight"] == 50.0
+    assert cfg.fingerprint() != PearlTrainingConfig(**{**cfg.__dict__, "length_weight": 0.0}
+                                                    ).fingerprint()
+    with pytest.raises(ValueError, match="length_weight"):
+        PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", length_weight=-1).validate()

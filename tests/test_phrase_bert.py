@@ -34,6 +34,7 @@ from phrasekit.training.phrase_bert_data import (
     content_word,
     content_words,
     corrupt_phrase,
+    labelled_ppdb_triplets,
     lexically_disjoint,
     masked_window,
     read_triplets,
@@ -204,6 +205,37 @@ def test_test_strings_are_removed_and_counted(dataset, tokenizer):
                                          24)
     assert stats["dropped"]["test_string"] == 1 and filt2.removed_phrases_unique == 1
     assert rows == []  # the one phrase left has no context from another document
+
+
+def test_labelled_ppdb_triplets_use_judged_train_pairs_only():
+    from phrasekit.training.pearl_data import read_ppdb
+    from phrasekit.training.pearl_data import strip_outer_punct as strip
+
+    data = PEARL / "data"
+    judged = {name: {(strip(a), strip(b), y)
+                     for a, b, y in read_ppdb(data / name / f"{name}.json", "train")}
+              for name in ("ppdb", "ppdb_filtered")}
+
+    def has(name: str, a: str, b: str, label: bool) -> bool:
+        return (a, b, label) in judged[name] or (b, a, label) in judged[name]
+
+    rows, stats = labelled_ppdb_triplets(data, ["ppdb", "ppdb_filtered"],
+                                         BenchmarkStringFilter({}), BenchmarkStringFilter({}),
+                                         random.Random(0))
+    assert stats["triplets_per_source"]["ppdb_filtered:labelled"] >= 3
+    for r in rows:
+        name = r["source"].split(":")[0]
+        assert has(name, r["anchor"], r["positive"], True)
+        assert has(name, r["anchor"], r["negative"], False)
+    again, _ = labelled_ppdb_triplets(data, ["ppdb", "ppdb_filtered"], BenchmarkStringFilter({}),
+                                      BenchmarkStringFilter({}), random.Random(0))
+    assert again == rows  # seeded
+    # a judged negative that is a benchmark string is never used
+    banned = rows[0]["negative"]
+    filt = BenchmarkStringFilter({"x/test": {normalize(banned)}})
+    rows2, _ = labelled_ppdb_triplets(data, ["ppdb_filtered", "ppdb"], BenchmarkStringFilter({}),
+                                      filt, random.Random(0))
+    assert all(r["negative"] != banned for r in rows2) and filt.removed_phrases_unique == 1
 
 
 # ------------------------------------------------------------------------------ loss, schedule

@@ -472,6 +472,8 @@ def train_pearl_cmd(
     lr_char: Annotated[float | None, typer.Option(help="Char CNN learning rate (default: that of the new modules, 1e-3).")] = None,
     type_loss: Annotated[bool, typer.Option(help="Phrase-type classification loss.")] = True,
     type_weight: Annotated[float, typer.Option(help="Weight of the type loss next to InfoNCE.")] = 1.0,
+    preserve_weight: Annotated[float, typer.Option(help="Weight of a term keeping in-batch cosines near the initial model's; 0 = off.")] = 0.0,
+    length_weight: Annotated[float, typer.Option(help="Weight of a term charging for length information beyond the initial model's (keeps entity clusters from splitting by length); 0 = off.")] = 0.0,
     type_head_on: Annotated[str, typer.Option(help="What the type head reads: output (the final embedding, so the type loss shapes the space users search; the shipped model) or features (the [phrase; char] vectors, the recipe before).")] = "output",
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
@@ -504,7 +506,8 @@ def train_pearl_cmd(
             max_minutes=max_minutes, batch_size=batch_size, hard_negatives=hard_negatives,
             lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
             char_pretrain_steps=char_pretrain_steps, lr_char=lr_char, type_head_on=type_head_on,
-            type_weight=type_weight,
+            type_weight=type_weight, preserve_weight=preserve_weight,
+            length_weight=length_weight,
             token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
             seed=seed, num_threads=threads, dev_data_dir=str(root / "data"),
             show_progress=not quiet)
@@ -576,6 +579,7 @@ def train_phrase_bert_data_cmd(
     phrase_vocab: Annotated[list[str] | None, typer.Option(help="CORPUS=FILE: a cached `phrasekit phrases` vocabulary whose multi-word phrases replace the spaCy pass for that corpus; repeat.")] = None,
     context_tokens: Annotated[int, typer.Option(help="WordPiece tokens per context window (mask included).")] = 120,
     drop_binomials: Annotated[bool, typer.Option(help="Leave out WordNet's Latin binomials ('Ursus horribilis'), ~45% of its triplets.")] = False,
+    labelled_ppdb: Annotated[bool, typer.Option(help="Also make triplets from the judged pairs of the PPDB train splits (a labelled paraphrase as p+, a labelled non-paraphrase as p-; sources ppdb:labelled, ppdb_filtered:labelled).")] = False,
     seed: Annotated[int, typer.Option(help="Random seed (sampling, negatives, order).")] = 0,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -598,7 +602,8 @@ def train_phrase_bert_data_cmd(
         report = build_phrase_bert_dataset(
             out, shared_dir=shared, max_paraphrase=max_paraphrase, max_context=max_context,
             max_words=max_words, corpora=corpus or None, phrase_vocabs=vocabs,
-            context_tokens=context_tokens, drop_binomials=drop_binomials, seed=seed,
+            context_tokens=context_tokens, drop_binomials=drop_binomials,
+            labelled_ppdb=labelled_ppdb, seed=seed,
             show_progress=not quiet)
         removed = report["test_string_filter"]
         typer.echo(f"Phrase-BERT data -> {out}: {report['paraphrase_triplets']} paraphrase and "
@@ -611,14 +616,15 @@ def train_phrase_bert_data_cmd(
 
 def _source_repeats(specs: list[str]) -> dict[str, int]:
     """``["ppdb=10", ...]`` -> ``{"ppdb": 10}``, with a clear error for anything else."""
-    from phrasekit.training.phrase_bert_data import PARAPHRASE_SOURCES
+    from phrasekit.training.phrase_bert_data import LABELLED_SOURCES, PARAPHRASE_SOURCES
 
+    known = PARAPHRASE_SOURCES + LABELLED_SOURCES
     out: dict[str, int] = {}
     for spec in specs:
         name, sep, count = spec.partition("=")
-        if not sep or name not in PARAPHRASE_SOURCES or not count.isdigit() or int(count) < 1:
+        if not sep or name not in known or not count.isdigit() or int(count) < 1:
             raise typer.BadParameter(f"--repeat-source takes SOURCE=N with SOURCE one of "
-                                     f"{', '.join(PARAPHRASE_SOURCES)} and N >= 1, got {spec!r}")
+                                     f"{', '.join(known)} and N >= 1, got {spec!r}")
         out[name] = int(count)
     return out
 

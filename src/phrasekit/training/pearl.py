@@ -38,7 +38,12 @@ from phrasekit.io import write_json
 from phrasekit.training.averaging import select_alphas
 from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
-from phrasekit.training.losses import InfoNCELoss, TypeClassificationLoss
+from phrasekit.training.losses import (
+    InfoNCELoss,
+    LengthCovarianceLoss,
+    SimilarityPreservationLoss,
+    TypeClassificationLoss,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +69,8 @@ class PearlTrainingConfig:
     lr_char: float | None = None  # char encoder's rate; None: lr_new
     char_pretrain_steps: int = 0  # LOVE-style mimicry of the backbone first (char_mimic.py)
     type_head_on: str = "output"  # the type head reads the output embedding or [p; c]
+    preserve_weight: float = 0.0  # keep in-batch cosines near the initial model's (0 = off)
+    length_weight: float = 0.0  # no more length covariance than the initial model (0 = off)
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -107,8 +114,9 @@ class PearlTrainingConfig:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
         if self.type_head_on not in TYPE_HEAD_INPUTS:
             raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}")
-        if self.type_weight < 0:
-            raise ValueError(f"type_weight must be >= 0, got {self.type_weight}")
+        for name in ("type_weight", "preserve_weight", "length_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.char_pretrain_steps < 0:
             raise ValueError("char_pretrain_steps must be >= 0")
         if self.char_pretrain_steps and not self.use_char:
@@ -127,7 +135,8 @@ class PearlTrainingConfig:
 
 
 _LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
-                                   "type_head_on": "features"}
+                                   "type_head_on": "features", "preserve_weight": 0.0,
+                                   "length_weight": 0.0}
 
 
 @dataclass
@@ -208,6 +217,15 @@ def build_model(cfg: PearlTrainingConfig) -> PearlModel:
     return model
 
 
+def _frozen_copy(model: PearlModel) -> PearlModel:
+    """A gradient-free copy in eval mode (no dropout), e.g. of the initial model."""
+    import copy
+
+    ref = copy.deepcopy(model).eval()
+    ref.requires_grad_(False)
+    return ref
+
+
 def _optimizer(model: PearlModel, cfg: PearlTrainingConfig) -> torch.optim.Adam:
     groups = [
         {"params": [p for p in model.backbone.parameters() if p.requires_grad], "lr": cfg.lr,
@@ -252,8 +270,12 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     type_of = dict(zip(data.texts, data.types.tolist(), strict=True))
 
     model = build_model(cfg)
+    # the untrained model is its backbone (projection [I, 0]): the reference for preservation
+    needs_reference = cfg.preserve_weight > 0 or cfg.length_weight > 0
+    reference = _frozen_copy(model) if needs_reference else None
     model.train()
     optimizer = _optimizer(model, cfg)
+    preserve, length_cov = SimilarityPreservationLoss(), LengthCovarianceLoss()
     nce, type_loss = InfoNCELoss(cfg.temperature), TypeClassificationLoss()
     ckpt = out / CHECKPOINT
     start, elapsed, history = 0, 0.0, []
@@ -314,12 +336,25 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                                   + [type_of.get(n, -1) for n in negatives])
             loss_t = type_loss(logits, labels)
             loss = loss + cfg.type_weight * loss_t
+        loss_p = loss_len = torch.zeros(())
+        if reference is not None:
+            texts = anchors + positives + negatives
+            with torch.no_grad():
+                ref, _ = reference(texts if cfg.length_weight > 0 else anchors)
+            if cfg.preserve_weight > 0:
+                loss_p = preserve(emb[:b], ref[:b])
+                loss = loss + cfg.preserve_weight * loss_p
+            if cfg.length_weight > 0:
+                lengths = torch.tensor([len(t) for t in texts], dtype=torch.float32)
+                loss_len = length_cov(emb, lengths, ref)
+                loss = loss + cfg.length_weight * loss_len
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         window.append(float(loss_nce.detach()))
         bar.update(1)
-        bar.set_postfix(nce=f"{loss_nce.item():.3f}", type=f"{loss_t.item():.3f}")
+        bar.set_postfix(nce=f"{loss_nce.item():.3f}", type=f"{loss_t.item():.3f}",
+                        keep=f"{loss_p.item():.3f}", length=f"{loss_len.item():.4f}")
         if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.max_steps:
             now = time.perf_counter()
             elapsed += now - t0

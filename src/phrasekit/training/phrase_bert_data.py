@@ -86,6 +86,8 @@ CONTEXT_FILE = "context_triplets.jsonl.gz"
 OUTPUT_FILES: tuple[str, ...] = (PARAPHRASE_FILE, CONTEXT_FILE, "report.json")
 #: Paraphrase sources (PPDB files are read on their train split only).
 PARAPHRASE_SOURCES: tuple[str, ...] = ("ppdb", "ppdb_filtered", "wordnet")
+#: Sources of :func:`labelled_ppdb_triplets` (opt-in: ``labelled_ppdb=True``).
+LABELLED_SOURCES: tuple[str, ...] = ("ppdb:labelled", "ppdb_filtered:labelled")
 #: Corpora used for contexts by default: long documents (120-token windows) and no dev split.
 DEFAULT_CONTEXT_CORPORA: tuple[str, ...] = ("bbc_news", "20newsgroups", "arxiv_abstracts_cc0")
 #: Corpus words sampled for contexts (spaCy parses ~2-5k words/s on two busy cores).
@@ -275,6 +277,51 @@ def build_paraphrase_triplets(
              "dropped": dict(sorted(dropped.items())), "negative_vocabulary": len(vocabulary),
              "negatives_redrawn_test_string": redrawn}
     return triplets, stats
+
+
+def labelled_ppdb_triplets(data_dir: Path, names: Sequence[str], filt: BenchmarkStringFilter,
+                           neg_filter: BenchmarkStringFilter, rng: random.Random,
+                           ) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Triplets from the *judged* pairs of the PPDB / PPDB-filtered **train** splits: (p, p+, p−)
+    where (p, p+) is labelled a paraphrase and (p, p−) is labelled not one.
+
+    The paper's negatives are random one-word swaps, easy to tell apart from p by meaning
+    alone. PPDB's judged negatives are harder: in PPDB-filtered they share as many words with
+    p as the positives do ("particularly difficult": "very difficult" vs "been difficult"),
+    so only the meaning separates them. The lexical-diversity rule is not applied (positives
+    and negatives overlap p alike by construction). Each positive of an anchor that also has
+    a judged negative gives one triplet, with a random one of its negatives (seeded).
+    Benchmark test/dev strings are filtered as for the other sources; dev/test items are
+    never read (``read_ppdb(..., "train")``).
+    """
+    triplets: list[dict[str, str]] = []
+    dropped: Counter[str] = Counter()
+    for name in names:
+        src = f"{name}:labelled"
+        pos: dict[str, set[str]] = defaultdict(set)
+        neg: dict[str, set[str]] = defaultdict(set)
+        for a, b, is_pos in read_ppdb(data_dir / name / f"{name}.json", "train"):
+            a, b = (" ".join(strip_outer_punct(x).replace("’", "'").split()) for x in (a, b))
+            if not (a and b) or normalize(a) == normalize(b) or not (
+                    valid_phrase(a) and valid_phrase(b)):
+                dropped[f"{src}:invalid"] += 1
+                continue
+            for x, y in ((a, b), (b, a)):
+                (pos if is_pos else neg)[x].add(y)
+        for anchor in sorted(pos):
+            negatives = sorted(n for n in neg.get(anchor, ()) if neg_filter.keep_phrase(n))
+            if not negatives:
+                dropped[f"{src}:no_negative"] += len(pos[anchor])
+                continue
+            for positive in sorted(pos[anchor]):
+                if not filt.keep_pair(anchor, positive):
+                    dropped[f"{src}:test_string"] += 1
+                    continue
+                triplets.append({"anchor": anchor, "positive": positive,
+                                 "negative": rng.choice(negatives), "source": src})
+    rng.shuffle(triplets)
+    return triplets, {"triplets_per_source": dict(Counter(t["source"] for t in triplets)),
+                      "dropped": dict(sorted(dropped.items()))}
 
 
 # ---------------------------------------------------------------------------------- contexts
@@ -476,6 +523,7 @@ def build_phrase_bert_dataset(
     context_tokens: int = CONTEXT_TOKENS,
     max_pairs_per_synset: int = 6,
     drop_binomials: bool = False,
+    labelled_ppdb: bool = False,
     benchmark_dir: str | Path | None = None,
     strict_filter: bool = True,
     seed: int = 0,
@@ -498,6 +546,9 @@ def build_phrase_bert_dataset(
         context_tokens: WordPiece tokens per context window (mask included).
         drop_binomials: leave out WordNet's Latin binomials (:func:`is_binomial`), which made
             up ~45% of the WordNet triplets (a common name and its Linnaean name).
+        labelled_ppdb: add :func:`labelled_ppdb_triplets` of the PPDB sources named in
+            ``paraphrase_sources`` (sources ``ppdb:labelled`` / ``ppdb_filtered:labelled``),
+            after the ``max_paraphrase`` cap, so the other triplets stay exactly as without.
         benchmark_dir / strict_filter: the test-string filter's data (default
             ``<shared>/data``) and whether a missing benchmark file is an error.
         nlp / tokenizer: a loaded spaCy pipeline / the backbone tokenizer (loaded when None).
@@ -548,6 +599,11 @@ def build_phrase_bert_dataset(
         para_stats.update(source_stats)
         para_stats["available"] = len(para)
         para = para[:max_paraphrase]
+        if labelled_ppdb:
+            names_ppdb = [n for n in ("ppdb", "ppdb_filtered") if n in paraphrase_sources]
+            labelled, para_stats["labelled"] = labelled_ppdb_triplets(
+                data, names_ppdb, pair_filter, neg_filter, random.Random(seed + 3))
+            para += labelled
     timings["paraphrases"] = round(time.perf_counter() - t, 1)
 
     # context triplets ----------------------------------------------------------------------
@@ -618,7 +674,7 @@ def build_phrase_bert_dataset(
             "corpora": [str(c) for c in names], "paraphrase_sources": list(paraphrase_sources),
             "phrase_vocabs": {k: str(v) for k, v in (phrase_vocabs or {}).items()},
             "context_tokens": context_tokens, "max_pairs_per_synset": max_pairs_per_synset,
-            "drop_binomials": drop_binomials, "seed": seed,
+            "drop_binomials": drop_binomials, "labelled_ppdb": labelled_ppdb, "seed": seed,
         },
     }
     write_json(out / "report.json", report)
