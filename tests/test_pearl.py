@@ -298,3 +298,31 @@ def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
                                                     ).fingerprint()
     with pytest.raises(ValueError, match="length_weight"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", length_weight=-1).validate()
+
+
+def test_int8_deltas_halve_the_folder_and_load_to_nearly_the_same_model(tmp_path, fresh_model):
+    from phrasekit.encoders.pearl import quantize_model_folder
+
+    model = PearlModel(PearlConfig(types=["NP-ORG", "NP-GPE", "NP-OTHER"]))
+    with torch.no_grad():  # a fine-tune-sized change of every trainable backbone tensor
+        g = torch.Generator().manual_seed(0)
+        for name, p in model.backbone.named_parameters():
+            if "word_embeddings" not in name:
+                p.add_(1e-3 * torch.randn(p.shape, generator=g))
+    model.save_pretrained(tmp_path / "fp16")
+    (tmp_path / "fp16" / "README.md").write_text("provenance")
+    sizes = quantize_model_folder(tmp_path / "fp16", tmp_path / "int8")
+    assert sizes["int8_mb"] < 0.6 * sizes["source_mb"]
+    assert (tmp_path / "int8" / "README.md").read_text() == "provenance"
+    config = json.loads((tmp_path / "int8" / "config.json").read_text())
+    assert config["format_version"] == 2 and config["delta_precision"] == "int8"
+    a = PearlEncoder.from_pretrained(tmp_path / "fp16").encode(TEXTS)
+    b = PearlEncoder.from_pretrained(tmp_path / "int8").encode(TEXTS)
+    base = PearlModel(PearlConfig()).eval()
+    with torch.no_grad():
+        c = base(TEXTS)[0].numpy()
+    assert np.abs(a - b).max() < 0.1 * np.abs(a - c).max()  # rounding << the fine-tune itself
+    with pytest.raises(ValueError, match="another folder"):
+        quantize_model_folder(tmp_path / "fp16", tmp_path / "fp16")
+    with pytest.raises(ValueError, match="no float16 backbone deltas"):
+        quantize_model_folder(tmp_path / "int8", tmp_path / "again")

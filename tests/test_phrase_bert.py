@@ -320,6 +320,11 @@ def test_training_run_model_folder_and_resume(dataset, tmp_path, minilm):
 
     result = run_benchmark([str(folder)], tasks=["bird"], data_dir=EVAL, show_progress=False)
     assert np.isfinite(result.models[0].main_scores()["bird"])
+    # an int8 copy (phrasekit quantize) loads by the same path and stays close
+    out = CliRunner().invoke(app, ["quantize", str(folder), "--out", str(tmp_path / "q8")])
+    assert out.exit_code == 0, out.output
+    q8 = phrasekit.load(str(tmp_path / "q8")).encode(TEXTS)
+    assert np.abs(q8 - vecs).max() < 0.1 * np.abs(vecs - base).max()
     # other settings cannot resume this run
     with pytest.raises(ValueError, match="other settings"):
         train_phrase_bert(_cfg(data, tmp_path / "b", 3, lr=1e-4))

@@ -77,6 +77,27 @@ def models_cmd(quiet: Quiet = False) -> None:
         typer.echo(f"{name:<14} {desc}")
 
 
+@app.command("quantize")
+def quantize_cmd(
+    model_dir: Annotated[Path, typer.Argument(help="A PEARL or Phrase-BERT model folder (float16 backbone deltas).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the int8 copy.")],
+    quiet: Quiet = False,
+) -> None:
+    """Copy a fine-tuned model folder with its backbone deltas stored as int8 (half the size).
+
+    Example: phrasekit quantize runs/pearl/model --out runs/pearl/model-int8
+    """
+    _setup_logging(quiet)
+
+    def body() -> None:
+        from phrasekit.encoders.pearl import quantize_model_folder
+
+        sizes = quantize_model_folder(model_dir, out)
+        typer.echo(f"{model_dir} ({sizes['source_mb']} MB) -> {out} ({sizes['int8_mb']} MB)")
+
+    _run(body)
+
+
 @app.command("encode")
 def encode_cmd(
     input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],

@@ -38,6 +38,11 @@ FORMAT = "phrasekit-pearl"
 FORMAT_VERSION = 1
 WEIGHTS = "model.safetensors"
 DELTA_PREFIX = "backbone_delta."
+#: int8 deltas (``quantize_model_folder``): codes and per-row float16 scales.
+DELTA_Q8_PREFIX = "backbone_delta_q8."
+DELTA_SCALE_PREFIX = "backbone_delta_scale."
+#: format_version written for folders with int8 deltas (older readers must refuse them).
+QUANTIZED_FORMAT_VERSION = 2
 
 
 def backbone_path(name: str) -> Path:
@@ -191,7 +196,7 @@ class PearlModel(nn.Module):
 
 def read_pearl_config(path: str | Path) -> dict[str, Any]:
     """Parse and check a PEARL model folder's config.json."""
-    return read_model_config(path, FORMAT, FORMAT_VERSION, "PEARL")
+    return read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "PEARL")
 
 
 def read_model_config(path: str | Path, fmt: str, version: int, kind: str) -> dict[str, Any]:
@@ -241,19 +246,85 @@ def backbone_deltas(backbone: nn.Module, name: str) -> tuple[dict[str, torch.Ten
 
 def add_backbone_deltas(backbone: nn.Module, tensors: dict[str, torch.Tensor],
                         source: str | Path) -> int:
-    """In place: add the ``DELTA_PREFIX`` tensors of ``tensors`` to a freshly loaded packaged
-    backbone; returns how many were applied (``source`` names the file in errors)."""
+    """In place: add the deltas of ``tensors`` (float16 ``DELTA_PREFIX`` tensors or int8
+    ``DELTA_Q8_PREFIX`` codes with their scales) to a freshly loaded packaged backbone; returns
+    how many were applied (``source`` names the file in errors)."""
     state = backbone.state_dict()
     applied = 0
     with torch.no_grad():
         for key, value in tensors.items():
             if key.startswith(DELTA_PREFIX):
-                name = key[len(DELTA_PREFIX):]
-                if name not in state:
-                    raise ValueError(f"{source}: unknown backbone tensor {name!r}")
-                state[name].add_(value.float())
-                applied += 1
+                name, delta = key[len(DELTA_PREFIX):], value.float()
+            elif key.startswith(DELTA_Q8_PREFIX):
+                name = key[len(DELTA_Q8_PREFIX):]
+                scale = tensors.get(DELTA_SCALE_PREFIX + name)
+                if scale is None:
+                    raise ValueError(f"{source}: int8 delta {name!r} has no scale")
+                delta = value.float() * scale.float()
+            else:
+                continue
+            if name not in state or state[name].shape != delta.shape:
+                raise ValueError(f"{source}: unknown backbone tensor {name!r} or wrong shape")
+            state[name].add_(delta)
+            applied += 1
     return applied
+
+
+def quantize_deltas(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """float16 backbone deltas of 2+ dimensions -> int8 codes with one float16 scale per row
+    (absmax / 127); 1-d deltas (biases, norms) and all other tensors are kept as they are.
+
+    Fine-tuning deltas are small and dense, so per-row absmax rounding costs at most half a
+    step (absmax / 254) per entry and halves the file.
+    """
+    out: dict[str, torch.Tensor] = {}
+    for key, value in tensors.items():
+        if not key.startswith(DELTA_PREFIX) or value.dim() < 2:
+            out[key] = value
+            continue
+        name, delta = key[len(DELTA_PREFIX):], value.float()
+        absmax = delta.abs().amax(dim=tuple(range(1, delta.dim())), keepdim=True)
+        scale = torch.where(absmax > 0, absmax / 127.0, torch.ones_like(absmax)).half()
+        codes = torch.round(delta / scale.float()).clamp_(-127, 127).to(torch.int8)
+        out[DELTA_Q8_PREFIX + name] = codes.contiguous()
+        out[DELTA_SCALE_PREFIX + name] = scale.contiguous()
+    return out
+
+
+def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
+    """Copy a model folder with float16 backbone deltas (PEARL or Phrase-BERT) to ``dst`` with
+    int8 deltas (:func:`quantize_deltas`); returns sizes in MB. ``config.json`` records it and
+    gets ``format_version`` 2, which older phrasekit versions refuse instead of misreading."""
+    from safetensors import safe_open
+    from safetensors.torch import save
+
+    from phrasekit.io import atomic_write, write_json
+
+    src, dst = Path(src), Path(dst)
+    if src.resolve() == dst.resolve():
+        raise ValueError("quantize into another folder (the source stays as the reference)")
+    config_path = src / "config.json"
+    if not config_path.is_file() or not (src / WEIGHTS).is_file():
+        raise FileNotFoundError(f"{src} is not a model folder (config.json + {WEIGHTS})")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    with safe_open(str(src / WEIGHTS), framework="pt") as fh:
+        metadata = fh.metadata() or {}
+        tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    if config.get("delta_precision") == "int8" or not any(
+            k.startswith(DELTA_PREFIX) for k in tensors):
+        raise ValueError(f"{src}: no float16 backbone deltas to quantize")
+    dst.mkdir(parents=True, exist_ok=True)
+    with atomic_write(dst / WEIGHTS, mode="wb") as fh:
+        fh.write(save(quantize_deltas(tensors), metadata=metadata))
+    config.update({"format_version": max(int(config.get("format_version", 1)),
+                                         QUANTIZED_FORMAT_VERSION), "delta_precision": "int8"})
+    write_json(dst / "config.json", config)
+    for extra in src.iterdir():  # README and the like travel along
+        if extra.is_file() and extra.name not in ("config.json", WEIGHTS):
+            (dst / extra.name).write_bytes(extra.read_bytes())
+    mb = 1024 * 1024
+    return {"source_mb": round((src / WEIGHTS).stat().st_size / mb, 1),
+            "int8_mb": round((dst / WEIGHTS).stat().st_size / mb, 1)}
 
 
 def check_backbone_fingerprint(path: str | Path, config: dict[str, Any], name: str) -> None:

@@ -65,6 +65,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.pearl import (
+    QUANTIZED_FORMAT_VERSION,
     WEIGHTS,
     add_backbone_deltas,
     backbone_deltas,
@@ -219,7 +220,7 @@ def load_phrase_bert(path: str | Path, name: str | None = None, precision: str =
     from phrasekit.encoders.transformer import TransformerEncoder
 
     path = Path(path)
-    config = read_model_config(path, FORMAT, FORMAT_VERSION, "Phrase-BERT")
+    config = read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "Phrase-BERT")
     if precision != "fp32":
         raise ValueError(f"Phrase-BERT model folders support precision fp32 only, "
                          f"got {precision!r}")
