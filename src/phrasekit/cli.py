@@ -79,7 +79,7 @@ def models_cmd(quiet: Quiet = False) -> None:
 
 @app.command("quantize")
 def quantize_cmd(
-    model_dir: Annotated[Path, typer.Argument(help="A PEARL or Phrase-BERT model folder (float16 backbone deltas).")],
+    model_dir: Annotated[Path, typer.Argument(help="A PEARL, Phrase-BERT or UCTopic model folder (float16 backbone deltas).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the int8 copy.")],
     quiet: Quiet = False,
 ) -> None:

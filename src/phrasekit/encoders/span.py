@@ -432,6 +432,7 @@ class SpanEncoder(Encoder):
         from transformers import AutoModel, AutoTokenizer
 
         from phrasekit.encoders.pearl import (
+            QUANTIZED_FORMAT_VERSION,
             add_backbone_deltas,
             check_backbone_fingerprint,
             read_model_config,
@@ -444,7 +445,7 @@ class SpanEncoder(Encoder):
         if not cfg_path.is_file():
             raise FileNotFoundError(f"{path} is not a span model folder (no config.json)")
         if (path / WEIGHTS).is_file():
-            config = read_model_config(path, FORMAT, FORMAT_VERSION, "span")
+            config = read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "span")
         else:
             from phrasekit.io import read_json_object
 
