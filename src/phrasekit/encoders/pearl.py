@@ -293,8 +293,9 @@ def quantize_deltas(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 
 def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
     """Copy a model folder with float16 backbone deltas (PEARL, Phrase-BERT, UCTopic) to
-    ``dst`` with int8 deltas (:func:`quantize_deltas`); returns sizes in MB. ``config.json`` records it and
-    gets ``format_version`` 2, which older phrasekit versions refuse instead of misreading."""
+    ``dst`` with int8 deltas (:func:`quantize_deltas`); returns sizes in MB. ``config.json``
+    records it and gets ``format_version`` 2, which older phrasekit versions refuse instead of
+    misreading."""
     from safetensors import safe_open
     from safetensors.torch import save
 
