@@ -67,6 +67,7 @@ def main() -> None:
     """Print one row per alpha (markdown) and write ``RUN/collapse.json``."""
     from safetensors import safe_open
 
+    from phrasekit.encoders.pearl import interpolate_weights
     from phrasekit.eval.dev import dev_mentions
     from phrasekit.settings import shared_dir
     from phrasekit.training.pearl import PearlTrainingConfig, build_model
@@ -104,8 +105,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for alpha in (float(a) for a in args.alphas.split(",")):
         model = build_model(cfg)
-        model.load_state_dict({k: init[k] + alpha * (tuned[k] - init[k])
-                               if init[k].is_floating_point() else tuned[k] for k in init})
+        model.load_state_dict(tuned, strict=False)
+        interpolate_weights(model, init, alpha)  # as `train pearl` averages (char, head: trained)
         model.eval()
         row = {"alpha": alpha, **probe(_embed(model, texts), texts, labels),
                "length_cov": length_covariance(_embed(model, sample), sample)}

@@ -325,7 +325,8 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                 negatives.extend(rng.sample(cands, min(cfg.hard_negatives, len(cands))))
         for g in optimizer.param_groups:
             g["lr"] = g["base_lr"] * _lr_factor(cfg, step)
-        emb, logits = model(anchors + positives + negatives)
+        texts = anchors + positives + negatives
+        emb, logits = model(texts)
         b = len(anchors)
         loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :])
         loss = loss_nce
@@ -338,7 +339,6 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
             loss = loss + cfg.type_weight * loss_t
         loss_p = loss_len = torch.zeros(())
         if reference is not None:
-            texts = anchors + positives + negatives
             with torch.no_grad():
                 ref, _ = reference(texts if cfg.length_weight > 0 else anchors)
             if cfg.preserve_weight > 0:
