@@ -85,3 +85,35 @@ def test_pearl_averaging_groups_tie_the_projection_when_asked():
     assert both == {"alpha": (("backbone.",), (0.4,)), "alpha_proj": (("proj.",), (0.0,))}
     tied = averaging_groups(PearlTrainingConfig(data_dir="d", out_dir="o"))  # the default
     assert tied["alpha"][0] == ("backbone.", "proj.") and "alpha_proj" not in tied
+
+
+def test_undo_interpolation_inverts_interpolate_weights():
+    from phrasekit.encoders.pearl import interpolate_weights
+    from phrasekit.training.averaging import undo_interpolation
+
+    module, initial = _pair()
+    initial = {k: torch.full_like(v, 0.5) for k, v in initial.items()}
+    tuned = {k: v.clone() for k, v in module.state_dict().items()}
+    interpolate_weights(module, initial, 0.3, ("lin.",))
+    assert not torch.allclose(module.lin.weight, tuned["lin.weight"])
+    undo_interpolation(module, initial, {("lin.",): 0.3})
+    for k, v in module.state_dict().items():
+        assert torch.allclose(v, tuned[k], atol=1e-6), k
+    with pytest.raises(ValueError, match="cannot be recovered"):
+        undo_interpolation(module, initial, {("lin.",): 0.0})
+
+
+def test_average_modules_is_the_mean_and_checks_the_architecture():
+    from phrasekit.training.averaging import average_modules
+
+    torch.manual_seed(0)
+    a, b, c = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    want = (a.weight + b.weight + c.weight).detach() / 3
+    assert average_modules([a, b, c]) is a
+    assert torch.allclose(a.weight, want)
+    with pytest.raises(ValueError, match="shapes"):
+        average_modules([a, torch.nn.Linear(4, 2)])
+    with pytest.raises(ValueError, match="architecture"):
+        average_modules([a, torch.nn.Sequential(torch.nn.Linear(3, 2))])
+    with pytest.raises(ValueError, match="nothing"):
+        average_modules([])

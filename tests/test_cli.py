@@ -163,3 +163,10 @@ def test_pearl_reaverage_bad_input_exit_2(tmp_path):
     res = invoke("train", "pearl-reaverage", "-m", tmp_path, "-o", tmp_path / "o",
                  "--proj-alphas", "0,half")
     assert res.exit_code == 2 and "comma-separated numbers" in res.output
+
+
+def test_train_soup_bad_input_exit_2(tmp_path):
+    res = invoke("train", "soup", tmp_path, "-o", tmp_path / "o", "--quiet")
+    assert res.exit_code == 2 and "at least two" in res.output
+    res = invoke("train", "soup", tmp_path, tmp_path / "b", "-o", tmp_path / "o", "--quiet")
+    assert res.exit_code == 2 and "not a model folder" in res.output

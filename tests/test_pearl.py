@@ -161,6 +161,44 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
         reaverage_pearl(tmp_path / "sep" / "model", tmp_path / "x", show_progress=False)
 
 
+def test_soup_of_runs_that_differ_in_data_seed(tmp_path):
+    from phrasekit.training.pearl import PearlTrainingConfig, recover_finetuned_pearl, train_pearl
+    from phrasekit.training.soup import soup_models
+
+    _tiny_dataset(tmp_path / "data")
+
+    def run(out: str, **kw) -> Path:
+        train_pearl(PearlTrainingConfig(
+            data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out), batch_size=6,
+            max_steps=3, checkpoint_every=10, alpha=0.5, max_seq_length=12, lr=1e-3,
+            show_progress=False, **kw))
+        return tmp_path / out / "model"
+
+    a, b, other_init = run("a"), run("b", data_seed=1), run("c", seed=1)
+    ea = PearlEncoder.from_pretrained(a).encode(TEXTS)
+    eb = PearlEncoder.from_pretrained(b).encode(TEXTS)
+    assert np.abs(ea - eb).max() > 1e-4  # another data order, another model
+    report = soup_models([a, b], tmp_path / "soup", alphas=(0.5,), show_progress=False)
+    assert report["alpha"] == 0.5 and [r["data_seed"] for r in report["soup_of"]] == [None, 1]
+    # every tensor (backbone, projection, char CNN, type head) is the mean of the two runs'
+    # fine-tuned ones; backbone deltas are stored in float16, hence the tolerance
+    ta, tb, ts = (recover_finetuned_pearl(d)[1].state_dict()
+                  for d in (a, b, tmp_path / "soup" / "model"))
+    moved = [k for k in ta if ta[k].is_floating_point() and not torch.equal(ta[k], tb[k])]
+    assert any(k.startswith("char.") for k in moved) and any(k.startswith("backbone.")
+                                                             for k in moved)
+    for k in moved:
+        assert torch.allclose(ts[k], (ta[k] + tb[k]) / 2, atol=2e-3), k
+    assert PearlEncoder.from_pretrained(tmp_path / "soup" / "model").encode(TEXTS).shape == (4, 384)
+    # another seed means other random char CNN / head weights: averaging them is meaningless
+    with pytest.raises(ValueError, match="same initial weights"):
+        soup_models([a, other_init], tmp_path / "bad", alphas=(0.5,), show_progress=False)
+    (tmp_path / "odd").mkdir()
+    (tmp_path / "odd" / "config.json").write_text('{"format": "other"}')
+    with pytest.raises(ValueError, match="one kind"):
+        soup_models([a, tmp_path / "odd"], tmp_path / "bad2")
+
+
 def _tiny_phrases(tmp_path: Path) -> list[str]:
     _tiny_dataset(tmp_path / "data")
     with gzip.open(tmp_path / "data" / "phrases.jsonl.gz", "rt", encoding="utf-8") as fh:

@@ -351,6 +351,37 @@ def test_weight_averaging_with_minilm(dataset, tmp_path, minilm):
     assert not (tmp_path / "nodev" / "checkpoint.safetensors").exists()
 
 
+def test_soup_averages_the_fine_tuned_weights_of_two_seeds(dataset, tmp_path):
+    from phrasekit.training.phrase_bert import recover_finetuned_phrase_bert, soup_phrase_bert
+    from phrasekit.training.soup import soup_models
+
+    data = dataset[0]
+    torch.set_num_threads(1)
+    train_phrase_bert(_cfg(data, tmp_path / "s0", 2, lr=1e-3))
+    train_phrase_bert(_cfg(data, tmp_path / "s1", 2, lr=1e-3, seed=1, alpha=0.5))
+    a, b = _checkpoint_tensors(tmp_path / "s0"), _checkpoint_tensors(tmp_path / "s1")
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # the seeds trained differently
+    report = soup_models([tmp_path / "s0" / "model", tmp_path / "s1" / "model"],
+                         tmp_path / "soup", alphas=(1.0,), show_progress=False)
+    assert report["alpha"] == 1.0 and report["method"] == "phrase-bert soup"
+    assert [r["seed"] for r in report["soup_of"]] == [0, 1]
+    # the soup's weights are the mean of both runs' fine-tuned weights (s1 saved at alpha 0.5
+    # is recovered first); deltas are stored in float16, hence the tolerance
+    _, soup, _ = recover_finetuned_phrase_bert(tmp_path / "soup" / "model")
+    state = soup.state_dict()
+    for key, value in a.items():
+        name = key[len("model."):]
+        if value.is_floating_point() and not torch.equal(value, b[key]):
+            assert torch.allclose(state[name], (value + b[key]) / 2, atol=2e-3), name
+    assert phrasekit.load(str(tmp_path / "soup" / "model")).encode(TEXTS).shape == (4, 384)
+    with pytest.raises(ValueError, match="at least two"):
+        soup_phrase_bert([tmp_path / "s0" / "model"], tmp_path / "x")
+    with pytest.raises(ValueError, match="ingredient"):
+        soup_models([tmp_path / "s0" / "model", tmp_path / "s1" / "model"], tmp_path / "s0")
+    with pytest.raises(FileNotFoundError, match="not a model folder"):
+        soup_models([tmp_path / "s0" / "model", tmp_path / "nothing"], tmp_path / "y")
+
+
 def test_ablations_select_the_datasets(dataset, tmp_path):
     data = dataset[0]
     only_ctx = load_triplets(_cfg(data, tmp_path, 1, use_paraphrase=False))

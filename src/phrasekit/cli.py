@@ -466,6 +466,37 @@ def train_pearl_reaverage_cmd(
     _run(body)
 
 
+@train_app.command("soup")
+def train_soup_cmd(
+    models: Annotated[list[Path], typer.Argument(help="Two or more PEARL or Phrase-BERT model folders (OUT/model) of one recipe.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder for the soup (OUT/model, OUT/report.json).")],
+    alphas: Annotated[str | None, typer.Option(help="Comma-separated averaging coefficients with the initial weights (default: the runs' grid).")] = None,
+    proj_alphas: Annotated[str | None, typer.Option(help="PEARL only: comma-separated projection coefficients, chosen jointly (default: tied).")] = None,
+    shared: Annotated[Path | None, typer.Option(help="The shared folder (its data/ has the dev splits); else PHRASEKIT_SHARED.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Average the fine-tuned weights of several runs (a model soup), then choose the averaging
+    coefficient with the initial weights on the dev splits.
+
+    Example: phrasekit train soup runs/pb/model runs/pb-seed1/model -o runs/pb-soup
+    (PEARL runs must share --seed and differ in --data-seed.)
+    """
+    _setup_logging(quiet, verbose)
+
+    def body() -> None:
+        from phrasekit.training.soup import soup_models
+
+        report = soup_models(models, out, dev_data_dir=Path(shared) / "data" if shared else None,
+                             alphas=_float_list(alphas, "--alphas"),
+                             proj_alphas=_float_list(proj_alphas, "--proj-alphas"),
+                             show_progress=not quiet)
+        typer.echo(f"soup of {len(models)} runs: alpha {report['alpha']}, "
+                   f"{report['model_mb']} MB -> {report['model_dir']}")
+
+    _run(body)
+
+
 def _float_list(text: str | None, option: str) -> tuple[float, ...] | None:
     """``"0,0.5,1"`` -> (0.0, 0.5, 1.0); None stays None; anything else is a clear error."""
     if text is None:
@@ -501,7 +532,8 @@ def train_pearl_cmd(
     phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,
     alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient of the backbone (default: chosen on dev splits).")] = None,
     alpha_proj: Annotated[float | None, typer.Option(help="Fixed averaging coefficient of the projection, i.e. the char path (default: chosen on dev jointly with --alpha; tied to a fixed --alpha).")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed (initialisation of the char CNN, projection and type head; also the data order unless --data-seed).")] = 0,
+    data_seed: Annotated[int | None, typer.Option(help="Seed of the batch order, augmentation and dropout only: runs that share --seed start from the same weights and can be averaged (`train soup`).")] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
     quiet: Quiet = False,
@@ -530,8 +562,8 @@ def train_pearl_cmd(
             type_weight=type_weight, preserve_weight=preserve_weight,
             length_weight=length_weight,
             token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
-            seed=seed, num_threads=threads, dev_data_dir=str(root / "data"),
-            show_progress=not quiet)
+            seed=seed, data_seed=data_seed, num_threads=threads,
+            dev_data_dir=str(root / "data"), show_progress=not quiet)
         report = train_pearl(cfg)
         typer.echo(f"PEARL: {report['steps']} steps in {report['train_minutes']} min, "
                    f"alpha {report['alpha']} (projection {report['alpha_proj']}), "

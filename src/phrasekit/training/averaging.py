@@ -91,3 +91,49 @@ def select_alphas(module: nn.Module, initial: dict[str, torch.Tensor],
     module.load_state_dict(finetuned)
     interpolate(best)
     return best, table
+
+
+def undo_interpolation(module: nn.Module, initial: dict[str, torch.Tensor],
+                       coefficients: Mapping[tuple[str, ...], float]) -> None:
+    """In place, the inverse of :func:`~phrasekit.encoders.pearl.interpolate_weights`:
+    ``theta_ft = initial + (theta - initial) / alpha`` for the tensors under each prefix tuple.
+
+    A saved model holds the averaged weights only; this recovers the fine-tuned ones (exactly,
+    up to the rounding of the stored deltas) so they can be averaged again or souped.
+    """
+    for prefixes, alpha in coefficients.items():
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"saved with alpha {alpha} for {prefixes}: the fine-tuned weights "
+                             "cannot be recovered (alpha must be in (0, 1])")
+    with torch.no_grad():
+        for name, value in module.state_dict().items():
+            if name not in initial or not value.is_floating_point():
+                continue
+            for prefixes, alpha in coefficients.items():
+                if name.startswith(prefixes):
+                    start = initial[name].to(value.dtype)
+                    value.sub_(start).div_(alpha).add_(start)
+                    break
+
+
+def average_modules(modules: Sequence[nn.Module]) -> nn.Module:
+    """In place: the first module's floating tensors become the mean over ``modules`` (a uniform
+    weight soup, Wortsman et al. 2022); all must share one architecture. Returns the first."""
+    if not modules:
+        raise ValueError("nothing to average")
+    states = [m.state_dict() for m in modules]
+    keys = set(states[0])
+    for i, state in enumerate(states[1:], start=1):
+        if set(state) != keys:
+            raise ValueError(f"model {i} has other tensors than model 0: not one architecture")
+    with torch.no_grad():
+        for name, value in states[0].items():
+            if not value.is_floating_point():
+                continue
+            for state in states[1:]:
+                if state[name].shape != value.shape:
+                    raise ValueError(f"{name}: shapes {tuple(value.shape)} and "
+                                     f"{tuple(state[name].shape)} differ")
+                value.add_(state[name].to(value.dtype))
+            value.div_(len(states))
+    return modules[0]

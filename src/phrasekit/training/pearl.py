@@ -58,7 +58,8 @@ class PearlTrainingConfig:
     data_dir: str
     out_dir: str
     backbone: str = "minilm"
-    seed: int = 0
+    seed: int = 0  # initialisation of the new modules (and, by default, of the data order)
+    data_seed: int | None = None  # batch order, augmentation and dropout; None = seed
     batch_size: int = 64
     hard_negatives: int = 2
     temperature: float = 0.07
@@ -136,7 +137,7 @@ class PearlTrainingConfig:
 
 _LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
                                    "type_head_on": "features", "preserve_weight": 0.0,
-                                   "length_weight": 0.0}
+                                   "length_weight": 0.0, "data_seed": None}
 
 
 @dataclass
@@ -304,6 +305,8 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
         elapsed += time.perf_counter() - t_mimic
         checkpoint(start)  # a resume skips the mimicry
 
+    # same initial weights with another data seed: runs that can be averaged (a weight soup)
+    order_seed = cfg.seed if cfg.data_seed is None else cfg.data_seed
     t0, step = time.perf_counter(), start
     bar = tqdm(total=cfg.max_steps, initial=start, desc="PEARL", unit="step",
                disable=not cfg.show_progress)
@@ -312,9 +315,9 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
         if cfg.max_minutes and elapsed + time.perf_counter() - t0 > cfg.max_minutes * 60:
             logger.info("time budget of %.1f min reached at step %d", cfg.max_minutes, step)
             break
-        rng = random.Random(cfg.seed * 1_000_003 + step)
-        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: same masks after a resume
-        idx = _step_indices(len(data.texts), cfg.batch_size, step, cfg.seed)
+        rng = random.Random(order_seed * 1_000_003 + step)
+        torch.manual_seed(order_seed * 1_000_003 + step)  # dropout: same masks after a resume
+        idx = _step_indices(len(data.texts), cfg.batch_size, step, order_seed)
         anchors = [data.texts[i] for i in idx]
         positives = [augment(a, rng) for a in anchors]
         negatives: list[str] = []
@@ -409,50 +412,105 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
     return report
 
 
-def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
-                    dev_data_dir: str | Path | None = None,
-                    alphas: tuple[float, ...] | None = None,
-                    proj_alphas: tuple[float, ...] | None = None,
-                    show_progress: bool = True) -> dict[str, Any]:
-    """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint.
+def recover_finetuned_pearl(model_dir: str | Path) -> tuple[PearlTrainingConfig, PearlModel,
+                                                             dict[str, Any]]:
+    """A PEARL model folder saved by ``train pearl`` with its fine-tuned weights restored.
 
-    A saved model holds ``theta0 + alpha * (theta_ft - theta0)`` for the backbone (and likewise
-    with ``alpha_proj`` for the projection), so with both coefficients above 0 the fine-tuned
-    weights come back exactly, up to the float16 rounding of the stored deltas. They are then
-    averaged again over the new grid, chosen on dev splits, and saved to ``out_dir/model``.
+    The folder holds ``theta0 + alpha * (theta_ft - theta0)`` for the backbone (and likewise with
+    ``alpha_proj`` for the projection), so with both coefficients above 0 the fine-tuned weights
+    come back exactly, up to the rounding of the stored deltas. Returns the run's training
+    config, the model and the saved training report.
     """
     from phrasekit.encoders.pearl import read_pearl_config
+    from phrasekit.training.averaging import undo_interpolation
 
     config = read_pearl_config(model_dir)
     training = config.get("training")
     if not training or "settings" not in training:
         raise ValueError(f"{model_dir}: no training report in config.json; only models saved "
-                         "by `phrasekit train pearl` can be re-averaged")
+                         "by `phrasekit train pearl` can be re-averaged or souped")
     alpha = float(training["alpha"])
     alpha_proj = float(training.get("alpha_proj", alpha))
-    if alpha <= 0 or alpha_proj <= 0:
-        raise ValueError(f"{model_dir}: saved with alpha {alpha} / projection alpha "
-                         f"{alpha_proj}; the fine-tuned weights cannot be recovered from 0")
     known = set(PearlTrainingConfig.__dataclass_fields__)
     settings = {k: v for k, v in training["settings"].items() if k in known}
-    settings.update(out_dir=str(out_dir), alpha=None, alpha_proj=None, proj_alphas=proj_alphas,
-                    alphas=tuple(alphas or settings.get("alphas") or PearlTrainingConfig.alphas),
-                    show_progress=show_progress)
+    settings["alphas"] = tuple(settings.get("alphas") or PearlTrainingConfig.alphas)
+    if settings.get("proj_alphas") is not None:
+        settings["proj_alphas"] = tuple(settings["proj_alphas"])
     cfg = PearlTrainingConfig(**settings)
     model = PearlModel.from_pretrained(model_dir)
-    initial = build_model(cfg).state_dict()
-    with torch.no_grad():
-        for name, value in model.state_dict().items():
-            coef = alpha if name.startswith("backbone.") else alpha_proj
-            if name.startswith(("backbone.", "proj.")) and value.is_floating_point():
-                start = initial[name].to(value.dtype)
-                value.sub_(start).div_(coef).add_(start)
-    dev_dir = _dev_dir(dev_data_dir, cfg)
-    logger.info("re-averaging %s (saved at alpha %.2f / %.2f)", model_dir, alpha, alpha_proj)
-    return finish_pearl(cfg, model, dev_dir, steps_done=int(training["steps"]),
+    undo_interpolation(model, build_model(cfg).state_dict(),
+                       {("backbone.",): alpha, ("proj.",): alpha_proj})
+    return cfg, model, training
+
+
+def _rechoose(cfg: PearlTrainingConfig, out_dir: str | Path, dev_data_dir: str | Path | None,
+              alphas: tuple[float, ...] | None, proj_alphas: tuple[float, ...] | None,
+              show_progress: bool) -> PearlTrainingConfig:
+    """``cfg`` of a saved run, set up to choose its averaging coefficients again."""
+    from dataclasses import replace
+
+    return replace(cfg, out_dir=str(out_dir), alpha=None, alpha_proj=None,
+                   alphas=tuple(alphas or cfg.alphas), proj_alphas=proj_alphas,
+                   dev_data_dir=str(dev_data_dir) if dev_data_dir else None,
+                   show_progress=show_progress)
+
+
+def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
+                    dev_data_dir: str | Path | None = None,
+                    alphas: tuple[float, ...] | None = None,
+                    proj_alphas: tuple[float, ...] | None = None,
+                    show_progress: bool = True) -> dict[str, Any]:
+    """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint:
+    the fine-tuned weights are recovered (:func:`recover_finetuned_pearl`), averaged again over
+    the new grid, chosen on dev splits, and saved to ``out_dir/model``."""
+    cfg, model, training = recover_finetuned_pearl(model_dir)
+    cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress)
+    logger.info("re-averaging %s (saved at alpha %s / %s)", model_dir, training["alpha"],
+                training.get("alpha_proj", training["alpha"]))
+    return finish_pearl(cfg, model, _dev_dir(dev_data_dir, cfg), steps_done=int(training["steps"]),
                         train_seconds=float(training.get("train_minutes", 0.0)) * 60,
                         history=list(training.get("history", [])),
-                        extra={"reaveraged_from": {"alpha": alpha, "alpha_proj": alpha_proj}})
+                        extra={"reaveraged_from": {
+                            "alpha": training["alpha"],
+                            "alpha_proj": training.get("alpha_proj", training["alpha"])}})
+
+
+#: Settings that must agree for PEARL runs to be souped (``seed`` fixes the random initial
+#: weights of the char CNN, projection and type head; vary ``data_seed`` instead).
+_SOUP_MUST_MATCH = ("backbone", "seed", "use_char", "use_type", "type_head_on",
+                    "char_pretrain_steps", "max_seq_length", "freeze_embeddings")
+
+
+def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
+               dev_data_dir: str | Path | None = None,
+               alphas: tuple[float, ...] | None = None,
+               proj_alphas: tuple[float, ...] | None = None,
+               show_progress: bool = True) -> dict[str, Any]:
+    """Average the fine-tuned weights of PEARL runs that started from the same weights (a
+    uniform model soup), then choose the averaging coefficients with the initial model on dev."""
+    from phrasekit.training.averaging import average_modules
+
+    if len(model_dirs) < 2:
+        raise ValueError("a soup needs at least two model folders")
+    runs = [recover_finetuned_pearl(d) for d in model_dirs]
+    first = asdict(runs[0][0])
+    for d, (cfg, _, _) in zip(model_dirs[1:], runs[1:], strict=True):
+        other = asdict(cfg)
+        bad = [k for k in _SOUP_MUST_MATCH if other[k] != first[k]]
+        if bad:
+            raise ValueError(f"{d} differs from {model_dirs[0]} in {bad}: only runs from the same "
+                             "initial weights can be averaged (same --seed; vary --data-seed)")
+    model = average_modules([m for _, m, _ in runs])
+    cfg = _rechoose(runs[0][0], out_dir, dev_data_dir, alphas, proj_alphas, show_progress)
+    logger.info("souping %d PEARL runs: %s", len(runs), ", ".join(map(str, model_dirs)))
+    return finish_pearl(cfg, model, _dev_dir(dev_data_dir, cfg),
+                        steps_done=sum(int(t["steps"]) for _, _, t in runs),
+                        train_seconds=sum(float(t.get("train_minutes", 0.0)) for _, _, t in runs)
+                        * 60, history=[],
+                        extra={"soup_of": [{"model": str(d), "alpha": t["alpha"],
+                                            "seed": t["settings"].get("seed"),
+                                            "data_seed": t["settings"].get("data_seed")}
+                                           for d, (_, _, t) in zip(model_dirs, runs, strict=True)]})
 
 
 def _dev_dir(explicit: str | Path | None, cfg: PearlTrainingConfig) -> Path | None:

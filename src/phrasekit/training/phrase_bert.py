@@ -391,7 +391,8 @@ def train_phrase_bert(cfg: PhraseBertTrainingConfig) -> dict[str, Any]:
 
 def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
             sizes: dict[str, int], step: int, total: int, elapsed: float,
-            history: list[dict[str, Any]], timing: dict[str, list[float]]) -> dict[str, Any]:
+            history: list[dict[str, Any]], timing: dict[str, list[float]],
+            extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Average with the initial weights (alpha chosen on dev), save the model folder and the
     report; project the minutes of a whole epoch."""
     model.eval()
@@ -411,7 +412,7 @@ def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
                 "torch_threads": torch.get_num_threads(), "history": history,
                 "alpha": best_alpha, "dev": dev_table,
                 "selection_minutes": round((time.perf_counter() - t0) / 60, 2),
-                "notes": cfg.notes}
+                "notes": cfg.notes, **(extra or {})}
     model_dir = save_phrase_bert(model, out / "model", extra_config={"training": training})
     size_mb = sum(f.stat().st_size for f in model_dir.iterdir()) / 2**20
     report = {**training, "model_dir": str(model_dir), "model_mb": round(size_mb, 2)}
@@ -419,6 +420,67 @@ def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
     logger.info("saved %s after %d/%d steps (alpha %.2f, %.1f MB)", model_dir, step, total,
                 best_alpha, size_mb)
     return report
+
+
+def recover_finetuned_phrase_bert(model_dir: str | Path
+                                  ) -> tuple[PhraseBertTrainingConfig, PhraseBertModel,
+                                             dict[str, Any]]:
+    """A model folder saved by ``train phrase-bert`` with its fine-tuned backbone restored
+    (``theta0 + (theta - theta0) / alpha``); returns its config, the model and the report."""
+    from safetensors.torch import load_file
+
+    from phrasekit.training.averaging import undo_interpolation
+
+    path = Path(model_dir)
+    config = read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "Phrase-BERT")
+    training = config.get("training")
+    if not training or "settings" not in training or "alpha" not in training:
+        raise ValueError(f"{path}: no training report in config.json; only models saved by "
+                         "`phrasekit train phrase-bert` can be souped")
+    known = set(PhraseBertTrainingConfig.__dataclass_fields__)
+    settings = {k: v for k, v in training["settings"].items() if k in known}
+    settings["alphas"] = tuple(settings.get("alphas") or PhraseBertTrainingConfig.alphas)
+    cfg = PhraseBertTrainingConfig(**settings)
+    check_backbone_fingerprint(path, config, cfg.backbone)
+    model = PhraseBertModel(cfg.backbone)
+    initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    add_backbone_deltas(model.backbone, load_file(str(path / WEIGHTS)), path / WEIGHTS)
+    undo_interpolation(model, initial, {("backbone.",): float(training["alpha"])})
+    return cfg, model, training
+
+
+def soup_phrase_bert(model_dirs: list[str | Path], out_dir: str | Path,
+                     dev_data_dir: str | Path | None = None,
+                     alphas: tuple[float, ...] | None = None,
+                     show_progress: bool = True) -> dict[str, Any]:
+    """Average the fine-tuned backbones of Phrase-BERT runs (e.g. two seeds: a uniform model
+    soup), then choose the averaging coefficient with the packaged backbone on dev."""
+    from dataclasses import replace
+
+    from phrasekit.training.averaging import average_modules
+
+    if len(model_dirs) < 2:
+        raise ValueError("a soup needs at least two model folders")
+    runs = [recover_finetuned_phrase_bert(d) for d in model_dirs]
+    backbones = {cfg.backbone for cfg, _, _ in runs}
+    if len(backbones) > 1:
+        raise ValueError(f"the runs have different backbones {sorted(backbones)}")
+    model = average_modules([m for _, m, _ in runs])
+    cfg = replace(runs[0][0], out_dir=str(out_dir), alpha=None,
+                  alphas=tuple(alphas or runs[0][0].alphas),
+                  dev_data_dir=str(dev_data_dir) if dev_data_dir else None,
+                  show_progress=show_progress)
+    logger.info("souping %d Phrase-BERT runs: %s", len(runs), ", ".join(map(str, model_dirs)))
+    first = runs[0][2]
+    return _finish(cfg, model, _dev_scorer(cfg), dict(first.get("triplets", {})),
+                   sum(int(t["steps"]) for _, _, t in runs),
+                   sum(int(t.get("total_steps", t["steps"])) for _, _, t in runs),
+                   sum(float(t.get("train_minutes", 0.0)) for _, _, t in runs) * 60, [], {},
+                   extra={"method": "phrase-bert soup", "soup_of": [
+                       {"model": str(d), "alpha": t["alpha"], "seed": t["settings"].get("seed"),
+                        "use_paraphrase": t["settings"].get("use_paraphrase"),
+                        "use_context": t["settings"].get("use_context")}
+                       for d, (_, _, t) in zip(model_dirs, runs, strict=True)]})
 
 
 def _alphas(cfg: PhraseBertTrainingConfig) -> tuple[float, ...]:
