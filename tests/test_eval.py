@@ -468,3 +468,35 @@ def test_cli_eval_noise(tmp_path):
     res = runner.invoke(app, ["eval", "--model", "string", "--tasks", "stsb", "--noise", "typo",
                               "--data-dir", str(FIX), "--quiet"])
     assert res.exit_code == 2 and "noise support" in res.output
+
+
+def test_dev_scorer_reads_dev_splits_and_clusters_with_the_test_protocol(tmp_path):
+    import shutil
+
+    from phrasekit.eval.dev import DevScorer
+
+    words = {"PER": ["john smith", "mary jones", "paul brown"],
+             "LOC": ["new york", "paris", "berlin"], "ORG": ["acme corp", "ibm", "the un"],
+             "Chemical": ["aspirin", "caffeine", "ethanol"],
+             "Disease": ["asthma", "heart failure", "diabetes"]}
+    for name, types in (("conll2003", ("PER", "LOC", "ORG", "MISC")),
+                        ("bc5cdr", ("Chemical", "Disease"))):
+        lines = []
+        for label in types:
+            for w in words.get(label, ["euro"]):
+                toks = w.split()
+                lines.append(json.dumps({"sentences": [["in", *toks, "."]],
+                                         "ner": [[[1, len(toks), label]]]}))
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "dev.json").write_text("\n".join(lines) + "\n")
+    for name in ("ppdb", "ppdb_filtered"):
+        shutil.copytree(FIX / name, tmp_path / name)
+    scorer = DevScorer(tmp_path, kmeans_seeds=(0, 1))
+    assert len(scorer.mentions["conll2003"][0]) == 9  # MISC is not a test-set type
+    scores = scorer(phrasekit.load("string"))
+    assert set(scores) == {"conll2003_dev", "bc5cdr_dev", "ppdb_dev", "ppdb_filtered_dev",
+                           "score"}
+    assert all(0 <= v <= 100 for v in scores.values())
+    assert scores["score"] == round(float(np.mean([v for k, v in scores.items()
+                                                   if k != "score"])), 2)
+    assert scorer(phrasekit.load("string")) == scores  # deterministic
