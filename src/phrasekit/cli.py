@@ -526,6 +526,7 @@ def train_pearl_cmd(
     type_weight: Annotated[float, typer.Option(help="Weight of the type loss next to InfoNCE.")] = 1.0,
     preserve_weight: Annotated[float, typer.Option(help="Weight of a term keeping in-batch cosines near the initial model's; 0 = off.")] = 0.0,
     length_weight: Annotated[float, typer.Option(help="Weight of a term charging for length information beyond the initial model's (keeps entity clusters from splitting by length); 0 = off.")] = 0.0,
+    supersense_weight: Annotated[float, typer.Option(help="Weight of a second auxiliary head predicting the WordNet noun supersense of a noun phrase's head (noun.substance, noun.state, noun.person, ...) from the output embedding; needs data/wordnet; 0 = off.")] = 0.0,
     type_head_on: Annotated[str, typer.Option(help="What the type head reads: output (the final embedding, so the type loss shapes the space users search; the shipped model) or features (the [phrase; char] vectors, the recipe before).")] = "output",
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
@@ -560,7 +561,8 @@ def train_pearl_cmd(
             lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
             char_pretrain_steps=char_pretrain_steps, lr_char=lr_char, type_head_on=type_head_on,
             type_weight=type_weight, preserve_weight=preserve_weight,
-            length_weight=length_weight,
+            length_weight=length_weight, supersense_weight=supersense_weight,
+            wordnet_dir=str(root / "data" / "wordnet") if supersense_weight > 0 else None,
             token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
             seed=seed, data_seed=data_seed, num_threads=threads,
             dev_data_dir=str(root / "data"), show_progress=not quiet)

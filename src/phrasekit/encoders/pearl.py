@@ -4,7 +4,9 @@
 vector ``c`` are concatenated, a linear projection maps ``[p; c]`` back to the backbone's size
 (initialised to ``[I, 0]``, so an untrained model equals its backbone exactly), and a softmax
 head predicts the phrase type (lexical class x entity type, PEARL's auxiliary task), from
-``[p; c]`` or (``type_head_on="output"``) from the final normalised embedding itself.
+``[p; c]`` or (``type_head_on="output"``) from the final normalised embedding itself. An
+optional second head (``supersenses``) predicts the WordNet noun supersense of the phrase's head
+from the output embedding (``phrasekit.phrases.supersenses``).
 ``PearlEncoder`` wraps it in phrasekit's encoder contract.
 
 On disk (``save_pretrained``): ``config.json`` + ``model.safetensors`` holding the backbone as
@@ -68,6 +70,7 @@ class PearlConfig:
     types: list[str] = field(default_factory=list)
     type_loss: bool = True
     type_head_on: str = "features"  # "features" ([p; c]) or "output" (the final embedding)
+    supersenses: list[str] = field(default_factory=list)  # labels of the supersense head
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -80,7 +83,8 @@ class PearlConfig:
         return {
             "backbone": self.backbone, "max_seq_length": self.max_seq_length,
             "use_char": self.use_char, "char": self.char.to_dict(), "types": list(self.types),
-            "type_loss": self.type_loss, "type_head_on": self.type_head_on, "extra": self.extra,
+            "type_loss": self.type_loss, "type_head_on": self.type_head_on,
+            "supersenses": list(self.supersenses), "extra": self.extra,
         }
 
     @classmethod
@@ -89,7 +93,7 @@ class PearlConfig:
         d = dict(d)
         char = CharCNNConfig.from_dict(d.pop("char", {}))
         known = {"backbone", "max_seq_length", "use_char", "types", "type_loss", "type_head_on",
-                 "extra"}
+                 "supersenses", "extra"}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown PEARL config keys {sorted(unknown)}")
@@ -97,7 +101,7 @@ class PearlConfig:
 
 
 class PearlModel(nn.Module):
-    """Backbone + char CNN + projection + type head (see module docstring)."""
+    """Backbone + char CNN + projection + type head (+ supersense head; see module docstring)."""
 
     def __init__(self, config: PearlConfig, backbone: nn.Module | None = None,
                  tokenizer: Any = None) -> None:
@@ -119,6 +123,8 @@ class PearlModel(nn.Module):
             self.proj.bias.zero_()
         head_in = hidden if config.type_head_on == "output" else in_dim
         self.head = nn.Linear(head_in, len(config.types)) if config.types else None
+        self.sense_head = (nn.Linear(hidden, len(config.supersenses)) if config.supersenses
+                           else None)
 
     def pooled(self, texts: Sequence[str]) -> torch.Tensor:
         """The backbone's mean-pooled token vectors (batch, hidden)."""
@@ -146,7 +152,18 @@ class PearlModel(nn.Module):
             return emb, None
         return emb, self.head(emb if self.config.type_head_on == "output" else feats)
 
+    def sense_logits(self, emb: torch.Tensor) -> torch.Tensor:
+        """Supersense logits from output embeddings (``forward``'s first result)."""
+        if self.sense_head is None:
+            raise ValueError("this PEARL model has no supersense head")
+        return self.sense_head(emb)
+
     # ---- persistence -------------------------------------------------------------------------
+
+    def _small_modules(self) -> tuple[tuple[str, nn.Module | None], ...]:
+        """The modules stored whole (float32), with their key prefixes."""
+        return (("char.", self.char), ("proj.", self.proj), ("head.", self.head),
+                ("sense_head.", self.sense_head))
 
     def save_pretrained(self, out_dir: str | Path, extra_config: dict[str, Any] | None = None
                         ) -> Path:
@@ -158,7 +175,7 @@ class PearlModel(nn.Module):
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         tensors, skipped = backbone_deltas(self.backbone, self.config.backbone)
-        for prefix, module in (("char.", self.char), ("proj.", self.proj), ("head.", self.head)):
+        for prefix, module in self._small_modules():
             if module is not None:
                 for name, value in module.state_dict().items():
                     tensors[prefix + name] = value.detach().float().contiguous()
@@ -185,7 +202,7 @@ class PearlModel(nn.Module):
         check_backbone_fingerprint(path, config, model.config.backbone)
         tensors = load_file(str(path / WEIGHTS))
         add_backbone_deltas(model.backbone, tensors, path)
-        for prefix, module in (("char.", model.char), ("proj.", model.proj), ("head.", model.head)):
+        for prefix, module in model._small_modules():
             if module is None:
                 continue
             sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
@@ -394,17 +411,31 @@ class PearlEncoder(Encoder):
 
     def predict_types(self, texts: Sequence[str], top: int = 1) -> list[list[tuple[str, float]]]:
         """Most probable phrase types (label, probability) per text, from the auxiliary head."""
-        from phrasekit.encoders.base import validate_texts
-
         if self.model.head is None:
             raise ValueError(f"{self.name} has no phrase-type head")
+        return self._predict(texts, top, self.types, lambda emb, logits: logits)
+
+    def predict_supersenses(self, texts: Sequence[str], top: int = 1
+                            ) -> list[list[tuple[str, float]]]:
+        """Most probable WordNet noun supersenses (label, probability) per text, e.g.
+        ``noun.substance`` for a chemical; only for models trained with ``--supersense-weight``."""
+        if self.model.sense_head is None:
+            raise ValueError(f"{self.name} has no supersense head (train with "
+                             "--supersense-weight)")
+        return self._predict(texts, top, list(self.model.config.supersenses),
+                             lambda emb, logits: self.model.sense_logits(emb))
+
+    def _predict(self, texts: Sequence[str], top: int, labels: list[str],
+                 head: Any) -> list[list[tuple[str, float]]]:
+        from phrasekit.encoders.base import validate_texts
+
         items = validate_texts(texts)
         out: list[list[tuple[str, float]]] = []
         with torch.inference_mode():
             for s in range(0, len(items), self.default_batch_size):
-                _, logits = self.model(items[s : s + self.default_batch_size])
-                probs = torch.softmax(logits, dim=-1)
+                emb, logits = self.model(items[s : s + self.default_batch_size])
+                probs = torch.softmax(head(emb, logits), dim=-1)
                 p, i = probs.topk(min(top, probs.shape[1]), dim=-1)
-                out.extend([[(self.types[j], float(q)) for q, j in zip(pr, ix, strict=True)]
+                out.extend([[(labels[j], float(q)) for q, j in zip(pr, ix, strict=True)]
                             for pr, ix in zip(p.tolist(), i.tolist(), strict=True)])
         return out

@@ -85,6 +85,21 @@ class TypeClassificationLoss(nn.Module):
         return nn.functional.cross_entropy(logits, labels, ignore_index=-1)
 
 
+class SoftLabelLoss(nn.Module):
+    """Cross-entropy against target distributions (e.g. an ambiguous word's supersenses);
+    rows whose target sums to 0 are unlabelled and ignored."""
+
+    def forward(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean over labelled rows of -sum_k q_k log softmax(z)_k (0 when none is labelled)."""
+        if logits.shape != targets.shape:
+            raise ValueError(f"shapes differ: {tuple(logits.shape)} vs {tuple(targets.shape)}")
+        known = targets.sum(dim=-1) > 0
+        if not torch.any(known):
+            return logits.sum() * 0.0
+        logp = nn.functional.log_softmax(logits[known], dim=-1)
+        return -(targets[known].to(logp.dtype) * logp).sum(dim=-1).mean()
+
+
 class TripletLoss(nn.Module):
     """Phrase-BERT's triplet loss (Eq. 1): ``max(0, margin - ||a - n|| + ||a - p||)``, batch mean.
 

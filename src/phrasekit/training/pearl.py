@@ -42,6 +42,7 @@ from phrasekit.training.losses import (
     InfoNCELoss,
     LengthCovarianceLoss,
     SimilarityPreservationLoss,
+    SoftLabelLoss,
     TypeClassificationLoss,
 )
 
@@ -72,6 +73,8 @@ class PearlTrainingConfig:
     type_head_on: str = "output"  # the type head reads the output embedding or [p; c]
     preserve_weight: float = 0.0  # keep in-batch cosines near the initial model's (0 = off)
     length_weight: float = 0.0  # no more length covariance than the initial model (0 = off)
+    supersense_weight: float = 0.0  # WordNet noun-supersense head on the output (0 = off)
+    wordnet_dir: str | None = None  # for supersense labels; None = the shared data's wordnet/
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -115,7 +118,7 @@ class PearlTrainingConfig:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
         if self.type_head_on not in TYPE_HEAD_INPUTS:
             raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}")
-        for name in ("type_weight", "preserve_weight", "length_weight"):
+        for name in ("type_weight", "preserve_weight", "length_weight", "supersense_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.char_pretrain_steps < 0:
@@ -137,7 +140,8 @@ class PearlTrainingConfig:
 
 _LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
                                    "type_head_on": "features", "preserve_weight": 0.0,
-                                   "length_weight": 0.0, "data_seed": None}
+                                   "length_weight": 0.0, "data_seed": None,
+                                   "supersense_weight": 0.0}
 
 
 @dataclass
@@ -206,12 +210,14 @@ def _step_indices(n: int, batch: int, step: int, seed: int) -> np.ndarray:
 def build_model(cfg: PearlTrainingConfig) -> PearlModel:
     """A fresh PEARL model (equal to its backbone) configured for training."""
     from phrasekit.encoders.char import CharCNNConfig
+    from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
     from phrasekit.phrases.types import PHRASE_TYPES
 
     pcfg = PearlConfig(backbone=cfg.backbone, max_seq_length=cfg.max_seq_length,
                        use_char=cfg.use_char, types=list(PHRASE_TYPES),
                        type_loss=cfg.use_type, type_head_on=cfg.type_head_on,
-                       char=CharCNNConfig(out_linear=cfg.char_pretrain_steps > 0))
+                       char=CharCNNConfig(out_linear=cfg.char_pretrain_steps > 0),
+                       supersenses=list(NOUN_SUPERSENSES) if cfg.supersense_weight > 0 else [])
     model = PearlModel(pcfg)
     if cfg.freeze_embeddings:
         model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
@@ -236,10 +242,43 @@ def _optimizer(model: PearlModel, cfg: PearlTrainingConfig) -> torch.optim.Adam:
     if model.char is not None:
         lr = cfg.lr_new if cfg.lr_char is None else cfg.lr_char
         groups.append({"params": list(model.char.parameters()), "lr": lr, "base_lr": lr})
-    if model.head is not None and cfg.use_type:
-        groups.append({"params": list(model.head.parameters()), "lr": cfg.lr_new,
-                       "base_lr": cfg.lr_new})
+    for head in (model.head if cfg.use_type else None, model.sense_head):
+        if head is not None:
+            groups.append({"params": list(head.parameters()), "lr": cfg.lr_new,
+                           "base_lr": cfg.lr_new})
     return torch.optim.Adam(groups)
+
+
+class _SupersenseTargets:
+    """Supersense target rows for the texts of a step: noun phrases (and untyped texts) get
+    the distribution of their head's WordNet senses; other phrases and unknown heads none."""
+
+    def __init__(self, cfg: PearlTrainingConfig, data: PearlData) -> None:
+        from phrasekit.phrases.supersenses import NOUN_SUPERSENSES, SupersenseLexicon
+        from phrasekit.settings import data_dir as shared_data_dir
+
+        folder = Path(cfg.wordnet_dir) if cfg.wordnet_dir else shared_data_dir() / "wordnet"
+        self.lexicon = SupersenseLexicon.from_wordnet(folder)
+        self.type_names = data.type_names
+        self.cache: dict[str, np.ndarray] = {}
+        self.zero = np.zeros(len(NOUN_SUPERSENSES), dtype=np.float32)
+
+    def row(self, text: str, type_id: int) -> np.ndarray:
+        if type_id >= 0 and not self.type_names[type_id].startswith("NP-"):
+            return self.zero
+        if text not in self.cache:
+            found = self.lexicon.distribution(text)
+            self.cache[text] = self.zero if found is None else found
+        return self.cache[text]
+
+    def coverage(self, texts: list[str], types: np.ndarray) -> float:
+        """Share of the phrases that get a label (reported, and logged at the start)."""
+        hits = sum(bool(self.row(t, int(k)).any()) for t, k in zip(texts, types, strict=True))
+        return hits / max(1, len(texts))
+
+    def __call__(self, texts: list[str], type_ids: list[int]) -> torch.Tensor:
+        return torch.from_numpy(np.stack([self.row(t, k)
+                                          for t, k in zip(texts, type_ids, strict=True)]))
 
 
 def _make_augmenter(cfg: PearlTrainingConfig, data: PearlData) -> Any:
@@ -269,6 +308,11 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                 len(data.synonyms), len(data.hard_negatives))
     augment = _make_augmenter(cfg, data)
     type_of = dict(zip(data.texts, data.types.tolist(), strict=True))
+    senses = _SupersenseTargets(cfg, data) if cfg.supersense_weight > 0 else None
+    sense_info = {}
+    if senses is not None:
+        sense_info = {"coverage": round(senses.coverage(data.texts, data.types), 4)}
+        logger.info("supersense labels for %.1f%% of the phrases", 100 * sense_info["coverage"])
 
     model = build_model(cfg)
     # the untrained model is its backbone (projection [I, 0]): the reference for preservation
@@ -278,6 +322,7 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     optimizer = _optimizer(model, cfg)
     preserve, length_cov = SimilarityPreservationLoss(), LengthCovarianceLoss()
     nce, type_loss = InfoNCELoss(cfg.temperature), TypeClassificationLoss()
+    sense_loss = SoftLabelLoss()
     ckpt = out / CHECKPOINT
     start, elapsed, history = 0, 0.0, []
     if ckpt.is_file():
@@ -334,12 +379,17 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
         loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :])
         loss = loss_nce
         loss_t = torch.zeros(())
+        anchor_types = data.types[idx].tolist()
+        text_types = anchor_types + anchor_types + [type_of.get(n, -1) for n in negatives]
         if cfg.use_type and logits is not None:
-            anchor_types = data.types[idx].tolist()
-            labels = torch.tensor(anchor_types + anchor_types
-                                  + [type_of.get(n, -1) for n in negatives])
-            loss_t = type_loss(logits, labels)
+            loss_t = type_loss(logits, torch.tensor(text_types))
             loss = loss + cfg.type_weight * loss_t
+        loss_s = torch.zeros(())
+        if senses is not None:
+            # a positive is its anchor rewritten, so it shares the anchor's label (as for types)
+            targets = senses(anchors + anchors + negatives, text_types)
+            loss_s = sense_loss(model.sense_logits(emb), targets)
+            loss = loss + cfg.supersense_weight * loss_s
         loss_p = loss_len = torch.zeros(())
         if reference is not None:
             with torch.no_grad():
@@ -357,6 +407,7 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
         window.append(float(loss_nce.detach()))
         bar.update(1)
         bar.set_postfix(nce=f"{loss_nce.item():.3f}", type=f"{loss_t.item():.3f}",
+                        sense=f"{loss_s.item():.3f}",
                         keep=f"{loss_p.item():.3f}", length=f"{loss_len.item():.4f}")
         if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.max_steps:
             now = time.perf_counter()
@@ -374,8 +425,11 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     elapsed += time.perf_counter() - t0
     if step < cfg.max_steps:  # stopped by the time budget: keep the progress
         checkpoint(step)
+    extra = {"char_mimicry": mimic} if mimic else {}
+    if sense_info:
+        extra["supersenses"] = sense_info
     return finish_pearl(cfg, model, dev_dir, steps_done=step, train_seconds=elapsed,
-                        history=history, extra={"char_mimicry": mimic} if mimic else None)
+                        history=history, extra=extra or None)
 
 
 def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | None,
