@@ -532,7 +532,8 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
 #: Settings that must agree for PEARL runs to be souped (``seed`` fixes the random initial
 #: weights of the char CNN, projection and type head; vary ``data_seed`` instead).
 _SOUP_MUST_MATCH = ("backbone", "seed", "use_char", "use_type", "type_head_on",
-                    "char_pretrain_steps", "max_seq_length", "freeze_embeddings")
+                    "char_pretrain_steps", "max_seq_length", "freeze_embeddings",
+                    "supersense_weight")
 
 
 def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
