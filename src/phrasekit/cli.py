@@ -430,7 +430,7 @@ def train_pearl_data_cmd(
         from phrasekit.training.pearl_data import build_pearl_dataset
 
         report = build_pearl_dataset(out, shared_dir=shared, show_progress=not quiet)
-        typer.echo(f"PEARL dataset -> {out} ({report.get('n_phrases', '?')} phrases)")
+        typer.echo(f"PEARL dataset -> {out} ({report['phrases']} phrases)")
 
     _run(body)
 
