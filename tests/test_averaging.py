@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from phrasekit.training.averaging import select_alpha, select_alphas
+from phrasekit.training.averaging import CliffGuard, select_alpha, select_alphas
 
 
 def _pair() -> tuple[torch.nn.Linear, dict[str, torch.Tensor]]:
@@ -117,3 +117,33 @@ def test_average_modules_is_the_mean_and_checks_the_architecture():
         average_modules([a, torch.nn.Sequential(torch.nn.Linear(3, 2))])
     with pytest.raises(ValueError, match="nothing"):
         average_modules([])
+
+
+def test_cliff_guard_keeps_alpha_well_below_the_dev_collapse():
+    # BC5CDR dev holds up to 0.7 and collapses at 0.85 (the pattern of the stop-19 soup)
+    table = [{"alpha": a, "conll2003_dev": 44.0, "bc5cdr_dev": b, "score": s}
+             for a, b, s in ((0.3, 64.0, 70.0), (0.4, 64.5, 70.5), (0.5, 64.4, 71.0),
+                             (0.7, 63.6, 71.5), (0.85, 3.0, 55.0))]
+    guard = CliffGuard(margin=0.5)
+    assert guard.cliff(table) == 0.85
+    assert guard(table) == [True, True, False, False, False]  # alpha < 0.425
+    steady = [dict(r, bc5cdr_dev=60.0) for r in table]
+    assert guard.cliff(steady) is None and all(guard(steady))
+
+
+def test_select_alphas_chooses_the_best_admissible_row():
+    module, initial = _pair()
+    tuned = module.lin.weight.detach().clone()
+
+    def score(chosen: dict[str, float]) -> dict[str, float]:  # higher alpha scores higher
+        return {"score": chosen["alpha"]}
+
+    best, table = select_alphas(module, initial, {"alpha": (("lin.",), (0.2, 0.4, 0.8))}, score,
+                                show_progress=False,
+                                admissible=lambda rows: [r["alpha"] < 0.5 for r in rows])
+    assert best == {"alpha": 0.4} and [r["admissible"] for r in table] == [True, True, False]
+    assert torch.allclose(module.lin.weight, 0.4 * tuned)
+    # a guard that allows nothing falls back to the plain best
+    best, _ = select_alphas(module, initial, {"alpha": (("lin.",), (0.2, 0.8))}, score,
+                            show_progress=False, admissible=lambda rows: [False] * len(rows))
+    assert best == {"alpha": 0.8}

@@ -441,6 +441,7 @@ def train_pearl_reaverage_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder for the re-averaged model (OUT/model, OUT/report.json).")],
     alphas: Annotated[str | None, typer.Option(help="Comma-separated backbone coefficients (default: the run's own grid).")] = None,
     proj_alphas: Annotated[str | None, typer.Option(help="Comma-separated projection (char path) coefficients, chosen jointly (default: tied to the backbone's).")] = None,
+    cliff_guard: Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); default: off.")] = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (its data/ has the dev splits); else PHRASEKIT_SHARED.")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -459,7 +460,7 @@ def train_pearl_reaverage_cmd(
         report = reaverage_pearl(model, out, dev_data_dir=Path(shared) / "data" if shared else None,
                                  alphas=_float_list(alphas, "--alphas"),
                                  proj_alphas=_float_list(proj_alphas, "--proj-alphas"),
-                                 show_progress=not quiet)
+                                 show_progress=not quiet, cliff_margin=cliff_guard)
         typer.echo(f"PEARL re-averaged: alpha {report['alpha']} (projection "
                    f"{report['alpha_proj']}) -> {report['model_dir']}")
 
@@ -472,6 +473,7 @@ def train_soup_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder for the soup (OUT/model, OUT/report.json).")],
     alphas: Annotated[str | None, typer.Option(help="Comma-separated averaging coefficients with the initial weights (default: the runs' grid).")] = None,
     proj_alphas: Annotated[str | None, typer.Option(help="PEARL only: comma-separated projection coefficients, chosen jointly (default: tied).")] = None,
+    cliff_guard: Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); default: off.")] = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (its data/ has the dev splits); else PHRASEKIT_SHARED.")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -490,7 +492,7 @@ def train_soup_cmd(
         report = soup_models(models, out, dev_data_dir=Path(shared) / "data" if shared else None,
                              alphas=_float_list(alphas, "--alphas"),
                              proj_alphas=_float_list(proj_alphas, "--proj-alphas"),
-                             show_progress=not quiet)
+                             show_progress=not quiet, cliff_margin=cliff_guard)
         typer.echo(f"soup of {len(models)} runs: alpha {report['alpha']}, "
                    f"{report['model_mb']} MB -> {report['model_dir']}")
 
@@ -533,6 +535,8 @@ def train_pearl_cmd(
     phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,
     alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient of the backbone (default: chosen on dev splits).")] = None,
     alpha_proj: Annotated[float | None, typer.Option(help="Fixed averaging coefficient of the projection, i.e. the char path (default: chosen on dev jointly with --alpha; tied to a fixed --alpha).")] = None,
+    alphas: Annotated[str | None, typer.Option(help="Comma-separated averaging coefficients tried on dev (default: 0.3,0.4,0.5,0.6,0.7,0.85,1).")] = None,
+    cliff_guard: Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); default: off.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed (initialisation of the char CNN, projection and type head; also the data order unless --data-seed).")] = 0,
     data_seed: Annotated[int | None, typer.Option(help="Seed of the batch order, augmentation and dropout only: runs that share --seed start from the same weights and can be averaged (`train soup`).")] = None,
     threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
@@ -564,7 +568,8 @@ def train_pearl_cmd(
             length_weight=length_weight, supersense_weight=supersense_weight,
             wordnet_dir=str(root / "data" / "wordnet") if supersense_weight > 0 else None,
             token_aug=token_aug, phrase_aug=phrase_aug, alpha=alpha, alpha_proj=alpha_proj,
-            seed=seed, data_seed=data_seed, num_threads=threads,
+            alphas=_float_list(alphas, "--alphas") or PearlTrainingConfig.alphas,
+            cliff_margin=cliff_guard, seed=seed, data_seed=data_seed, num_threads=threads,
             dev_data_dir=str(root / "data"), show_progress=not quiet)
         report = train_pearl(cfg)
         typer.echo(f"PEARL: {report['steps']} steps in {report['train_minutes']} min, "

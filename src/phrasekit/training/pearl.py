@@ -91,6 +91,7 @@ class PearlTrainingConfig:
     alpha: float | None = None
     proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
     alpha_proj: float | None = None
+    cliff_margin: float | None = None  # CliffGuard: alpha below margin x the dev cliff (None: off)
     dev_data_dir: str | None = None
     num_threads: int | None = None
     show_progress: bool = True
@@ -127,6 +128,8 @@ class PearlTrainingConfig:
             raise ValueError("char_pretrain_steps needs the char encoder (use_char)")
         if not (self.char_aug or self.token_aug or self.phrase_aug):
             raise ValueError("enable at least one augmentation level")
+        if self.cliff_margin is not None and not 0 < self.cliff_margin <= 1:
+            raise ValueError(f"cliff_margin must be in (0, 1], got {self.cliff_margin}")
         for name in ("alpha", "alpha_proj"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
@@ -142,6 +145,7 @@ _LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
                                    "type_head_on": "features", "preserve_weight": 0.0,
                                    "length_weight": 0.0, "data_seed": None,
                                    "supersense_weight": 0.0}
+# (cliff_margin only changes the choice of alpha after training, so it is not fingerprinted)
 
 
 @dataclass
@@ -437,6 +441,7 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Choose the averaging coefficient on dev splits, save ``out_dir/model`` and the report."""
     from phrasekit.eval.dev import DevScorer
+    from phrasekit.training.averaging import CliffGuard
 
     model.eval()
     out = Path(cfg.out_dir)
@@ -448,7 +453,8 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
     chosen, dev_table = select_alphas(
         model, initial, groups,
         (lambda c: scorer(PearlEncoder(model, name=str(c)))) if scorer else None,
-        show_progress=cfg.show_progress)
+        show_progress=cfg.show_progress,
+        admissible=CliffGuard(margin=cfg.cliff_margin) if cfg.cliff_margin else None)
     best_alpha = chosen["alpha"]
     alpha_proj = chosen.get("alpha_proj", best_alpha)
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
@@ -499,12 +505,13 @@ def recover_finetuned_pearl(model_dir: str | Path) -> tuple[PearlTrainingConfig,
 
 def _rechoose(cfg: PearlTrainingConfig, out_dir: str | Path, dev_data_dir: str | Path | None,
               alphas: tuple[float, ...] | None, proj_alphas: tuple[float, ...] | None,
-              show_progress: bool) -> PearlTrainingConfig:
+              show_progress: bool, cliff_margin: float | None = None) -> PearlTrainingConfig:
     """``cfg`` of a saved run, set up to choose its averaging coefficients again."""
     from dataclasses import replace
 
     return replace(cfg, out_dir=str(out_dir), alpha=None, alpha_proj=None,
                    alphas=tuple(alphas or cfg.alphas), proj_alphas=proj_alphas,
+                   cliff_margin=cliff_margin,
                    dev_data_dir=str(dev_data_dir) if dev_data_dir else None,
                    show_progress=show_progress)
 
@@ -513,12 +520,13 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
                     dev_data_dir: str | Path | None = None,
                     alphas: tuple[float, ...] | None = None,
                     proj_alphas: tuple[float, ...] | None = None,
-                    show_progress: bool = True) -> dict[str, Any]:
+                    show_progress: bool = True,
+                    cliff_margin: float | None = None) -> dict[str, Any]:
     """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint:
     the fine-tuned weights are recovered (:func:`recover_finetuned_pearl`), averaged again over
     the new grid, chosen on dev splits, and saved to ``out_dir/model``."""
     cfg, model, training = recover_finetuned_pearl(model_dir)
-    cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress)
+    cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress, cliff_margin)
     logger.info("re-averaging %s (saved at alpha %s / %s)", model_dir, training["alpha"],
                 training.get("alpha_proj", training["alpha"]))
     return finish_pearl(cfg, model, _dev_dir(dev_data_dir, cfg), steps_done=int(training["steps"]),
@@ -540,7 +548,8 @@ def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
                dev_data_dir: str | Path | None = None,
                alphas: tuple[float, ...] | None = None,
                proj_alphas: tuple[float, ...] | None = None,
-               show_progress: bool = True) -> dict[str, Any]:
+               show_progress: bool = True,
+               cliff_margin: float | None = None) -> dict[str, Any]:
     """Average the fine-tuned weights of PEARL runs that started from the same weights (a
     uniform model soup), then choose the averaging coefficients with the initial model on dev."""
     from phrasekit.training.averaging import average_modules
@@ -556,7 +565,8 @@ def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
             raise ValueError(f"{d} differs from {model_dirs[0]} in {bad}: only runs from the same "
                              "initial weights can be averaged (same --seed; vary --data-seed)")
     model = average_modules([m for _, m, _ in runs])
-    cfg = _rechoose(runs[0][0], out_dir, dev_data_dir, alphas, proj_alphas, show_progress)
+    cfg = _rechoose(runs[0][0], out_dir, dev_data_dir, alphas, proj_alphas, show_progress,
+                    cliff_margin)
     logger.info("souping %d PEARL runs: %s", len(runs), ", ".join(map(str, model_dirs)))
     return finish_pearl(cfg, model, _dev_dir(dev_data_dir, cfg),
                         steps_done=sum(int(t["steps"]) for _, _, t in runs),

@@ -22,7 +22,8 @@ def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
                 dev_data_dir: str | Path | None = None,
                 alphas: tuple[float, ...] | None = None,
                 proj_alphas: tuple[float, ...] | None = None,
-                show_progress: bool = True) -> dict[str, Any]:
+                show_progress: bool = True,
+                cliff_margin: float | None = None) -> dict[str, Any]:
     """Soup saved PEARL or Phrase-BERT model folders (all of one kind) into ``out_dir/model``;
     returns the run report (also ``out_dir/report.json``)."""
     from phrasekit.encoders.pearl import FORMAT as PEARL_FORMAT
@@ -40,10 +41,11 @@ def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
     formats = {model_folder_format(d) for d in model_dirs}
     if formats == {PEARL_FORMAT}:
         return soup_pearl(list(model_dirs), out_dir, dev_data_dir=dev_data_dir, alphas=alphas,
-                          proj_alphas=proj_alphas, show_progress=show_progress)
+                          proj_alphas=proj_alphas, show_progress=show_progress,
+                          cliff_margin=cliff_margin)
     if formats == {PHRASE_BERT_FORMAT}:
-        if proj_alphas is not None:
-            raise ValueError("proj_alphas applies to PEARL models only")
+        if proj_alphas is not None or cliff_margin is not None:
+            raise ValueError("proj_alphas and cliff_margin apply to PEARL models only")
         return soup_phrase_bert(list(model_dirs), out_dir, dev_data_dir=dev_data_dir,
                                 alphas=alphas, show_progress=show_progress)
     raise ValueError(f"can soup PEARL or Phrase-BERT model folders of one kind, got formats "
