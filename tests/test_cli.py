@@ -163,6 +163,9 @@ def test_pearl_reaverage_bad_input_exit_2(tmp_path):
     res = invoke("train", "pearl-reaverage", "-m", tmp_path, "-o", tmp_path / "o",
                  "--proj-alphas", "0,half")
     assert res.exit_code == 2 and "comma-separated numbers" in res.output
+    res = invoke("train", "pearl-reaverage", "-m", tmp_path, "-o", tmp_path / "o",
+                 "--cliff-guard", "2", "--quiet")
+    assert res.exit_code == 2 and "cliff guard needs 0 < margin <= 1" in res.output
 
 
 def test_train_soup_bad_input_exit_2(tmp_path):

@@ -120,6 +120,11 @@ class CliffGuard:
     drop: float = 0.5
     key: str = "alpha"
 
+    def __post_init__(self) -> None:
+        if not 0 < self.margin <= 1 or not 0 < self.drop < 1:
+            raise ValueError(f"cliff guard needs 0 < margin <= 1 and 0 < drop < 1, got margin "
+                             f"{self.margin}, drop {self.drop}")
+
     def cliff(self, table: list[dict[str, Any]]) -> float | None:
         """The smallest coefficient at which a clustering dev score collapses, or None."""
         cliffs = []

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.pearl import TYPE_HEAD_INPUTS, PearlConfig, PearlEncoder, PearlModel
 from phrasekit.io import write_json
-from phrasekit.training.averaging import select_alphas
+from phrasekit.training.averaging import CliffGuard, select_alphas
 from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.losses import (
@@ -128,8 +128,8 @@ class PearlTrainingConfig:
             raise ValueError("char_pretrain_steps needs the char encoder (use_char)")
         if not (self.char_aug or self.token_aug or self.phrase_aug):
             raise ValueError("enable at least one augmentation level")
-        if self.cliff_margin is not None and not 0 < self.cliff_margin <= 1:
-            raise ValueError(f"cliff_margin must be in (0, 1], got {self.cliff_margin}")
+        if self.cliff_margin is not None:
+            CliffGuard(margin=self.cliff_margin)  # validates
         for name in ("alpha", "alpha_proj"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 1:
@@ -441,7 +441,6 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Choose the averaging coefficient on dev splits, save ``out_dir/model`` and the report."""
     from phrasekit.eval.dev import DevScorer
-    from phrasekit.training.averaging import CliffGuard
 
     model.eval()
     out = Path(cfg.out_dir)
@@ -525,6 +524,8 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
     """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint:
     the fine-tuned weights are recovered (:func:`recover_finetuned_pearl`), averaged again over
     the new grid, chosen on dev splits, and saved to ``out_dir/model``."""
+    if cliff_margin is not None:
+        CliffGuard(margin=cliff_margin)
     cfg, model, training = recover_finetuned_pearl(model_dir)
     cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress, cliff_margin)
     logger.info("re-averaging %s (saved at alpha %s / %s)", model_dir, training["alpha"],
@@ -556,6 +557,8 @@ def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
 
     if len(model_dirs) < 2:
         raise ValueError("a soup needs at least two model folders")
+    if cliff_margin is not None:
+        CliffGuard(margin=cliff_margin)  # bad settings fail before the runs are read
     runs = [recover_finetuned_pearl(d) for d in model_dirs]
     first = asdict(runs[0][0])
     for d, (cfg, _, _) in zip(model_dirs[1:], runs[1:], strict=True):
