@@ -17,6 +17,10 @@ from phrasekit.training.losses import InfoNCELoss
 FIXTURES = Path(__file__).parent / "fixtures"
 TEXTS = ["The New York Times", "new york city", "graph neural network", "ran quickly"]
 
+#: The shipped recipe's WordNet supersense head needs the shared WordNet; these tiny runs test
+#: other parts and leave it off (tests/test_supersenses.py trains it on a fixture lexicon).
+_NO_WORDNET = {"supersense_weight": 0.0}
+
 
 @pytest.fixture(scope="module")
 def fresh_model() -> PearlModel:
@@ -106,7 +110,7 @@ def test_training_resumes_to_the_same_model(tmp_path):
     def cfg(out: str, steps: int) -> PearlTrainingConfig:
         return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
                                    batch_size=6, max_steps=steps, checkpoint_every=2, alpha=0.5,
-                                   max_seq_length=12, show_progress=False)
+                                   max_seq_length=12, show_progress=False, **_NO_WORDNET)
 
     straight = train_pearl(cfg("a", 4))
     train_pearl(cfg("b", 2))
@@ -142,7 +146,7 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
     def cfg(out: str, alpha: float) -> PearlTrainingConfig:
         return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
                                    batch_size=6, max_steps=3, checkpoint_every=10, alpha=alpha,
-                                   max_seq_length=12, lr=1e-3, show_progress=False)
+                                   max_seq_length=12, lr=1e-3, show_progress=False, **_NO_WORDNET)
 
     train_pearl(cfg("half", 0.5))
     train_pearl(cfg("plain", 1.0))
@@ -171,14 +175,15 @@ def test_soup_of_runs_that_differ_in_data_seed(tmp_path):
         train_pearl(PearlTrainingConfig(
             data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out), batch_size=6,
             max_steps=3, checkpoint_every=10, alpha=0.5, max_seq_length=12, lr=1e-3,
-            show_progress=False, **kw))
+            show_progress=False, **_NO_WORDNET, **kw))
         return tmp_path / out / "model"
 
-    a, b, other_init = run("a"), run("b", data_seed=1), run("c", seed=1)
+    a, b, other_init = run("a", data_seed=None), run("b"), run("c", seed=1)
     ea = PearlEncoder.from_pretrained(a).encode(TEXTS)
     eb = PearlEncoder.from_pretrained(b).encode(TEXTS)
     assert np.abs(ea - eb).max() > 1e-4  # another data order, another model
     report = soup_models([a, b], tmp_path / "soup", alphas=(0.5,), show_progress=False)
+    # data seed None = the seed (0); 1 is the default (the shipped model's batch order)
     assert report["alpha"] == 0.5 and [r["data_seed"] for r in report["soup_of"]] == [None, 1]
     # every tensor (backbone, projection, char CNN, type head) is the mean of the two runs'
     # fine-tuned ones; backbone deltas are stored in float16, hence the tolerance
@@ -237,7 +242,7 @@ def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path):
     def cfg(out: str, steps: int) -> PearlTrainingConfig:
         return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
                                    batch_size=6, max_steps=steps, checkpoint_every=2, alpha=0.5,
-                                   max_seq_length=12, show_progress=False,
+                                   max_seq_length=12, show_progress=False, **_NO_WORDNET,
                                    char_pretrain_steps=5, lr_char=1e-4)
 
     straight = train_pearl(cfg("a", 4))
@@ -292,7 +297,7 @@ def test_preservation_keeps_the_trained_model_near_the_backbone_geometry(tmp_pat
         train_pearl(PearlTrainingConfig(
             data_dir=str(tmp_path / "data"), out_dir=str(out), batch_size=8, max_steps=6,
             lr=3e-4, lr_proj=3e-3, alpha=1.0, max_seq_length=12, preserve_weight=weight,
-            show_progress=False))
+            show_progress=False, **_NO_WORDNET))
         e = PearlEncoder.from_pretrained(out / "model").encode(phrases)
         r = PearlModel(PearlConfig()).eval()
         with torch.no_grad():
@@ -329,7 +334,7 @@ def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
     _tiny_dataset(tmp_path / "data")
     cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "r"),
                               batch_size=6, max_steps=2, alpha=0.5, max_seq_length=12,
-                              length_weight=50.0, show_progress=False)
+                              length_weight=50.0, show_progress=False, **_NO_WORDNET)
     report = train_pearl(cfg)
     assert report["steps"] == 2 and report["settings"]["length_weight"] == 50.0
     assert cfg.fingerprint() != PearlTrainingConfig(**{**cfg.__dict__, "length_weight": 0.0}

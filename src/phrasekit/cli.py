@@ -435,13 +435,16 @@ def train_pearl_data_cmd(
     _run(body)
 
 
+CliffGuardOpt = Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); 0 = off; default: the run's own setting.")]
+
+
 @train_app.command("pearl-reaverage")
 def train_pearl_reaverage_cmd(
     model: Annotated[Path, typer.Option("--model", "-m", help="A PEARL model folder saved by `train pearl` (e.g. OUT/model).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder for the re-averaged model (OUT/model, OUT/report.json).")],
     alphas: Annotated[str | None, typer.Option(help="Comma-separated backbone coefficients (default: the run's own grid).")] = None,
     proj_alphas: Annotated[str | None, typer.Option(help="Comma-separated projection (char path) coefficients, chosen jointly (default: tied to the backbone's).")] = None,
-    cliff_guard: Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); default: off.")] = None,
+    cliff_guard: CliffGuardOpt = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (its data/ has the dev splits); else PHRASEKIT_SHARED.")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -473,7 +476,7 @@ def train_soup_cmd(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run folder for the soup (OUT/model, OUT/report.json).")],
     alphas: Annotated[str | None, typer.Option(help="Comma-separated averaging coefficients with the initial weights (default: the runs' grid).")] = None,
     proj_alphas: Annotated[str | None, typer.Option(help="PEARL only: comma-separated projection coefficients, chosen jointly (default: tied).")] = None,
-    cliff_guard: Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); default: off.")] = None,
+    cliff_guard: CliffGuardOpt = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (its data/ has the dev splits); else PHRASEKIT_SHARED.")] = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -528,17 +531,17 @@ def train_pearl_cmd(
     type_weight: Annotated[float, typer.Option(help="Weight of the type loss next to InfoNCE.")] = 1.0,
     preserve_weight: Annotated[float, typer.Option(help="Weight of a term keeping in-batch cosines near the initial model's; 0 = off.")] = 0.0,
     length_weight: Annotated[float, typer.Option(help="Weight of a term charging for length information beyond the initial model's (keeps entity clusters from splitting by length); 0 = off.")] = 0.0,
-    supersense_weight: Annotated[float, typer.Option(help="Weight of a second auxiliary head predicting the WordNet noun supersense of a noun phrase's head (noun.substance, noun.state, noun.person, ...) from the output embedding; needs data/wordnet; 0 = off.")] = 0.0,
+    supersense_weight: Annotated[float, typer.Option(help="Weight of a second auxiliary head predicting the WordNet noun supersense of a noun phrase's head (noun.substance, noun.state, noun.person, ...) from the output embedding; needs data/wordnet; 0 = off (the recipe before stop 23).")] = 1.0,
     type_head_on: Annotated[str, typer.Option(help="What the type head reads: output (the final embedding, so the type loss shapes the space users search; the shipped model) or features (the [phrase; char] vectors, the recipe before).")] = "output",
     char_aug: Annotated[bool, typer.Option(help="Character-level augmentation.")] = True,
     token_aug: Annotated[bool, typer.Option(help="Token-level augmentation.")] = True,
     phrase_aug: Annotated[bool, typer.Option(help="Phrase-level (paraphrase) augmentation.")] = True,
     alpha: Annotated[float | None, typer.Option(help="Fixed weight-averaging coefficient of the backbone (default: chosen on dev splits).")] = None,
     alpha_proj: Annotated[float | None, typer.Option(help="Fixed averaging coefficient of the projection, i.e. the char path (default: chosen on dev jointly with --alpha; tied to a fixed --alpha).")] = None,
-    alphas: Annotated[str | None, typer.Option(help="Comma-separated averaging coefficients tried on dev (default: 0.3,0.4,0.5,0.6,0.7,0.85,1).")] = None,
-    cliff_guard: Annotated[float | None, typer.Option(help="PEARL: choose alpha below this fraction (e.g. 0.5) of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); default: off.")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed (initialisation of the char CNN, projection and type head; also the data order unless --data-seed).")] = 0,
-    data_seed: Annotated[int | None, typer.Option(help="Seed of the batch order, augmentation and dropout only: runs that share --seed start from the same weights and can be averaged (`train soup`).")] = None,
+    alphas: Annotated[str | None, typer.Option(help="Comma-separated averaging coefficients tried on dev (default: 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.85,1).")] = None,
+    cliff_guard: Annotated[float, typer.Option(help="Choose alpha below this fraction of the smallest alpha at which CoNLL or BC5CDR dev NMI halves (the dev 'cliff'); 0 = off.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Random seed of the initial weights (char CNN, projection, type heads).")] = 0,
+    data_seed: Annotated[int, typer.Option(help="Seed of the batch order, augmentation and dropout only (1 = the shipped model): runs that share --seed start from the same weights and can be averaged (`train soup`).")] = 1,
     threads: Annotated[int | None, typer.Option(help="torch threads.")] = None,
     shared: Annotated[Path | None, typer.Option(help="The shared folder (data/ + corpora/); else PHRASEKIT_SHARED.")] = None,
     quiet: Quiet = False,

@@ -59,8 +59,8 @@ class PearlTrainingConfig:
     data_dir: str
     out_dir: str
     backbone: str = "minilm"
-    seed: int = 0  # initialisation of the new modules (and, by default, of the data order)
-    data_seed: int | None = None  # batch order, augmentation and dropout; None = seed
+    seed: int = 0  # initialisation of the new modules
+    data_seed: int | None = 1  # batch order, augmentation and dropout; None = seed
     batch_size: int = 64
     hard_negatives: int = 2
     temperature: float = 0.07
@@ -73,7 +73,7 @@ class PearlTrainingConfig:
     type_head_on: str = "output"  # the type head reads the output embedding or [p; c]
     preserve_weight: float = 0.0  # keep in-batch cosines near the initial model's (0 = off)
     length_weight: float = 0.0  # no more length covariance than the initial model (0 = off)
-    supersense_weight: float = 0.0  # WordNet noun-supersense head on the output (0 = off)
+    supersense_weight: float = 1.0  # WordNet noun-supersense head on the output (0 = off)
     wordnet_dir: str | None = None  # for supersense labels; None = the shared data's wordnet/
     decay_every: int = 100
     decay_rate: float = 0.98
@@ -87,11 +87,11 @@ class PearlTrainingConfig:
     token_aug: bool = True
     phrase_aug: bool = True
     freeze_embeddings: bool = True
-    alphas: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
+    alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
     alpha: float | None = None
     proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
     alpha_proj: float | None = None
-    cliff_margin: float | None = None  # CliffGuard: alpha below margin x the dev cliff (None: off)
+    cliff_margin: float | None = 0.5  # CliffGuard: alpha below margin x the dev cliff (0/None: off)
     dev_data_dir: str | None = None
     num_threads: int | None = None
     show_progress: bool = True
@@ -128,7 +128,7 @@ class PearlTrainingConfig:
             raise ValueError("char_pretrain_steps needs the char encoder (use_char)")
         if not (self.char_aug or self.token_aug or self.phrase_aug):
             raise ValueError("enable at least one augmentation level")
-        if self.cliff_margin is not None:
+        if self.cliff_margin:
             CliffGuard(margin=self.cliff_margin)  # validates
         for name in ("alpha", "alpha_proj"):
             value = getattr(self, name)
@@ -145,7 +145,10 @@ _LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
                                    "type_head_on": "features", "preserve_weight": 0.0,
                                    "length_weight": 0.0, "data_seed": None,
                                    "supersense_weight": 0.0}
-# (cliff_margin only changes the choice of alpha after training, so it is not fingerprinted)
+#: What a saved run's settings mean when a key is missing (it was saved before the setting
+#: existed); cliff_margin only changes the choice of alpha, so it is not fingerprinted.
+_SAVED_BEFORE: dict[str, Any] = {**_LATER_SETTINGS, "cliff_margin": None,
+                                 "alphas": (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)}
 
 
 @dataclass
@@ -491,7 +494,8 @@ def recover_finetuned_pearl(model_dir: str | Path) -> tuple[PearlTrainingConfig,
     alpha = float(training["alpha"])
     alpha_proj = float(training.get("alpha_proj", alpha))
     known = set(PearlTrainingConfig.__dataclass_fields__)
-    settings = {k: v for k, v in training["settings"].items() if k in known}
+    settings = {**_SAVED_BEFORE,
+                **{k: v for k, v in training["settings"].items() if k in known}}
     settings["alphas"] = tuple(settings.get("alphas") or PearlTrainingConfig.alphas)
     if settings.get("proj_alphas") is not None:
         settings["proj_alphas"] = tuple(settings["proj_alphas"])
@@ -510,7 +514,7 @@ def _rechoose(cfg: PearlTrainingConfig, out_dir: str | Path, dev_data_dir: str |
 
     return replace(cfg, out_dir=str(out_dir), alpha=None, alpha_proj=None,
                    alphas=tuple(alphas or cfg.alphas), proj_alphas=proj_alphas,
-                   cliff_margin=cliff_margin,
+                   cliff_margin=cfg.cliff_margin if cliff_margin is None else cliff_margin,
                    dev_data_dir=str(dev_data_dir) if dev_data_dir else None,
                    show_progress=show_progress)
 
@@ -524,7 +528,7 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
     """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint:
     the fine-tuned weights are recovered (:func:`recover_finetuned_pearl`), averaged again over
     the new grid, chosen on dev splits, and saved to ``out_dir/model``."""
-    if cliff_margin is not None:
+    if cliff_margin:
         CliffGuard(margin=cliff_margin)
     cfg, model, training = recover_finetuned_pearl(model_dir)
     cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress, cliff_margin)
@@ -557,7 +561,7 @@ def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
 
     if len(model_dirs) < 2:
         raise ValueError("a soup needs at least two model folders")
-    if cliff_margin is not None:
+    if cliff_margin:
         CliffGuard(margin=cliff_margin)  # bad settings fail before the runs are read
     runs = [recover_finetuned_pearl(d) for d in model_dirs]
     first = asdict(runs[0][0])
