@@ -76,6 +76,34 @@ def test_infonce_prefers_matching_pairs():
     assert good < bad
 
 
+def test_cross_batch_memory_is_a_fifo_with_text_masks():
+    from phrasekit.training.losses import CrossBatchMemory
+
+    mem = CrossBatchMemory(3)
+    mem.push(torch.eye(4)[:2], ["a", "b"])
+    mem.push(torch.eye(4)[2:], ["c", "a"])
+    assert mem.texts == ["b", "c", "a"] and len(mem) == 3
+    assert torch.equal(mem.rows, torch.eye(4)[1:])
+    mask = mem.mask(["a", "x"], ["c", "b"])  # anchors, then their positives
+    assert mask.tolist() == [[False, True, True], [True, False, False]]
+    with pytest.raises(ValueError):
+        CrossBatchMemory(-1)
+    with pytest.raises(ValueError):
+        mem.push(torch.eye(4)[:2], ["only one"])
+
+
+def test_infonce_memory_adds_negatives_and_masked_rows_do_not_count():
+    loss = InfoNCELoss(0.07)
+    torch.manual_seed(0)
+    x = torch.nn.functional.normalize(torch.randn(6, 16), dim=-1)
+    pos = torch.nn.functional.normalize(x + 0.3 * torch.randn(6, 16), dim=-1)
+    memory = torch.nn.functional.normalize(torch.randn(10, 16), dim=-1)
+    base = loss(x, pos)
+    assert loss(x, pos, memory=memory) > base
+    all_masked = torch.ones((6, 10), dtype=torch.bool)
+    assert torch.allclose(loss(x, pos, memory=memory, memory_mask=all_masked), base)
+
+
 def _tiny_dataset(out: Path) -> None:
     """~200 real 2-3 word phrases from the small arXiv fixture corpus."""
     words_re = re.compile(r"[A-Za-z][a-z]+")
@@ -124,6 +152,35 @@ def test_training_resumes_to_the_same_model(tmp_path):
     assert config["training"]["alpha"] == 0.5
     with pytest.raises(ValueError, match="different settings"):
         train_pearl(PearlTrainingConfig(**{**cfg("b", 4).__dict__, "lr": 1e-3}))
+
+
+def test_training_with_memory_resumes_to_the_same_model(tmp_path):
+    """The negatives memory is part of the checkpoint, so a resumed run matches a straight one."""
+    from phrasekit.training.checkpoint import CHECKPOINT
+    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+
+    _tiny_dataset(tmp_path / "data")
+
+    def cfg(out: str, steps: int, **kw) -> PearlTrainingConfig:
+        return PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / out),
+                                   batch_size=6, max_steps=steps, checkpoint_every=2, alpha=1.0,
+                                   max_seq_length=12, lr=1e-3, show_progress=False,
+                                   **_NO_WORDNET, **{"memory_size": 20, **kw})
+
+    train_pearl(cfg("a", 4))
+    train_pearl(cfg("b", 2))
+    from safetensors import safe_open
+    with safe_open(str(tmp_path / "b" / CHECKPOINT), framework="pt") as fh:
+        assert fh.get_tensor("extra.memory").shape == (20, 384)  # full: 2 steps of 6 + 6
+    train_pearl(cfg("b", 4))
+    train_pearl(cfg("c", 4, memory_size=0))
+    ea, eb, ec = (PearlEncoder.from_pretrained(tmp_path / r / "model").encode(TEXTS)
+                  for r in "abc")
+    assert np.allclose(ea, eb, atol=1e-4)
+    assert not np.allclose(ea, ec, atol=1e-4)  # the memory changed the training
+    assert cfg("a", 4).fingerprint() != cfg("c", 4, memory_size=0).fingerprint()
+    with pytest.raises(ValueError, match="memory_size"):
+        cfg("d", 4, memory_size=-1).validate()
 
 
 def test_training_validates_before_work(tmp_path):

@@ -523,6 +523,9 @@ def train_pearl_cmd(
     max_minutes: Annotated[float | None, typer.Option(help="Stop (and checkpoint) after this many minutes.")] = None,
     batch_size: Annotated[int, typer.Option(help="Anchors per step.")] = 64,
     hard_negatives: Annotated[int, typer.Option(help="Mined hard negatives per anchor.")] = 2,
+    memory_size: Annotated[int, typer.Option(
+        help="Cross-batch memory: the last N candidate embeddings serve as extra negatives "
+             "(0 = off).")] = 0,
     lr: Annotated[float, typer.Option(help="Backbone learning rate (Adam).")] = 3e-5,
     char_encoder: Annotated[bool, typer.Option(help="Use the character CNN.")] = True,
     char_pretrain_steps: Annotated[int, typer.Option(help="LOVE-style pre-training steps of the char CNN (mimic the backbone) before fine-tuning; 0 = off.")] = 0,
@@ -565,6 +568,7 @@ def train_pearl_cmd(
         cfg = PearlTrainingConfig(
             data_dir=str(data_dir), out_dir=str(out), max_steps=max_steps,
             max_minutes=max_minutes, batch_size=batch_size, hard_negatives=hard_negatives,
+            memory_size=memory_size,
             lr=lr, use_char=char_encoder, use_type=type_loss, char_aug=char_aug,
             char_pretrain_steps=char_pretrain_steps, lr_char=lr_char, type_head_on=type_head_on,
             type_weight=type_weight, preserve_weight=preserve_weight,

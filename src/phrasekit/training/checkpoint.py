@@ -23,8 +23,9 @@ CHECKPOINT = "checkpoint.safetensors"
 
 
 def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,
-                    meta: dict[str, Any]) -> None:
-    """Write model parameters, Adam state and ``meta`` to ``path`` atomically."""
+                    meta: dict[str, Any], extra: dict[str, torch.Tensor] | None = None) -> None:
+    """Write model parameters, Adam state, ``meta`` and any ``extra`` tensors (training state
+    outside the model, e.g. a negatives memory) to ``path`` atomically."""
     from safetensors.torch import save
 
     names = {id(p): n for n, p in model.named_parameters()}
@@ -41,14 +42,18 @@ def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
             tensors["exp_avg." + name] = state["exp_avg"].contiguous()
             tensors["exp_avg_sq." + name] = state["exp_avg_sq"].contiguous()
             steps[name] = float(state["step"])
+    for name, value in (extra or {}).items():
+        tensors["extra." + name] = value.detach().contiguous()
     blob = json.dumps({"meta": meta, "adam_steps": steps})
     with atomic_write(path, mode="wb") as fh:
         fh.write(save(tensors, metadata={"phrasekit": blob}))
 
 
-def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer
-                    ) -> dict[str, Any]:
-    """Restore model and Adam state saved by ``save_checkpoint``; returns its ``meta``."""
+def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,
+                    extra: dict[str, torch.Tensor] | None = None) -> dict[str, Any]:
+    """Restore model and Adam state saved by ``save_checkpoint``; returns its ``meta``.
+
+    The checkpoint's extra tensors are put into ``extra`` when a dict is given."""
     from safetensors import safe_open
 
     path = Path(path)
@@ -68,4 +73,6 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
             "exp_avg": tensors["exp_avg." + name],
             "exp_avg_sq": tensors["exp_avg_sq." + name],
         }
+    if extra is not None:
+        extra.update({k[len("extra."):]: v for k, v in tensors.items() if k.startswith("extra.")})
     return blob.get("meta", {})

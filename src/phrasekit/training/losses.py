@@ -21,13 +21,79 @@ class InfoNCELoss(nn.Module):
         self.temperature = float(temperature)
 
     def forward(self, anchors: torch.Tensor, positives: torch.Tensor,
-                negatives: torch.Tensor | None = None) -> torch.Tensor:
-        """Mean cross-entropy of picking the right positive."""
+                negatives: torch.Tensor | None = None, memory: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Mean cross-entropy of picking the right positive.
+
+        ``memory`` (K, d): extra negatives from earlier batches (no gradient flows into them);
+        ``memory_mask`` (B, K): True where a memory row must not count for an anchor (the same
+        text as the anchor or its positive, i.e. not a negative at all).
+        """
         candidates = positives if negatives is None or len(negatives) == 0 else torch.cat(
             [positives, negatives], dim=0)
         logits = anchors @ candidates.T / self.temperature
+        if memory is not None and len(memory):
+            extra = anchors @ memory.detach().T / self.temperature
+            if memory_mask is not None:
+                extra = extra.masked_fill(memory_mask, float("-inf"))
+            logits = torch.cat([logits, extra], dim=1)
         target = torch.arange(len(anchors), device=anchors.device)
         return nn.functional.cross_entropy(logits, target)
+
+
+class CrossBatchMemory:
+    """A FIFO of recent batches' embeddings, reused as extra InfoNCE negatives.
+
+    Cross-batch memory (Wang et al., 2020; MoCo's queue without a momentum encoder): on a CPU
+    the batch stays small (64 anchors against PEARL's 512), and the embeddings of the last few
+    batches' candidates, computed by a model that has barely moved since, make up the missing
+    negatives at no encoding cost. Rows are stored detached, with their texts so that an
+    anchor never meets its own text as a negative.
+    """
+
+    def __init__(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"memory size must be >= 0, got {size}")
+        self.size = int(size)
+        self.rows: torch.Tensor | None = None
+        self.texts: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def push(self, emb: torch.Tensor, texts: list[str]) -> None:
+        """Append a batch (newest last), dropping the oldest rows beyond ``size``."""
+        if len(emb) != len(texts):
+            raise ValueError(f"{len(emb)} rows but {len(texts)} texts")
+        if self.size == 0 or not texts:
+            return
+        emb = emb.detach()
+        rows = emb if self.rows is None else torch.cat([self.rows, emb], dim=0)
+        texts = self.texts + list(texts)
+        self.rows, self.texts = rows[-self.size:].clone(), texts[-self.size:]
+
+    def mask(self, *texts_per_anchor: list[str]) -> torch.Tensor:
+        """(B, K) True where memory row k holds one of anchor b's own texts."""
+        n = len(texts_per_anchor[0])
+        out = torch.zeros((n, len(self.texts)), dtype=torch.bool)
+        where: dict[str, list[int]] = {}
+        for k, t in enumerate(self.texts):
+            where.setdefault(t, []).append(k)
+        for texts in texts_per_anchor:
+            for b, t in enumerate(texts):
+                for k in where.get(t, ()):
+                    out[b, k] = True
+        return out
+
+    def state(self) -> tuple[torch.Tensor | None, list[str]]:
+        """(rows, texts) for a checkpoint."""
+        return self.rows, list(self.texts)
+
+    def restore(self, rows: torch.Tensor | None, texts: list[str]) -> None:
+        """Inverse of ``state``."""
+        if (0 if rows is None else len(rows)) != len(texts):
+            raise ValueError("memory rows and texts differ in length")
+        self.rows, self.texts = rows, list(texts)
 
 
 class SimilarityPreservationLoss(nn.Module):

@@ -39,6 +39,7 @@ from phrasekit.training.averaging import CliffGuard, select_alphas
 from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.losses import (
+    CrossBatchMemory,
     InfoNCELoss,
     LengthCovarianceLoss,
     SimilarityPreservationLoss,
@@ -63,6 +64,7 @@ class PearlTrainingConfig:
     data_seed: int | None = 1  # batch order, augmentation and dropout; None = seed
     batch_size: int = 64
     hard_negatives: int = 2
+    memory_size: int = 0  # recent batches' candidates kept as extra negatives (0 = off)
     temperature: float = 0.07
     type_weight: float = 1.0
     lr: float = 3e-5
@@ -117,6 +119,8 @@ class PearlTrainingConfig:
             raise ValueError("batch_size must be >= 2 (in-batch negatives)")
         if self.hard_negatives < 0 or self.max_steps < 1 or self.checkpoint_every < 1:
             raise ValueError("hard_negatives >= 0, max_steps >= 1, checkpoint_every >= 1")
+        if self.memory_size < 0:
+            raise ValueError(f"memory_size must be >= 0, got {self.memory_size}")
         if self.type_head_on not in TYPE_HEAD_INPUTS:
             raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}")
         for name in ("type_weight", "preserve_weight", "length_weight", "supersense_weight"):
@@ -144,7 +148,7 @@ class PearlTrainingConfig:
 _LATER_SETTINGS: dict[str, Any] = {"lr_char": None, "char_pretrain_steps": 0,
                                    "type_head_on": "features", "preserve_weight": 0.0,
                                    "length_weight": 0.0, "data_seed": None,
-                                   "supersense_weight": 0.0}
+                                   "supersense_weight": 0.0, "memory_size": 0}
 #: What a saved run's settings mean when a key is missing (it was saved before the setting
 #: existed); cliff_margin only changes the choice of alpha, so it is not fingerprinted.
 _SAVED_BEFORE: dict[str, Any] = {**_LATER_SETTINGS, "cliff_margin": None,
@@ -330,24 +334,29 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
     preserve, length_cov = SimilarityPreservationLoss(), LengthCovarianceLoss()
     nce, type_loss = InfoNCELoss(cfg.temperature), TypeClassificationLoss()
     sense_loss = SoftLabelLoss()
+    memory = CrossBatchMemory(cfg.memory_size)
     ckpt = out / CHECKPOINT
     start, elapsed, history = 0, 0.0, []
     if ckpt.is_file():
-        meta = load_checkpoint(ckpt, model, optimizer)
+        saved: dict[str, torch.Tensor] = {}
+        meta = load_checkpoint(ckpt, model, optimizer, extra=saved)
         if meta.get("fingerprint") != cfg.fingerprint():
             raise ValueError(f"{ckpt} was written with different settings; use another --out "
                              "or delete the checkpoint")
         start, elapsed = int(meta["step"]), float(meta["elapsed_s"])
         history = meta.get("history", [])
+        memory.restore(saved.get("memory"), meta.get("memory_texts", []))
         mimic = meta.get("char_mimicry", {})
         logger.info("resuming from step %d (%.1f min already spent)", start, elapsed / 60)
     else:
         mimic = {}
 
     def checkpoint(step: int) -> None:
+        rows, memory_texts = memory.state()
         save_checkpoint(ckpt, model, optimizer, {
             "step": step, "elapsed_s": elapsed, "fingerprint": cfg.fingerprint(),
-            "history": history, "char_mimicry": mimic})
+            "history": history, "char_mimicry": mimic, "memory_texts": memory_texts},
+            extra=None if rows is None else {"memory": rows})
 
     if cfg.char_pretrain_steps and not mimic:
         t_mimic = time.perf_counter()
@@ -383,7 +392,12 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
         texts = anchors + positives + negatives
         emb, logits = model(texts)
         b = len(anchors)
-        loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :])
+        if len(memory):
+            loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :], memory.rows,
+                           memory.mask(anchors, positives))
+        else:
+            loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :])
+        memory.push(emb[b:], texts[b:])
         loss = loss_nce
         loss_t = torch.zeros(())
         anchor_types = data.types[idx].tolist()
