@@ -23,6 +23,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "full": {},
     "- char encoder": {"use_char": False},
     "- type classification": {"use_type": False},
+    "- supersense head": {"supersense_weight": 0.0},
     "- char augmentation": {"char_aug": False},
     "- token augmentation": {"token_aug": False},
     "- phrase augmentation": {"phrase_aug": False},
