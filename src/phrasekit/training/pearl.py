@@ -392,11 +392,8 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
         texts = anchors + positives + negatives
         emb, logits = model(texts)
         b = len(anchors)
-        if len(memory):
-            loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :], memory.rows,
-                           memory.mask(anchors, positives))
-        else:
-            loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :])
+        loss_nce = nce(emb[:b], emb[b : 2 * b], emb[2 * b :], memory.rows,
+                       memory.mask(anchors, positives) if len(memory) else None)
         memory.push(emb[b:], texts[b:])
         loss = loss_nce
         loss_t = torch.zeros(())
