@@ -4,9 +4,9 @@ PEARL averages all fine-tuned weights with the initial ones by one coefficient. 
 recovers a saved run's fine-tuned weights and gives the lower half of the backbone (embeddings
 and the first ``--split`` layers) and the upper half (the other layers and the projection)
 coefficients of their own, over a 2-D grid, scored by the same dev scorer and cliff guard as
-``train pearl``. It prints the dev table as markdown and writes it as JSON; with ``--save`` the
-best admissible point is also saved as a model folder (for a test evaluation decided by the
-dev table, never by a test score).
+``train pearl``. It prints the dev table as markdown and writes it as JSON. It saves no model:
+a point that won on dev would first need first-class support (per-group coefficients in the
+saved config, so that re-averaging and soups keep working).
 
     python benchmarks/pearl_layerwise_alpha.py \
         --model src/phrasekit/data/models/pearl-minilm --out OUT
@@ -15,7 +15,6 @@ dev table, never by a test score).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
@@ -29,7 +28,7 @@ def main() -> None:
     """Recover the fine-tuned weights, score the 2-D grid on dev, print and save the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="model folder saved by `train pearl`")
-    parser.add_argument("--out", required=True, help="folder for layerwise.json (and model/)")
+    parser.add_argument("--out", required=True, help="folder for layerwise.json")
     parser.add_argument("--low", default="0.2,0.3,0.4,0.5,0.6,0.8,1.0",
                         help="grid of alpha_low (embeddings + layers below --split)")
     parser.add_argument("--high", default="0.2,0.3,0.4,0.5,0.6,0.8,1.0",
@@ -37,7 +36,6 @@ def main() -> None:
     parser.add_argument("--split", type=int, default=3, help="first layer of the upper group")
     parser.add_argument("--cliff-guard", type=float, default=0.5)
     parser.add_argument("--shared", default=None, help="shared folder (default: the setting)")
-    parser.add_argument("--save", action="store_true", help="save the best point as OUT/model")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
@@ -50,7 +48,10 @@ def main() -> None:
     from phrasekit.training.averaging import CliffGuard, select_alphas
     from phrasekit.training.pearl import build_model, recover_finetuned_pearl
 
-    cfg, model, training = recover_finetuned_pearl(args.model)
+    try:
+        cfg, model, training = recover_finetuned_pearl(args.model)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
     n_layers = model.backbone.config.num_hidden_layers
     if not 0 < args.split < n_layers:
         parser.error(f"--split must be between 1 and {n_layers - 1}")
@@ -89,12 +90,6 @@ def main() -> None:
         print(f"| {row['alpha_low']} | {row['alpha_high']} | "
               + " | ".join(f"{row[k]:.2f}" for k in keys) + f" | {row['admissible']} |")
     print(f"best: {best}")
-    if args.save:
-        model.config.extra = {"alpha_low": best["alpha_low"], "alpha_high": best["alpha_high"],
-                              "layer_split": args.split, "steps": training["steps"]}
-        model.save_pretrained(out / "model", extra_config={
-            "layerwise_averaging": {"from": args.model, "split": args.split, **best}})
-        print(json.dumps({"saved": str(out / "model")}))
 
 
 if __name__ == "__main__":
