@@ -46,7 +46,7 @@ def main() -> None:
     from phrasekit.io import write_json
     from phrasekit.settings import data_dir
     from phrasekit.training.averaging import CliffGuard, select_alphas
-    from phrasekit.training.pearl import build_model, recover_finetuned_pearl
+    from phrasekit.training.pearl import averaged_initial_weights, recover_finetuned_pearl
 
     try:
         cfg, model, training = recover_finetuned_pearl(args.model)
@@ -58,8 +58,7 @@ def main() -> None:
     layers = [f"backbone.encoder.layer.{i}." for i in range(n_layers)]
     low = ("backbone.embeddings.", *layers[:args.split])
     high = (*layers[args.split:], "backbone.pooler.", "proj.")
-    initial = {k: v for k, v in build_model(cfg).state_dict().items()
-               if k.startswith(("backbone.", "proj."))}
+    initial = averaged_initial_weights(cfg)
     uncovered = [k for k in initial if not k.startswith(low + high)]
     if uncovered:
         raise SystemExit(f"tensors in no group: {uncovered[:5]}")

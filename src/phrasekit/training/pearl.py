@@ -450,6 +450,13 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                         history=history, extra=extra or None)
 
 
+def averaged_initial_weights(cfg: PearlTrainingConfig) -> dict[str, torch.Tensor]:
+    """The initial weights that weight averaging interpolates towards: backbone and projection
+    of a freshly built model (heads and the char CNN are never averaged)."""
+    return {k: v for k, v in build_model(cfg).state_dict().items()
+            if k.startswith(("backbone.", "proj."))}
+
+
 def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | None,
                  steps_done: int, train_seconds: float, history: list[dict[str, Any]],
                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -459,8 +466,7 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
     model.eval()
     out = Path(cfg.out_dir)
     t0 = time.perf_counter()
-    initial = {k: v for k, v in build_model(cfg).state_dict().items()
-               if k.startswith(("backbone.", "proj."))}
+    initial = averaged_initial_weights(cfg)
     groups = averaging_groups(cfg)
     scorer = DevScorer(dev_dir) if _n_candidates(groups) > 1 else None
     chosen, dev_table = select_alphas(
