@@ -25,7 +25,7 @@ import torch
 import phrasekit
 from phrasekit.datasets import sample_corpus_path
 from phrasekit.io import read_corpus
-from phrasekit.models.registry import minilm_path
+from phrasekit.models.backbones import minilm_path
 from phrasekit.settings import data_dir
 
 

@@ -79,9 +79,9 @@ def embed_function(kind: str, model: str, cache: dict[str, Any]) -> Any:
 
 def load_span_encoder(model: str) -> Any:
     """A fresh SpanEncoder over ``model`` (a span model folder or a backbone name/folder)."""
-    from phrasekit.encoders.span import SpanEncoder, is_span_folder
+    from phrasekit.registry import load_span
 
-    return SpanEncoder.from_pretrained(model) if is_span_folder(model) else SpanEncoder(model)
+    return load_span(model)
 
 
 def ccl_settings(args: argparse.Namespace) -> dict[str, Any]:

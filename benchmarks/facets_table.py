@@ -65,7 +65,7 @@ def md_table(headers: list[str], rows: list[list[Any]]) -> str:
 def load_model(path: str | None, label: str):
     if not path:
         return None
-    from phrasekit.facets.encoder import FacetEncoder
+    from phrasekit.encoders.facets.encoder import FacetEncoder
 
     p = Path(path)
     if not (p / "config.json").is_file():
@@ -148,7 +148,7 @@ def hypenet_table(data_dir: Path, phrase_models: dict[int, Any], glove, results:
     splits = {"lex": hn.load_hypenet(data_dir, "lex"), "rnd": hn.load_hypenet(data_dir, "rnd")}
     ws = next(iter(phrase_models.values())).word_space if phrase_models else None
     if ws is None:
-        from phrasekit.facets.words import load_word_space
+        from phrasekit.encoders.facets.words import load_word_space
 
         ws = load_word_space()
     lex = splits["lex"]
@@ -243,7 +243,7 @@ def summary_table(data_dir: Path, sentence_models: dict[int, Any], word_space, p
 
 def facet_descriptions(phrase_models: dict[int, Any], sentence_models: dict[int, Any],
                        results: dict) -> str:
-    from phrasekit.facets.encoder import format_facet_table
+    from phrasekit.encoders.facets.encoder import format_facet_table
 
     blocks, res = [], {}
     for kind, models, texts in (("phrase", phrase_models, PHRASES),
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
 
     import phrasekit
-    from phrasekit.facets.words import load_word_space
+    from phrasekit.encoders.facets.words import load_word_space
     from phrasekit.settings import data_dir as default_data
 
     data_dir = Path(args.data_dir) if args.data_dir else default_data()

@@ -107,9 +107,9 @@ def main() -> None:
         search_neighbors,
     )
     from phrasekit.io import read_corpus, write_json, write_text
-    from phrasekit.models.registry import check_model_name
     from phrasekit.phrases import PhraseVocabulary
-    from phrasekit.topics.pipeline import load_or_extract_vocabulary
+    from phrasekit.phrases.extract import load_or_extract_vocabulary
+    from phrasekit.registry import check_model_name
 
     models = args.models or list(DEFAULT_MODELS)
     for m in models:

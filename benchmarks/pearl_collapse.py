@@ -67,9 +67,9 @@ def main() -> None:
     """Print one row per alpha (markdown) and write ``RUN/collapse.json``."""
     from safetensors import safe_open
 
-    from phrasekit.encoders.pearl import interpolate_weights
     from phrasekit.eval.dev import dev_mentions
     from phrasekit.settings import shared_dir
+    from phrasekit.training.averaging import interpolate_weights
     from phrasekit.training.pearl import PearlTrainingConfig, build_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -25,9 +25,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from phrasekit.datasets import resolve_corpus
     from phrasekit.io import read_corpus
+    from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, load_or_extract_vocabulary
     from phrasekit.topics.metrics import npmi_coherence, topic_diversity
-    from phrasekit.topics.terms import tokenize
 
     docs = read_corpus(resolve_corpus("sample"))
     phrases = load_or_extract_vocabulary(docs, f"{args.cache_dir}/phrases.json.gz")

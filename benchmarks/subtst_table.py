@@ -83,10 +83,10 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    from phrasekit.encoders.subtst import SubTSTConfig
     from phrasekit.eval.pairs import load_pair_task, task_kind
     from phrasekit.io import write_json, write_text
     from phrasekit.settings import data_dir
-    from phrasekit.similarity.pairs import SubTSTConfig
     from phrasekit.training.subtst import (
         SubTSTTrainingConfig,
         fit_lda,

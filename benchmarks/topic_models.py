@@ -71,12 +71,13 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     from phrasekit.io import read_corpus, write_json, write_text
-    from phrasekit.models.registry import load
+    from phrasekit.registry import load
     from phrasekit.settings import corpora_dir
+    from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, LDATopics, load_or_extract_vocabulary
     from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
     from phrasekit.topics.pipeline import corpus_sentences
-    from phrasekit.topics.terms import build_term_vocabulary, tokenize
+    from phrasekit.topics.terms import build_term_vocabulary
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -199,9 +199,10 @@ def phrase_vocabulary(docs: list, corpus: str, reuse: Path, out: Path, quiet: bo
 def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool) -> dict:
     """Phrases and every MiniLM vector the fits need, once per corpus (``OUT/emb/CORPUS/``)."""
     from phrasekit.io import write_json
+    from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, PhraseTopicModel
     from phrasekit.topics.pntm import chunk_words, encode_documents
-    from phrasekit.topics.terms import build_term_vocabulary, tokenize
+    from phrasekit.topics.terms import build_term_vocabulary
 
     folder = out / "emb" / corpus
     info_path = folder / "prep.json"
@@ -232,7 +233,7 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool) -> dic
     missing = [t for t in store if t not in known]
     t0 = time.perf_counter()
     if missing:
-        from phrasekit.models.registry import load
+        from phrasekit.registry import load
 
         log.info("%s: encoding %d texts with minilm (%d cached)", corpus, len(missing),
                  len(store) - len(missing))
@@ -308,7 +309,7 @@ def worker(spec_path: str) -> None:
         from sklearn.feature_extraction.text import CountVectorizer
         from umap import UMAP
 
-        from phrasekit.models.registry import minilm_path
+        from phrasekit.models.backbones import minilm_path
 
         embeddings = np.load(folder / "docs.npy")
         model = BERTopic(
@@ -331,8 +332,9 @@ def worker(spec_path: str) -> None:
             return list(labels), [[w for w, _ in model.get_topic(t) if w] for t in ids]
 
     elif method == "lda":
+        from phrasekit.text import tokenize
         from phrasekit.topics import LDATopics
-        from phrasekit.topics.terms import build_term_vocabulary, tokenize
+        from phrasekit.topics.terms import build_term_vocabulary
 
         def fit() -> tuple[list[int], list[list[str]]]:
             token_docs = [tokenize(t) for t in texts]
@@ -415,8 +417,9 @@ def run_worker(spec: dict, out: Path) -> dict:
 # ---------------------------------------------------------------------- scoring and tables
 def score(found: dict, token_docs: list[list[str]], labels: list, mask: np.ndarray) -> dict:
     """NPMI, diversity, NMI, unassigned share and topic counts of one fit."""
+    from phrasekit.text import tokenize
     from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
-    from phrasekit.topics.terms import presence_matrix, tokenize
+    from phrasekit.topics.terms import presence_matrix
 
     keys = []
     for topic in found["topics"]:
@@ -579,7 +582,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from phrasekit.io import write_json, write_text
     from phrasekit.settings import corpora_dir
-    from phrasekit.topics.terms import tokenize
+    from phrasekit.text import tokenize
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -84,13 +84,13 @@ def fit(method: str, docs: list, args: argparse.Namespace, out: Path, corpus: st
 
 def score(model: Any, docs: list) -> dict[str, Any]:
     """The label-free metrics of a fitted model and its five largest topics' top phrases."""
+    from phrasekit.text import tokenize
     from phrasekit.topics.metrics import (
         npmi_coherence,
         phrase_informativeness,
         topic_diversity,
         word_diversity,
     )
-    from phrasekit.topics.terms import tokenize
 
     token_docs = [tokenize(d.text) for d in docs]
     shown = [[term for term, _ in t][:TOP_N] for t in model.topics_]

@@ -1,4 +1,4 @@
-"""PEARL data augmentation (phrasekit.training.augment): one-edit ops, typo noise, the three
+"""PEARL data augmentation (phrasekit.phrases.augment): one-edit ops, typo noise, the three
 augmentation levels and the Augmenter's level switching."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from phrasekit.training.augment import (
+from phrasekit.phrases.augment import (
     CHAR_OPS,
     KEYBOARD,
     Augmenter,

@@ -88,8 +88,7 @@ def test_pearl_averaging_groups_tie_the_projection_when_asked():
 
 
 def test_undo_interpolation_inverts_interpolate_weights():
-    from phrasekit.encoders.pearl import interpolate_weights
-    from phrasekit.training.averaging import undo_interpolation
+    from phrasekit.training.averaging import interpolate_weights, undo_interpolation
 
     module, initial = _pair()
     initial = {k: torch.full_like(v, 0.5) for k, v in initial.items()}

@@ -78,7 +78,7 @@ def test_minilm_matches_sentence_transformers(minilm):
     """Our mean pooling reproduces SentenceTransformer.encode on the same packaged weights."""
     from sentence_transformers import SentenceTransformer
 
-    from phrasekit.models.registry import minilm_path
+    from phrasekit.models.backbones import minilm_path
 
     st = SentenceTransformer(str(minilm_path()), device="cpu")
     ref = st.encode(PHRASES, normalize_embeddings=True, convert_to_numpy=True)

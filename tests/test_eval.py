@@ -355,7 +355,7 @@ def test_perturb_is_seeded_per_string_and_matches_typo_noise():
     import random
 
     from phrasekit.eval.base import NOISE_SEED, TYPO_P, perturb
-    from phrasekit.training.augment import typo_noise
+    from phrasekit.phrases.augment import typo_noise
 
     strings = ["Sagittarius Dwarf Spheroidal Galaxy", "access information", "of",
                "access information"]

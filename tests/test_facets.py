@@ -15,7 +15,24 @@ import pytest
 import torch
 
 import phrasekit
-from phrasekit.facets.data import (
+from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
+from phrasekit.encoders.facets.loss import (
+    estimate_coefficients,
+    nnsc_loss,
+    objective,
+    reconstruction_error,
+)
+from phrasekit.encoders.facets.model import (
+    FacetModel,
+    FacetModelConfig,
+    load_facet_model,
+    make_batch,
+)
+from phrasekit.encoders.facets.scores import greedy_summary, sc_distance, summary_objective
+from phrasekit.encoders.facets.words import load_word_space
+from phrasekit.text import tokenize
+from phrasekit.training.facets import FacetTrainingConfig, epoch_batches, train_facets
+from phrasekit.training.facets_data import (
     CorpusSpec,
     FacetDataConfig,
     FacetDataset,
@@ -25,18 +42,6 @@ from phrasekit.facets.data import (
     sentence_examples,
     split_sentences,
 )
-from phrasekit.facets.encoder import FacetEncoder, format_facet_table
-from phrasekit.facets.loss import (
-    estimate_coefficients,
-    nnsc_loss,
-    objective,
-    reconstruction_error,
-)
-from phrasekit.facets.model import FacetModel, FacetModelConfig, load_facet_model, make_batch
-from phrasekit.facets.scores import greedy_summary, sc_distance, summary_objective
-from phrasekit.facets.train import FacetTrainingConfig, epoch_batches, train_facets
-from phrasekit.facets.words import load_word_space
-from phrasekit.topics.terms import tokenize
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -444,7 +449,7 @@ def test_packaged_models_load_and_describe() -> None:
     from typer.testing import CliRunner
 
     from phrasekit.cli import app
-    from phrasekit.models.registry import available_models
+    from phrasekit.registry import available_models
 
     names = [f"facets-{g}-k{k}" for g in ("phrase", "sentence") for k in (1, 3, 10)]
     assert set(names) <= set(available_models())

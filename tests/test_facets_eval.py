@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
+from phrasekit.encoders.facets.encoder import FacetEncoder
+from phrasekit.encoders.facets.model import FacetModel, FacetModelConfig
+from phrasekit.encoders.facets.words import load_word_space
 from phrasekit.eval import facet_similarity as fs
 from phrasekit.eval import hypenet as hn
 from phrasekit.eval import summarization as sm
 from phrasekit.eval.turney import TurneyItem, tie_aware_accuracy
-from phrasekit.facets.encoder import FacetEncoder
-from phrasekit.facets.model import FacetModel, FacetModelConfig
-from phrasekit.facets.words import load_word_space
 
 
 @pytest.fixture(scope="module")

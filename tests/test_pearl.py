@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel, interpolate_weights
+from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel
+from phrasekit.training.averaging import interpolate_weights
 from phrasekit.training.losses import InfoNCELoss
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -401,7 +402,7 @@ def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
 
 
 def test_int8_deltas_halve_the_folder_and_load_to_nearly_the_same_model(tmp_path, fresh_model):
-    from phrasekit.encoders.pearl import quantize_model_folder
+    from phrasekit.models.folders import quantize_model_folder
 
     model = PearlModel(PearlConfig(types=["NP-ORG", "NP-GPE", "NP-OTHER"]))
     with torch.no_grad():  # a fine-tune-sized change of every trainable backbone tensor

@@ -15,13 +15,14 @@ from typer.testing import CliRunner
 
 import phrasekit
 from phrasekit.cli import app
+from phrasekit.encoders.phrase_bert import FORMAT as PHRASE_BERT_FORMAT
+from phrasekit.encoders.phrase_bert import load_phrase_bert
+from phrasekit.models.folders import model_folder_format
 from phrasekit.training.losses import TripletLoss
 from phrasekit.training.pearl_data import BenchmarkStringFilter, collect_test_strings, normalize
 from phrasekit.training.phrase_bert import (
     PhraseBertTrainingConfig,
     batch_schedule,
-    is_phrase_bert_folder,
-    load_phrase_bert,
     load_triplets,
     lr_factor,
     train_phrase_bert,
@@ -52,7 +53,7 @@ TEXTS = ["hot dog", "frankfurter", "central bank", "The New York Times reported 
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from phrasekit.models.registry import minilm_path
+    from phrasekit.models.backbones import minilm_path
 
     return AutoTokenizer.from_pretrained(str(minilm_path()))
 
@@ -301,7 +302,7 @@ def test_training_run_model_folder_and_resume(dataset, tmp_path, minilm):
         assert torch.equal(ta[k], tb[k]), k
     # the model folder: fp16 deltas over MiniLM, loadable by phrasekit.load
     folder = tmp_path / "a" / "model"
-    assert is_phrase_bert_folder(folder)
+    assert model_folder_format(folder) == PHRASE_BERT_FORMAT
     config = json.loads((folder / "config.json").read_text())
     assert config["format"] == "phrasekit-phrase-bert" and config["training"]["steps"] == 3
     enc = phrasekit.load(str(folder))

@@ -15,15 +15,11 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.text import tokenize
 from phrasekit.topics import PNTM, LDATopics, run_pntm
 from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
 from phrasekit.topics.pipeline import corpus_sentences
-from phrasekit.topics.terms import (
-    build_term_vocabulary,
-    count_matrix,
-    presence_matrix,
-    tokenize,
-)
+from phrasekit.topics.terms import build_term_vocabulary, count_matrix, presence_matrix
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import phrasekit
-from phrasekit.models.registry import minilm_path
+from phrasekit.models.backbones import minilm_path
 
 
 def test_available_models_lists_the_baselines():

@@ -14,6 +14,14 @@ from typer.testing import CliRunner
 
 import phrasekit
 from phrasekit.cli import app
+from phrasekit.encoders.subtst import (
+    SubTST,
+    SubTSTConfig,
+    TokenFeatures,
+    build_model,
+    pad_features,
+)
+from phrasekit.encoders.subword_lda import SubwordLDA
 from phrasekit.eval.pairs import (
     PairExample,
     load_pair_task,
@@ -22,15 +30,7 @@ from phrasekit.eval.pairs import (
     split_dev,
     task_kind,
 )
-from phrasekit.similarity.pairs import (
-    SubTST,
-    SubTSTConfig,
-    TokenFeatures,
-    build_model,
-    is_subtst_folder,
-    pad_features,
-)
-from phrasekit.topics.subword_lda import SubwordLDA
+from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.training.subtst import (
     SubTSTTrainingConfig,
     feature_cache_path,
@@ -164,7 +164,7 @@ def test_train_regression_save_load(stsb_small, features, lda, tmp_path):
     assert isinstance(score, float) and -5.0 <= score <= 5.0
     out = tmp_path / "model"
     model.save_pretrained(out)
-    assert is_subtst_folder(out) and not is_subtst_folder(tmp_path)
+    assert model_folder_format(out) == SUBTST_FORMAT and model_folder_format(tmp_path) is None
     back = phrasekit.load(str(out))
     assert isinstance(back, SubTST)
     pairs = [(e.a, e.b) for e in stsb_small["test"][:10]]

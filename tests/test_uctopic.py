@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import phrasekit
-from phrasekit.encoders.span import SpanEncoder, is_span_folder, validate_spans
+from phrasekit.encoders.span import SpanEncoder, validate_spans
 from phrasekit.eval.entity_clustering import (
     DATASETS,
     acc,
@@ -29,6 +29,7 @@ from phrasekit.eval.entity_clustering import (
     read_split,
     token_span_to_chars,
 )
+from phrasekit.models.folders import SPAN_FORMAT, model_folder_format
 from phrasekit.training.losses import InfoNCELoss
 from phrasekit.training.uctopic import (
     CCLConfig,
@@ -179,7 +180,8 @@ def test_batching_dedup_and_order(span_enc):
 
 def test_save_load_round_trip(span_enc, tmp_path):
     folder = span_enc.save_pretrained(tmp_path / "untrained")
-    assert is_span_folder(folder) and not (folder / "model.safetensors").exists()
+    assert model_folder_format(folder) == SPAN_FORMAT
+    assert not (folder / "model.safetensors").exists()
     loaded = phrasekit.load(folder)
     assert isinstance(loaded, SpanEncoder)
     items = [(SENT, US), (UNI, span_of(UNI, "Ångström"))]

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.encoders.span import SpanEncoder
 from phrasekit.io import read_corpus
+from phrasekit.text import tokenize
 from phrasekit.topics import UCTopicModel, write_uctopic_outputs
 from phrasekit.topics.metrics import phrase_informativeness, word_diversity
-from phrasekit.topics.terms import tokenize
 
 torch.set_num_threads(1)
 CORPUS = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"

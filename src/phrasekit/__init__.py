@@ -8,7 +8,7 @@ Quick start::
 """
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.models.registry import available_models, load
+from phrasekit.registry import available_models, load
 
 __version__ = "0.1.0"
 __all__ = ["Encoder", "__version__", "available_models", "load"]

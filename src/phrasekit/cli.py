@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from phrasekit.models.registry import DEFAULT_MODEL
+from phrasekit.registry import DEFAULT_MODEL
 
 app = typer.Typer(
     name="phrasekit",
@@ -71,7 +71,7 @@ def models_cmd(quiet: Quiet = False) -> None:
     Example: phrasekit models
     """
     _setup_logging(quiet)
-    from phrasekit.models.registry import available_models
+    from phrasekit.registry import available_models
 
     for name, desc in available_models().items():
         typer.echo(f"{name:<14} {desc}")
@@ -90,7 +90,7 @@ def quantize_cmd(
     _setup_logging(quiet)
 
     def body() -> None:
-        from phrasekit.encoders.pearl import quantize_model_folder
+        from phrasekit.models.folders import quantize_model_folder
 
         sizes = quantize_model_folder(model_dir, out)
         typer.echo(f"{model_dir} ({sizes['source_mb']} MB) -> {out} ({sizes['int8_mb']} MB)")
@@ -118,7 +118,7 @@ def encode_cmd(
         import numpy as np
 
         from phrasekit.io import atomic_write
-        from phrasekit.models.registry import load
+        from phrasekit.registry import load
 
         if not input_file.is_file():
             raise BadInputError(f"input file not found: {input_file}")
@@ -312,7 +312,7 @@ def neighbors_cmd(
 
     def body() -> None:
         from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
-        from phrasekit.models.registry import check_model_name, load
+        from phrasekit.registry import check_model_name, load
 
         if k < 1:
             raise BadInputError(f"-k must be at least 1, got {k}")
@@ -612,10 +612,10 @@ def train_subtst_cmd(
 
     def body() -> None:
         from phrasekit.datasets import resolve_corpus
+        from phrasekit.encoders.subtst import SubTSTConfig
         from phrasekit.eval.pairs import load_pair_task, task_kind
         from phrasekit.io import read_corpus, write_json
         from phrasekit.settings import data_dir as default_data_dir
-        from phrasekit.similarity.pairs import SubTSTConfig
         from phrasekit.training.subtst import SubTSTTrainingConfig, prepare_features, train_subtst
 
         config = SubTSTConfig(kind=task_kind(task), n_topics=topics, topic_trainable=train_topics,
@@ -772,8 +772,8 @@ def facets_cmd(
     def body() -> None:
         import json
 
-        from phrasekit.facets.encoder import FacetEncoder, format_facet_table
-        from phrasekit.models.registry import available_models, load
+        from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
+        from phrasekit.registry import available_models, load
 
         if n < 1:
             raise BadInputError(f"-n must be at least 1, got {n}")
@@ -816,7 +816,11 @@ def train_facets_data_cmd(
     _setup_logging(quiet, verbose)
 
     def body() -> None:
-        from phrasekit.facets.data import FacetDataConfig, build_facet_dataset, corpus_specs
+        from phrasekit.training.facets_data import (
+            FacetDataConfig,
+            build_facet_dataset,
+            corpus_specs,
+        )
 
         extra = {"corpora": corpus_specs(corpus)} if corpus else {}
         cfg = FacetDataConfig(out_dir=str(out), granularity=granularity, max_docs=max_docs,
@@ -851,7 +855,7 @@ def train_facets_cmd(
     _setup_logging(quiet, verbose)
 
     def body() -> None:
-        from phrasekit.facets.train import FacetTrainingConfig, train_facets
+        from phrasekit.training.facets import FacetTrainingConfig, train_facets
 
         if not data.is_dir():
             raise BadInputError(f"--data {data} is not a folder")
@@ -951,10 +955,10 @@ def pairs_cmd(
         import io
 
         from phrasekit.io import atomic_write
-        from phrasekit.models.registry import load
-        from phrasekit.similarity.pairs import SubTST, is_subtst_folder
+        from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
+        from phrasekit.registry import load
 
-        if not is_subtst_folder(model):
+        if model_folder_format(model) != SUBTST_FORMAT:
             raise BadInputError(f"{model} is not a SubTST model folder (train one with "
                                 "`phrasekit train subtst`)")
         try:
@@ -966,7 +970,6 @@ def pairs_cmd(
             if len(r) < 2 or not r[0].strip() or not r[1].strip():
                 raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences")
         encoder = load(model)
-        assert isinstance(encoder, SubTST)
         pairs = [(r[0], r[1]) for r in rows]
         scores = encoder.predict(pairs, proba=True)
         if encoder.config.kind == "classification":
@@ -1008,7 +1011,7 @@ def join_cmd(
     _setup_logging(quiet, verbose)
 
     def body() -> None:
-        from phrasekit.models.registry import check_model_name, load
+        from phrasekit.registry import check_model_name, load
         from phrasekit.similarity.index import INDEX_KINDS
         from phrasekit.similarity.join import fuzzy_join, read_column, write_matches
 
@@ -1048,7 +1051,7 @@ def index_build_cmd(
     _setup_logging(quiet, verbose)
 
     def body() -> None:
-        from phrasekit.models.registry import check_model_name
+        from phrasekit.registry import check_model_name
         from phrasekit.similarity.index import INDEX_KINDS
         from phrasekit.similarity.retrieval import EntityIndex, read_names
 

@@ -62,19 +62,6 @@ def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> d
     return obj
 
 
-def model_folder_format(path: str | Path) -> str | None:
-    """The ``format`` named by a model folder's config.json, or None (no folder, no config,
-    unreadable or not a JSON object): lets ``load`` tell phrasekit model kinds apart."""
-    cfg = Path(path) / "config.json"
-    if not cfg.is_file():
-        return None
-    try:
-        obj = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj.get("format") if isinstance(obj, dict) else None
-
-
 def load_npy(path: str | Path, error: type[Exception] = ValueError) -> Any:
     """Load a plain ``.npy`` array (never pickled objects); missing/bad files raise ``error``."""
     import numpy as np

@@ -8,7 +8,9 @@ any parent of the current directory or of the installed package (the layout of a
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -76,3 +78,23 @@ def data_dir(required: bool = True) -> Path | None:
 def corpora_dir(required: bool = True) -> Path | None:
     """The corpora folder (``PHRASEKIT_CORPORA`` or ``<shared>/corpora``)."""
     return _sub_dir("PHRASEKIT_CORPORA", "corpora", required)
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run a block with torch's intra-op thread count at ``n``, then restore it (None: as is).
+
+    Encoders and commands scope their thread setting with this instead of changing it for the
+    whole process.
+    """
+    if not n:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

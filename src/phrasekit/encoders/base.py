@@ -15,6 +15,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.settings import torch_threads
+
 logger = logging.getLogger(__name__)
 
 
@@ -44,14 +47,6 @@ def validate_texts(texts: str | Iterable[str]) -> list[str]:
     return items
 
 
-def l2_normalize(x: np.ndarray) -> np.ndarray:
-    """Row-wise L2 normalisation in float32; zero rows stay zero."""
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    np.maximum(norms, 1e-12, out=norms)
-    return x / norms
-
-
 class Encoder(ABC):
     """Base class: subclasses implement ``_encode_batch`` and set ``dim`` and ``name``.
 
@@ -62,6 +57,8 @@ class Encoder(ABC):
     name: str = "encoder"
     dim: int = 0
     default_batch_size: int = 64
+    #: torch intra-op threads while this encoder works (None: leave torch's setting alone).
+    num_threads: int | None = None
 
     @abstractmethod
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -92,10 +89,11 @@ class Encoder(ABC):
             starts, total=len(starts), desc=f"encode[{self.name}]", unit="batch",
             disable=not show_progress, leave=False,
         )
-        for start in bar:
-            idx = order[start : start + bs]
-            vecs = self._encode_batch([items[i] for i in idx])
-            out[idx] = l2_normalize(vecs)
+        with torch_threads(self.num_threads):
+            for start in bar:
+                idx = order[start : start + bs]
+                vecs = self._encode_batch([items[i] for i in idx])
+                out[idx] = l2_normalize(vecs)
         return out
 
     def similarity(self, a: Iterable[str], b: Iterable[str]) -> np.ndarray:

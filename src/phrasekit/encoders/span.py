@@ -45,12 +45,25 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.transformer import TransformerEncoder
+from phrasekit.io import write_json
+from phrasekit.models.backbones import backbone_fingerprint, backbone_path, load_backbone
+from phrasekit.models.folders import (
+    SPAN_FORMAT,
+    WEIGHTS,
+    add_backbone_deltas,
+    backbone_deltas,
+    check_backbone_fingerprint,
+    load_weights,
+    read_model_config,
+    save_weights,
+)
+from phrasekit.settings import torch_threads
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "phrasekit-span"
+FORMAT = SPAN_FORMAT
 FORMAT_VERSION = 1
-WEIGHTS = "model.safetensors"
 BACKBONE_DIR = "backbone"
 MODES = ("span", "context", "mention")
 PACKAGED = "minilm"
@@ -272,23 +285,12 @@ class SpanModel(nn.Module):
 
 
 # ---------------------------------------------------------------------------------- encoder
-def _packaged_tokenizer_and_model() -> tuple[Any, nn.Module]:
-    from transformers import AutoModel, AutoTokenizer
-
-    from phrasekit.models.registry import minilm_path
-
-    path = minilm_path()
-    return AutoTokenizer.from_pretrained(str(path)), AutoModel.from_pretrained(str(path))
-
-
 def derived_from_packaged(backbone: nn.Module, tokenizer: Any) -> bool:
     """True when ``backbone`` has the packaged MiniLM's architecture and vocabulary, so its
     weights can be stored as differences from it."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from phrasekit.models.registry import minilm_path
-
-    path = minilm_path()
+    path = backbone_path(PACKAGED)
     ref = AutoConfig.from_pretrained(str(path))
     cfg = backbone.config
     keys = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -302,12 +304,12 @@ class SpanEncoder(Encoder):
     """Phrase-in-context embeddings by span pooling (see the module docstring).
 
     Args:
-        backbone: ``"minilm"`` (the packaged all-MiniLM-L6-v2, default); another registered
-            name or a model folder that ``phrasekit.load`` turns into a ``TransformerEncoder``
-            (e.g. a Phrase-BERT folder) or a PEARL encoder (its fine-tuned MiniLM is used; the
-            character CNN and projection are phrase-level and dropped); or such an encoder
-            object (its weights are shared, not copied). A ``phrasekit-span`` folder loads
-            through :meth:`from_pretrained`.
+        backbone: ``"minilm"`` (the packaged all-MiniLM-L6-v2, default), or an encoder
+            object: a ``TransformerEncoder`` (e.g. a Phrase-BERT folder loaded by
+            ``phrasekit.load``) or a PEARL encoder (its fine-tuned MiniLM is used; the
+            character CNN and projection are phrase-level and dropped); its weights are shared,
+            not copied. ``phrasekit.registry.load_span(name_or_folder)`` builds one from any
+            name or folder, ``phrasekit-span`` folders included.
         name: short name for logs and tables.
         max_length: tokens per encoded sequence, ``[CLS]`` and ``[SEP]`` included.
         mask_tokens: mask tokens that replace a mention in ``context`` mode (None: one per
@@ -317,11 +319,10 @@ class SpanEncoder(Encoder):
 
     default_batch_size = 64
 
-    def __init__(self, backbone: str | Path | Encoder = PACKAGED, name: str | None = None,
+    def __init__(self, backbone: str | Encoder = PACKAGED, name: str | None = None,
                  max_length: int = DEFAULT_MAX_LENGTH, mask_tokens: int | None = 1,
                  num_threads: int | None = None) -> None:
-        if num_threads:
-            torch.set_num_threads(int(num_threads))
+        self.num_threads = num_threads
         tokenizer, model, base = self._resolve_backbone(backbone)
         model.eval()
         self.model = SpanModel(model, tokenizer, max_length=max_length, mask_tokens=mask_tokens)
@@ -332,21 +333,16 @@ class SpanEncoder(Encoder):
         self.source = str(default)
 
     @staticmethod
-    def _resolve_backbone(backbone: str | Path | Encoder) -> tuple[Any, nn.Module, str | None]:
+    def _resolve_backbone(backbone: str | Encoder) -> tuple[Any, nn.Module, str | None]:
         """(tokenizer, HF model, ``"minilm"`` when the weights derive from the packaged one)."""
-        from phrasekit.encoders.transformer import TransformerEncoder
-
         if isinstance(backbone, str) and backbone == PACKAGED:
-            tokenizer, model = _packaged_tokenizer_and_model()
+            tokenizer, model = load_backbone(PACKAGED)
             return tokenizer, model, PACKAGED
-        enc = backbone
         if isinstance(backbone, str | Path):
-            from phrasekit.models.registry import load
-
-            if is_span_folder(backbone):
-                raise ValueError(f"{backbone} is a span model folder: use "
-                                 "SpanEncoder.from_pretrained (or phrasekit.load)")
-            enc = load(backbone)
+            raise ValueError(f"SpanEncoder takes {PACKAGED!r} or an encoder object, got "
+                             f"{str(backbone)!r}: use phrasekit.registry.load_span for other "
+                             "names and folders")
+        enc = backbone
         if isinstance(enc, TransformerEncoder):
             if enc.precision == "int8":
                 raise ValueError("a span encoder needs an fp32 or bf16 backbone, not int8")
@@ -377,7 +373,8 @@ class SpanEncoder(Encoder):
         if bs <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.model.eval()
-        return self.model.embed_batched(rows, mode, bs, show_progress, desc=self.name)
+        with torch_threads(self.num_threads):
+            return self.model.embed_batched(rows, mode, bs, show_progress, desc=self.name)
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """The Encoder contract: each text is a mention on its own (``mention`` mode)."""
@@ -390,11 +387,6 @@ class SpanEncoder(Encoder):
                         ) -> Path:
         """Write ``config.json`` + weights (fp16 deltas over the packaged MiniLM, or the whole
         backbone under ``backbone/``) atomically; see the module docstring."""
-        from safetensors.torch import save
-
-        from phrasekit.encoders.pearl import backbone_deltas, backbone_fingerprint
-        from phrasekit.io import atomic_write, write_json
-
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         backbone = self.model.backbone
@@ -410,8 +402,7 @@ class SpanEncoder(Encoder):
             config.update(backbone=PACKAGED, backbone_sha256=backbone_fingerprint(PACKAGED),
                           deltas=len(tensors))
             if tensors:
-                with atomic_write(out / WEIGHTS, mode="wb") as fh:
-                    fh.write(save(tensors, metadata={"format": FORMAT}))
+                save_weights(out / WEIGHTS, tensors, FORMAT)
             elif (out / WEIGHTS).exists():
                 (out / WEIGHTS).unlink()
             logger.info("saving span model: %d backbone deltas, %d unchanged tensors",
@@ -428,45 +419,26 @@ class SpanEncoder(Encoder):
                         num_threads: int | None = None, max_length: int | None = None,
                         precision: str = "fp32") -> SpanEncoder:
         """Rebuild a span encoder saved by :meth:`save_pretrained`."""
-        from safetensors.torch import load_file
         from transformers import AutoModel, AutoTokenizer
-
-        from phrasekit.encoders.pearl import (
-            QUANTIZED_FORMAT_VERSION,
-            add_backbone_deltas,
-            check_backbone_fingerprint,
-            read_model_config,
-        )
 
         if precision != "fp32":
             raise ValueError(f"span model folders support precision fp32 only, got {precision!r}")
         path = Path(path)
-        cfg_path = path / "config.json"
-        if not cfg_path.is_file():
-            raise FileNotFoundError(f"{path} is not a span model folder (no config.json)")
-        if (path / WEIGHTS).is_file():
-            config = read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "span")
-        else:
-            from phrasekit.io import read_json_object
-
-            config = read_json_object(cfg_path)
-            if config.get("format") != FORMAT:
-                raise ValueError(f"{path}: not a span model (format {config.get('format')!r})")
+        config = read_model_config(path, FORMAT, "span", need_weights=False)
         self = cls.__new__(cls)
-        if num_threads:
-            torch.set_num_threads(int(num_threads))
+        self.num_threads = num_threads
         if config.get("backbone") == PACKAGED:
             check_backbone_fingerprint(path, config, PACKAGED)
-            tokenizer, model = _packaged_tokenizer_and_model()
+            tokenizer, model = load_backbone(PACKAGED)
             if (path / WEIGHTS).is_file():
-                add_backbone_deltas(model, load_file(str(path / WEIGHTS)), path / WEIGHTS)
+                add_backbone_deltas(model, load_weights(path / WEIGHTS), path / WEIGHTS)
             elif int(config.get("deltas", 0)):
                 raise FileNotFoundError(f"{path / WEIGHTS} is missing")
             self.base = PACKAGED
         elif config.get("backbone") == BACKBONE_DIR:
             sub = path / BACKBONE_DIR
             tokenizer = AutoTokenizer.from_pretrained(str(sub))
-            model = AutoModel.from_pretrained(str(sub))
+            model = AutoModel.from_pretrained(str(sub), use_safetensors=True)
             self.base = None
         else:
             raise ValueError(f"{path}: unknown backbone {config.get('backbone')!r}")
@@ -480,11 +452,3 @@ class SpanEncoder(Encoder):
         self.source = str(config.get("source", path))
         self.config = config
         return self
-
-
-def is_span_folder(path: str | Path) -> bool:
-    """True when ``path`` holds a saved span encoder."""
-    from phrasekit.io import model_folder_format
-
-    p = Path(path).expanduser()
-    return p.is_dir() and model_folder_format(p) == FORMAT

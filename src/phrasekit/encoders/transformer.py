@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import mean_pool
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +65,7 @@ class TransformerEncoder(Encoder):
         path = Path(model_path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a transformer model folder (no config.json)")
-        if num_threads:
-            torch.set_num_threads(int(num_threads))
+        self.num_threads = num_threads
         self.name = name
         self.model_path = path
         self.max_seq_length = int(max_seq_length)
@@ -74,7 +74,7 @@ class TransformerEncoder(Encoder):
         if attn_implementation is None and precision == "bf16":
             attn_implementation = "eager"
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
-        model = AutoModel.from_pretrained(str(path), **extra)
+        model = AutoModel.from_pretrained(str(path), use_safetensors=True, **extra)
         model.eval()
         if precision == "int8":
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
@@ -101,6 +101,4 @@ class TransformerEncoder(Encoder):
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         hidden, mask = self.token_embeddings(texts)
-        m = mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
-        return pooled.numpy()
+        return mean_pool(hidden, mask).numpy()

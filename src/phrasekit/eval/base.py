@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from phrasekit.encoders.base import Encoder, l2_normalize
+from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import l2_normalize
 
 logger = logging.getLogger(__name__)
 
@@ -55,13 +56,13 @@ def perturb(strings: Sequence[str], noise: str | None, seed: int = NOISE_SEED) -
 
     Every string gets its own ``random.Random`` seeded by (seed, noise, string) (SHA-512
     seeding, independent of PYTHONHASHSEED), so a string is always perturbed the same way,
-    whichever model, order or subset. ``typo``: :func:`phrasekit.training.augment.typo_noise`
+    whichever model, order or subset. ``typo``: :func:`phrasekit.phrases.augment.typo_noise`
     with ``p=TYPO_P``.
     """
     check_noise(noise)
     if noise is None:
         return list(strings)
-    from phrasekit.training.augment import typo_noise
+    from phrasekit.phrases.augment import typo_noise
 
     return [typo_noise(s, random.Random(f"{seed}\x00{noise}\x00{s}"), p=TYPO_P) for s in strings]
 

@@ -39,7 +39,8 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
-from phrasekit.encoders.base import Encoder, l2_normalize
+from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.eval.base import embed_unique, require_path
 from phrasekit.eval.clustering import cluster_accuracy
 

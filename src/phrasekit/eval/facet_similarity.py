@@ -106,14 +106,14 @@ class WeightedAverager:
     times the Eq. 6 importance from a sentence facet model.
 
     Args:
-        word_space: the :class:`~phrasekit.facets.words.WordSpace` (GloVe 6B 50d).
+        word_space: the :class:`~phrasekit.encoders.facets.words.WordSpace` (GloVe 6B 50d).
         probabilities: p(w) per word-space word (None: Zipf's estimate from the rank).
         alpha: α of ``α / (α + p(w))``.
     """
 
     def __init__(self, word_space, probabilities: np.ndarray | None = None,
                  alpha: float = ALPHA) -> None:
-        from phrasekit.facets.scores import sif_weights
+        from phrasekit.encoders.facets.scores import sif_weights
 
         self.word_space = word_space
         p = word_space.zipf_probabilities() if probabilities is None else probabilities
@@ -135,7 +135,7 @@ class WeightedAverager:
     def embed(self, texts: Sequence[str], scheme: str, facet_encoder=None) -> np.ndarray:
         """(n, d) weighted averages (before any principal-component removal); zero rows for
         texts without a known word (or with all weights 0)."""
-        from phrasekit.facets.scores import word_importance
+        from phrasekit.encoders.facets.scores import word_importance
 
         ws = self.word_space
         out = np.zeros((len(texts), ws.dim), dtype=np.float64)

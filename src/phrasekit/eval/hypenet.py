@@ -167,7 +167,7 @@ def cosine_scores(encoder: Encoder, pairs: list[HypernymPair]) -> np.ndarray:
 
 def asym_scores(encoder, pairs: list[HypernymPair]) -> tuple[np.ndarray, int]:
     """Signed Asym (Eq. 7), ``Asym(hyper, hypo)``, of every pair with a
-    :class:`~phrasekit.facets.encoder.FacetEncoder`; pairs with a term that has no known word
+    :class:`FacetEncoder`; pairs with a term that has no known word
     get 0. Returns ``(scores, number of such pairs)``."""
     known = [bool(encoder.word_vectors(p.hypo)[0]) and bool(encoder.word_vectors(p.hyper)[0])
              for p in pairs]

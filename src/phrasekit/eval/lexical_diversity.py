@@ -347,7 +347,7 @@ def corpus_vocabulary(
     show_progress: bool = False,
 ) -> list[str]:
     """``build_vocabulary`` on a corpus, its phrases extracted by spaCy (or read from ``cache``)."""
-    from phrasekit.topics.pipeline import load_or_extract_vocabulary
+    from phrasekit.phrases.extract import load_or_extract_vocabulary
 
     phrase_vocab = load_or_extract_vocabulary(list(docs), cache, show_progress=show_progress)
     return build_vocabulary(docs, phrase_vocab, size=size, word_share=word_share,

@@ -13,12 +13,11 @@ naming another task together with a noise is a ValueError that lists the support
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from phrasekit.eval.ppdb import PPDBTask
 from phrasekit.eval.stsb import STSBTask
 from phrasekit.eval.turney import TurneyTask
 from phrasekit.eval.yago import YagoProxyTask
+from phrasekit.settings import torch_threads
 
 logger = logging.getLogger(__name__)
 
@@ -271,7 +271,7 @@ def _check_model(model: str | Path | Encoder) -> None:
     """Fail fast on a model name that ``phrasekit.load`` would not accept."""
     if isinstance(model, Encoder):
         return
-    from phrasekit.models.registry import check_model_name
+    from phrasekit.registry import check_model_name
 
     check_model_name(model)
 
@@ -328,22 +328,6 @@ def run_benchmark(
     if json_path is not None:
         write_report(result, json_path)
     return result
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op thread count (no-op for None)."""
-    if n is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _run_all(

@@ -30,7 +30,7 @@ Methods (selected sentences are output in article order):
 - ``facets``: greedy Eq. 8 with each sentence as its K unit facets from a sentence facet model
   ("Ours (K)").
 
-Eq. 8 (Kobayashi et al., 2015; :func:`phrasekit.facets.scores.greedy_summary`): the document
+Eq. 8 (Kobayashi et al., 2015; ``greedy_summary``): the document
 words are all known-word tokens of the body (repeats kept) as unit vectors, weighted by
 ``γ_w = α / (α + p(w))`` (α = 1e-4, p(w) the word space's Zipf estimate, as for STS-B).
 
@@ -219,7 +219,7 @@ class Eq8Selector:
 
     def __init__(self, word_space, probabilities: np.ndarray | None = None,
                  alpha: float = ALPHA) -> None:
-        from phrasekit.facets.scores import sif_weights
+        from phrasekit.encoders.facets.scores import sif_weights
 
         self.word_space = word_space
         p = word_space.zipf_probabilities() if probabilities is None else probabilities
@@ -239,7 +239,7 @@ class Eq8Selector:
     def sentence_sets(self, method: str, sent_ids: list[list[int]],
                       facets: np.ndarray | None = None) -> list[np.ndarray]:
         """C(A_t) of every sentence for ``sent_emb``, ``w_emb`` or ``facets``."""
-        from phrasekit.facets.scores import unit_rows
+        from phrasekit.encoders.facets.scores import unit_rows
 
         ws = self.word_space
         if method == "sent_emb":
@@ -257,7 +257,7 @@ class Eq8Selector:
     def select(self, sentences: Sequence[str], budget: int, method: str,
                facets: np.ndarray | None = None) -> list[int]:
         """Indices (sorted) of ``budget`` sentences chosen greedily by Eq. 8."""
-        from phrasekit.facets.scores import greedy_summary
+        from phrasekit.encoders.facets.scores import greedy_summary
 
         doc, gamma, sent_ids = self.document(sentences)
         if not len(doc):

@@ -1,5 +1,5 @@
-"""Where weights come from: named, offline-loadable models."""
+"""Where weights come from: packaged backbones (``backbones``) and model folders (``folders``).
 
-from phrasekit.models.registry import available_models, check_model_name, load, register
-
-__all__ = ["available_models", "check_model_name", "load", "register"]
+Named models are built by :mod:`phrasekit.registry` (``phrasekit.load``), which sits above the
+encoders it lists.
+"""

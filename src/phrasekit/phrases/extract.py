@@ -14,6 +14,7 @@ import functools
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -347,3 +348,31 @@ class PhraseExtractor:
             return None
         key = surface.lower() if self.lowercase else surface
         return key, surface
+
+
+def load_or_extract_vocabulary(
+    docs: list[Document],
+    cache: str | Path | None,
+    extractor: PhraseExtractor | None = None,
+    show_progress: bool = False,
+) -> PhraseVocabulary:
+    """The phrase vocabulary of ``docs``: read from ``cache`` when it was extracted from the
+    same documents with the same settings, otherwise extracted (and written to ``cache``)."""
+    extractor = extractor or PhraseExtractor()
+    if cache is not None and Path(cache).is_file():
+        try:
+            vocab = PhraseVocabulary.from_json(cache)
+        except (ValueError, KeyError, OSError) as exc:
+            logger.warning("ignoring unreadable phrase cache %s (%s)", cache, exc)
+        else:
+            if vocab.doc_ids != [d.id for d in docs]:
+                logger.warning("phrase cache %s is for other documents; re-extracting", cache)
+            elif vocab.params != extractor.get_params():
+                logger.warning("phrase cache %s used other settings; re-extracting", cache)
+            else:
+                logger.info("phrases read from cache %s", cache)
+                return vocab
+    vocab = extractor.extract(docs, show_progress=show_progress)
+    if cache is not None:
+        vocab.to_json(cache)
+    return vocab

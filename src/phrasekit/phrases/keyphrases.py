@@ -201,7 +201,7 @@ class KeyphraseExtractor:
         batch_size: int | None = None,
     ) -> None:
         if isinstance(encoder, str):
-            from phrasekit.models.registry import check_model_name
+            from phrasekit.registry import check_model_name
 
             check_model_name(encoder)
         elif not isinstance(encoder, Encoder):
@@ -270,7 +270,7 @@ class KeyphraseExtractor:
     def encoder_(self) -> Encoder:
         """The encoder (loaded from the registry on first use)."""
         if self._encoder is None:
-            from phrasekit.models.registry import load
+            from phrasekit.registry import load
 
             self._encoder = load(self.encoder)
         return self._encoder

@@ -13,6 +13,7 @@ Example::
     write_topic_outputs(model, docs, "out/")
 """
 
+from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.topics.lda import LDATopics
 from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
 from phrasekit.topics.output import (
@@ -25,7 +26,6 @@ from phrasekit.topics.output import (
     write_uctopic_outputs,
 )
 from phrasekit.topics.pipeline import (
-    load_or_extract_vocabulary,
     run_pntm,
     run_topics,
     run_uctopic,

@@ -180,7 +180,7 @@ class PhraseTopicModel(BaseEstimator):
     def _load_encoder(self) -> Encoder:
         if isinstance(self.encoder, Encoder):
             return self.encoder
-        from phrasekit.models.registry import load
+        from phrasekit.registry import load
 
         return load(self.encoder)
 

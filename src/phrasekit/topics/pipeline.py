@@ -11,7 +11,7 @@ from typing import Any
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, read_corpus
-from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.output import (
     write_pntm_outputs,
@@ -22,34 +22,6 @@ from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.uctopic import UCTopicModel
 
 logger = logging.getLogger(__name__)
-
-
-def load_or_extract_vocabulary(
-    docs: list[Document],
-    cache: str | Path | None,
-    extractor: PhraseExtractor | None = None,
-    show_progress: bool = False,
-) -> PhraseVocabulary:
-    """The phrase vocabulary of ``docs``: read from ``cache`` when it was extracted from the
-    same documents with the same settings, otherwise extracted (and written to ``cache``)."""
-    extractor = extractor or PhraseExtractor()
-    if cache is not None and Path(cache).is_file():
-        try:
-            vocab = PhraseVocabulary.from_json(cache)
-        except (ValueError, KeyError, OSError) as exc:
-            logger.warning("ignoring unreadable phrase cache %s (%s)", cache, exc)
-        else:
-            if vocab.doc_ids != [d.id for d in docs]:
-                logger.warning("phrase cache %s is for other documents; re-extracting", cache)
-            elif vocab.params != extractor.get_params():
-                logger.warning("phrase cache %s used other settings; re-extracting", cache)
-            else:
-                logger.info("phrases read from cache %s", cache)
-                return vocab
-    vocab = extractor.extract(docs, show_progress=show_progress)
-    if cache is not None:
-        vocab.to_json(cache)
-    return vocab
 
 
 def run_topics(
@@ -85,7 +57,7 @@ def run_topics(
     )
     estimator.check_params()
     if not isinstance(model, Encoder):
-        from phrasekit.models.registry import load
+        from phrasekit.registry import load
 
         estimator.set_params(encoder=load(model))  # an unknown name fails before long work
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
@@ -165,7 +137,7 @@ def run_pntm(
     if n_sentences < 0:
         raise ValueError(f"n_sentences must be >= 0, got {n_sentences}")
     if not isinstance(model, Encoder):
-        from phrasekit.models.registry import load
+        from phrasekit.registry import load
 
         estimator.set_params(encoder=load(model))  # an unknown name fails before long work
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)

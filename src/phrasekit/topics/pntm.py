@@ -38,7 +38,8 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import encode_cached
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
-from phrasekit.topics.terms import build_term_vocabulary, presence_matrix, tokenize
+from phrasekit.text import tokenize
+from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +201,7 @@ class PNTM(BaseEstimator):
     def _load_encoder(self) -> Encoder:
         if isinstance(self.encoder, Encoder):
             return self.encoder
-        from phrasekit.models.registry import load
+        from phrasekit.registry import load
 
         return load(self.encoder)
 

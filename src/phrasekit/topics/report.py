@@ -23,6 +23,7 @@ import numpy as np
 
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
+from phrasekit.text import tokenize
 from phrasekit.topics.metrics import (
     npmi_coherence,
     phrase_informativeness,
@@ -31,7 +32,6 @@ from phrasekit.topics.metrics import (
 )
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
-from phrasekit.topics.terms import tokenize
 from phrasekit.topics.uctopic import UCTopicModel
 
 TopicModel = PhraseTopicModel | PNTM | UCTopicModel

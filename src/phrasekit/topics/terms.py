@@ -21,29 +21,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from phrasekit.phrases import PhraseVocabulary
+from phrasekit.text import stop_words, tokenize
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
 _HAS_LETTER = re.compile(r"[a-z]")
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (hyphen / apostrophe compounds kept, possessive ``'s`` cut)."""
-    text = text.lower().replace("\u2019", "'")
-    out = []
-    for tok in _TOKEN_RE.findall(text):
-        if tok.endswith("'s"):
-            tok = tok[:-2]
-        if tok:
-            out.append(tok)
-    return out
-
-
-def stop_words() -> frozenset[str]:
-    """spaCy's English stop words (the same list as the n-gram helper)."""
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(w.lower().replace("\u2019", "'") for w in STOP_WORDS)
-
 
 @dataclass
 class TermVocabulary:

@@ -49,9 +49,11 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.base import l2_normalize
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.encoders.span import SpanEncoder
 from phrasekit.io import Document, atomic_write
 from phrasekit.phrases import as_documents
+from phrasekit.registry import load_span
 
 logger = logging.getLogger(__name__)
 
@@ -168,16 +170,10 @@ class UCTopicModel(BaseEstimator):
         ])
 
     def _load_encoder(self) -> Any:
-        from phrasekit.encoders.span import SpanEncoder, is_span_folder
-        from phrasekit.models.registry import available_models, load
-
         if isinstance(self.encoder, SpanEncoder):
             return self.encoder
-        if isinstance(self.encoder, str | Path) and is_span_folder(self.encoder):
-            return SpanEncoder.from_pretrained(self.encoder)
-        if isinstance(self.encoder, str) and self.encoder in available_models():
-            enc = load(self.encoder)  # a fresh instance: fine-tuning it touches nothing else
-            return enc if isinstance(enc, SpanEncoder) else SpanEncoder(enc)
+        if isinstance(self.encoder, str | Path):
+            return load_span(self.encoder)  # a fresh instance: fine-tuning it touches nothing else
         return SpanEncoder(self.encoder)
 
     @property

@@ -20,9 +20,26 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.pearl import interpolate_weights
-
 logger = logging.getLogger(__name__)
+
+
+def interpolate_weights(model: nn.Module, initial: dict[str, torch.Tensor], alpha: float,
+                        prefixes: tuple[str, ...] = ("backbone.", "proj.")) -> None:
+    """In place: theta = alpha * fine-tuned + (1 - alpha) * initial, for tensors under ``prefixes``.
+
+    PEARL's weight averaging against catastrophic forgetting. The char CNN and type head have no
+    meaningful initial weights (random), so they keep their trained values.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    with torch.no_grad():
+        for name, value in model.state_dict().items():
+            if not (name.startswith(prefixes) and name in initial and value.is_floating_point()):
+                continue
+            start = initial[name].to(value.dtype)
+            if torch.equal(value, start):  # frozen: keep bit-exact (rounding would store deltas)
+                continue
+            value.mul_(alpha).add_(start, alpha=1.0 - alpha)
 
 
 def select_alpha(module: nn.Module, initial: dict[str, torch.Tensor], alphas: Sequence[float],

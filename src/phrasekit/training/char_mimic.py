@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from phrasekit.training.augment import CharAugment
+from phrasekit.phrases.augment import CharAugment
 from phrasekit.training.losses import InfoNCELoss
 
 logger = logging.getLogger(__name__)

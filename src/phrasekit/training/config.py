@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from phrasekit.errors import Check, raise_failed
 
-#: A condition that must hold and the message of the ``ValueError`` raised when it does not.
-Check = tuple[bool, str]
-
-
-def raise_failed(checks: Iterable[Check]) -> None:
-    """Raise ``ValueError`` with the message of the first check that fails."""
-    for ok, message in checks:
-        if not ok:
-            raise ValueError(message)
-
+__all__ = ["Check", "budget_checks", "raise_failed"]
 
 def budget_checks(batch_size: int, lr: float, max_steps: int | None,
                   max_minutes: float | None, checkpoint_every: int, min_batch: int = 2,

@@ -293,7 +293,7 @@ class _SupersenseTargets:
 
 
 def _make_augmenter(cfg: PearlTrainingConfig, data: PearlData) -> Any:
-    from phrasekit.training.augment import Augmenter, paraphrase_map
+    from phrasekit.phrases.augment import Augmenter, paraphrase_map
 
     return Augmenter(char=cfg.char_aug, token=cfg.token_aug, phrase=cfg.phrase_aug,
                      synonyms=data.synonyms, paraphrases=paraphrase_map(data.paraphrases))

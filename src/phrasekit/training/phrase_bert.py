@@ -43,7 +43,7 @@ saved model holds ~22 MB of fp16 deltas instead of ~45 MB), and ``max_steps`` /
 
 Model folder: ``config.json`` (``format`` ``phrasekit-phrase-bert``, the backbone's sha256,
 the training report) + ``model.safetensors`` holding the backbone's float16 differences from
-the packaged MiniLM (the PEARL helpers of :mod:`phrasekit.encoders.pearl`). ``phrasekit.load``
+the packaged MiniLM (:mod:`phrasekit.encoders.phrase_bert`). ``phrasekit.load``
 rebuilds it as a mean-pooling :class:`~phrasekit.encoders.transformer.TransformerEncoder`.
 """
 
@@ -64,28 +64,28 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.pearl import (
-    QUANTIZED_FORMAT_VERSION,
+from phrasekit.encoders.phrase_bert import (
+    ENCODER_MAX_SEQ_LENGTH,
+    PhraseBertModel,
+    read_phrase_bert_config,
+    save_phrase_bert,
+)
+from phrasekit.encoders.transformer import TransformerEncoder
+from phrasekit.io import write_json
+from phrasekit.models.backbones import backbone_path
+from phrasekit.models.folders import (
     WEIGHTS,
     add_backbone_deltas,
-    backbone_deltas,
-    backbone_fingerprint,
-    backbone_path,
     check_backbone_fingerprint,
-    read_model_config,
+    load_weights,
 )
-from phrasekit.io import atomic_write, model_folder_format, write_json
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.config import budget_checks, raise_failed
 from phrasekit.training.losses import TripletLoss
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "phrasekit-phrase-bert"
-FORMAT_VERSION = 1
 KINDS = ("paraphrase", "context")
-#: Tokens kept per text when the saved encoder embeds (MiniLM's usual limit).
-ENCODER_MAX_SEQ_LENGTH = 256
 
 
 @dataclass
@@ -163,78 +163,6 @@ class PhraseBertTrainingConfig:
                 raise FileNotFoundError(
                     f"{Path(self.data_dir) / name} missing: build the dataset first "
                     "(phrasekit train phrase-bert-data --out DIR)")
-
-
-class PhraseBertModel(nn.Module):
-    """The packaged backbone with its tokenizer; ``embed`` mean-pools its last layer."""
-
-    def __init__(self, backbone: str = "minilm") -> None:
-        super().__init__()
-        from transformers import AutoModel, AutoTokenizer
-
-        self.backbone_name = backbone
-        path = backbone_path(backbone)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.backbone = AutoModel.from_pretrained(str(path))
-
-    def embed(self, texts: Sequence[str], max_length: int) -> torch.Tensor:
-        """(batch, dim) mean of the last-layer token vectors, texts cut at ``max_length``."""
-        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
-                             return_tensors="pt")
-        out = self.backbone(**enc).last_hidden_state
-        weights = enc["attention_mask"].unsqueeze(-1).float()
-        return (out * weights).sum(dim=1) / weights.sum(dim=1)
-
-
-# ---------------------------------------------------------------------------------- folders
-def save_phrase_bert(model: PhraseBertModel, out_dir: str | Path,
-                     extra_config: dict[str, Any] | None = None) -> Path:
-    """Write ``config.json`` + ``model.safetensors`` (fp16 backbone deltas) atomically."""
-    from safetensors.torch import save
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tensors, skipped = backbone_deltas(model.backbone, model.backbone_name)
-    logger.info("saving Phrase-BERT model: %d backbone deltas, %d unchanged tensors skipped",
-                len(tensors), skipped)
-    with atomic_write(out / WEIGHTS, mode="wb") as fh:
-        fh.write(save(tensors, metadata={"format": FORMAT}))
-    write_json(out / "config.json", {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "backbone": model.backbone_name,
-        "backbone_sha256": backbone_fingerprint(model.backbone_name), "pooling": "mean",
-        "max_seq_length": ENCODER_MAX_SEQ_LENGTH, **(extra_config or {}),
-    })
-    return out
-
-
-def is_phrase_bert_folder(path: str | Path) -> bool:
-    """True when ``path`` holds a saved Phrase-BERT model."""
-    return model_folder_format(path) == FORMAT
-
-
-def load_phrase_bert(path: str | Path, name: str | None = None, precision: str = "fp32",
-                     num_threads: int | None = None, max_seq_length: int | None = None) -> Any:
-    """The saved model as a mean-pooling ``TransformerEncoder`` (packaged backbone + deltas)."""
-    from safetensors.torch import load_file
-
-    from phrasekit.encoders.transformer import TransformerEncoder
-
-    path = Path(path)
-    config = read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "Phrase-BERT")
-    if precision != "fp32":
-        raise ValueError(f"Phrase-BERT model folders support precision fp32 only, "
-                         f"got {precision!r}")
-    backbone = str(config.get("backbone", "minilm"))
-    check_backbone_fingerprint(path, config, backbone)
-    encoder = TransformerEncoder(
-        backbone_path(backbone), name=name or path.name, num_threads=num_threads,
-        max_seq_length=max_seq_length or int(config.get("max_seq_length",
-                                                        ENCODER_MAX_SEQ_LENGTH)))
-    applied = add_backbone_deltas(encoder.model, load_file(str(path / WEIGHTS)), path / WEIGHTS)
-    encoder.model.eval()
-    encoder.model_path = path
-    logger.info("loaded Phrase-BERT model %s (%d backbone deltas)", path, applied)
-    return encoder
 
 
 # ---------------------------------------------------------------------------------- training
@@ -427,12 +355,10 @@ def recover_finetuned_phrase_bert(model_dir: str | Path
                                              dict[str, Any]]:
     """A model folder saved by ``train phrase-bert`` with its fine-tuned backbone restored
     (``theta0 + (theta - theta0) / alpha``); returns its config, the model and the report."""
-    from safetensors.torch import load_file
-
     from phrasekit.training.averaging import undo_interpolation
 
     path = Path(model_dir)
-    config = read_model_config(path, FORMAT, QUANTIZED_FORMAT_VERSION, "Phrase-BERT")
+    config = read_phrase_bert_config(path)
     training = config.get("training")
     if not training or "settings" not in training or "alpha" not in training:
         raise ValueError(f"{path}: no training report in config.json; only models saved by "
@@ -444,7 +370,7 @@ def recover_finetuned_phrase_bert(model_dir: str | Path
     check_backbone_fingerprint(path, config, cfg.backbone)
     model = PhraseBertModel(cfg.backbone)
     initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    add_backbone_deltas(model.backbone, load_file(str(path / WEIGHTS)), path / WEIGHTS)
+    add_backbone_deltas(model.backbone, load_weights(path / WEIGHTS), path / WEIGHTS)
     undo_interpolation(model, initial, {("backbone.",): float(training["alpha"])})
     return cfg, model, training
 
@@ -500,7 +426,6 @@ def _dev_scorer(cfg: PhraseBertTrainingConfig) -> Any:
 def _average(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any
              ) -> tuple[float, list[dict[str, Any]]]:
     """Interpolate ``model``'s backbone with the packaged one at the dev-best alpha (in place)."""
-    from phrasekit.encoders.transformer import TransformerEncoder
     from phrasekit.training.averaging import select_alpha
 
     # the saved encoder's view of the model (mean pooling); its freshly loaded backbone gives

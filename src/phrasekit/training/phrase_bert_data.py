@@ -580,7 +580,7 @@ def build_phrase_bert_dataset(
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        from phrasekit.models.registry import minilm_path
+        from phrasekit.models.backbones import minilm_path
 
         tokenizer = AutoTokenizer.from_pretrained(str(minilm_path()))
     pair_filter, neg_filter, ctx_filter = (BenchmarkStringFilter(test_strings) for _ in range(3))

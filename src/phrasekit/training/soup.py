@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from phrasekit.io import model_folder_format
+from phrasekit.models.folders import PEARL_FORMAT, PHRASE_BERT_FORMAT, model_folder_format
 
 
 def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
@@ -26,9 +26,7 @@ def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
                 cliff_margin: float | None = None) -> dict[str, Any]:
     """Soup saved PEARL or Phrase-BERT model folders (all of one kind) into ``out_dir/model``;
     returns the run report (also ``out_dir/report.json``)."""
-    from phrasekit.encoders.pearl import FORMAT as PEARL_FORMAT
     from phrasekit.training.pearl import soup_pearl
-    from phrasekit.training.phrase_bert import FORMAT as PHRASE_BERT_FORMAT
     from phrasekit.training.phrase_bert import soup_phrase_bert
 
     if len(model_dirs) < 2:

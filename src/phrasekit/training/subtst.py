@@ -23,14 +23,14 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from phrasekit.eval.pairs import MAIN_METRIC, PairExample, pair_metrics, task_kind
-from phrasekit.similarity.pairs import (
+from phrasekit.encoders.subtst import (
     SubTST,
     SubTSTConfig,
     TokenFeatures,
     build_model,
     pad_features,
 )
+from phrasekit.eval.pairs import MAIN_METRIC, PairExample, pair_metrics, task_kind
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def seed_everything(seed: int) -> None:
 def fit_lda(texts: list[str], features: TokenFeatures, n_topics: int, seed: int, max_iter: int
             ) -> Any:
     """Sub-word LDA over the training sentences with the backbone's tokenizer."""
-    from phrasekit.topics.subword_lda import SubwordLDA
+    from phrasekit.encoders.subword_lda import SubwordLDA
 
     return SubwordLDA(n_topics=n_topics, max_iter=max_iter, seed=seed).fit(
         texts, features.tokenizer)

@@ -61,9 +61,10 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.base import l2_normalize
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.encoders.span import DEFAULT_MAX_LENGTH, SpanEncoder, SpanModel, validate_spans
 from phrasekit.io import write_json
+from phrasekit.registry import load_span
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.config import budget_checks, raise_failed
 from phrasekit.training.losses import InfoNCELoss
@@ -239,7 +240,7 @@ def train_uctopic(cfg: UCTopicConfig,
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = load_pair_data(cfg.data_dir, limit=cfg.max_pairs)
-    encoder = SpanEncoder(cfg.backbone, max_length=cfg.max_length)
+    encoder = load_span(cfg.backbone, max_length=cfg.max_length)
     model = encoder.model
     frozen = freeze_word_embeddings(model) if cfg.freeze_embeddings else 0
     optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)

@@ -1,7 +1,7 @@
 """SubTST (Dang et al., ICAART 2022): sub-word LDA topics fused with a bi-encoder.
 
 For a sentence of N sub-words the backbone gives M_c (N x m) and the sub-word LDA gives M_t
-(N x k, each token's p(topic | sub-word), :mod:`phrasekit.topics.subword_lda`). Their
+(N x k, each token's p(topic | sub-word), :mod:`phrasekit.encoders.subword_lda`). Their
 concatenation goes through the *transfer layer* h = LayerNorm(Dropout(W [M_c; M_t] + B)) (Eq. 4),
 is pooled (mean or max, Eqs. 5-6) into u, and a pair (u, v) is scored by a softmax classifier on
 (u, v, |u - v|) (Eq. 7) or, for graded similarity, by cosine(u, v) trained with MSE (SBERT's
@@ -33,12 +33,23 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.encoders.pooling import mean_pool
+from phrasekit.encoders.subword_lda import SubwordLDA
+from phrasekit.io import write_json
+from phrasekit.models.backbones import backbone_fingerprint, load_backbone
+from phrasekit.models.folders import (
+    SUBTST_FORMAT,
+    WEIGHTS,
+    check_backbone_fingerprint,
+    load_weights,
+    read_model_config,
+    save_weights,
+)
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "phrasekit-subtst"
+FORMAT = SUBTST_FORMAT
 FORMAT_VERSION = 1
-WEIGHTS = "model.safetensors"
 POOLINGS = ("mean", "max")
 KINDS = ("classification", "regression")
 
@@ -110,14 +121,9 @@ class TokenFeatures:
 
     def __init__(self, backbone: str = "minilm", layer: int | None = None,
                  max_seq_length: int = 64, batch_size: int = 64) -> None:
-        from transformers import AutoModel, AutoTokenizer
-
-        from phrasekit.encoders.pearl import backbone_path
-
-        path = backbone_path(backbone)
         self.backbone_name = backbone
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.model = AutoModel.from_pretrained(str(path)).eval()
+        self.tokenizer, self.model = load_backbone(backbone)
+        self.model.eval()
         n_layers = int(self.model.config.num_hidden_layers)
         if layer is not None and not -n_layers <= int(layer) <= n_layers:
             raise ValueError(f"layer must be in [-{n_layers}, {n_layers}], got {layer}")
@@ -271,7 +277,7 @@ class SubTSTModel(nn.Module):
         h = self.norm(self.dropout(self.transfer(x)))
         m = mask.unsqueeze(-1).to(h.dtype)
         if self.config.pooling == "mean":
-            return (h * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+            return mean_pool(h, mask)
         return h.masked_fill(m == 0, torch.finfo(h.dtype).min).amax(dim=1)
 
     def score(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -366,11 +372,6 @@ class SubTST(Encoder):
 
     def save_pretrained(self, out_dir: str | Path) -> Path:
         """Write config.json + model.safetensors (trained modules + LDA) atomically."""
-        from safetensors.torch import save
-
-        from phrasekit.encoders.pearl import backbone_fingerprint
-        from phrasekit.io import atomic_write, write_json
-
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         tensors: dict[str, torch.Tensor] = {}
@@ -380,8 +381,7 @@ class SubTST(Encoder):
             tensors[name] = value.detach().float().contiguous()
         if self.lda is not None:
             tensors["lda.components"] = torch.as_tensor(self.lda.components_).contiguous()
-        with atomic_write(out / WEIGHTS, mode="wb") as fh:
-            fh.write(save(tensors, metadata={"format": FORMAT}))
+        save_weights(out / WEIGHTS, tensors, FORMAT)
         write_json(out / "config.json", {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "backbone_sha256": backbone_fingerprint(self.config.backbone),
@@ -393,28 +393,15 @@ class SubTST(Encoder):
     @classmethod
     def from_pretrained(cls, path: str | Path, name: str | None = None) -> SubTST:
         """Rebuild a model written by :meth:`save_pretrained` over the packaged backbone."""
-        from safetensors.torch import load_file
-
-        from phrasekit.encoders.pearl import backbone_fingerprint
-        from phrasekit.io import read_json_object
-        from phrasekit.topics.subword_lda import SubwordLDA
-
         path = Path(path)
-        if not (path / "config.json").is_file() or not (path / WEIGHTS).is_file():
-            raise FileNotFoundError(
-                f"{path} is not a SubTST model folder (config.json + {WEIGHTS})")
-        meta = read_json_object(path / "config.json")
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a SubTST model (format {meta.get('format')!r})")
-        if int(meta.get("format_version", 0)) > FORMAT_VERSION:
-            raise ValueError(f"{path}: written by a newer phrasekit; upgrade phrasekit")
+        meta = read_model_config(path, FORMAT, "SubTST", version=FORMAT_VERSION)
         config = SubTSTConfig.from_dict(meta["subtst"])
-        if meta.get("backbone_sha256") != backbone_fingerprint(config.backbone):
-            raise ValueError(f"{path}: trained over a different {config.backbone} backbone than "
-                             "the one installed (weights fingerprint differs)")
+        if not meta.get("backbone_sha256"):
+            raise ValueError(f"{path / 'config.json'}: no backbone_sha256")
+        check_backbone_fingerprint(path, meta, config.backbone)
         features = TokenFeatures(config.backbone, layer=int(meta["feature_layer"]),
                                  max_seq_length=config.max_seq_length)
-        tensors = load_file(str(path / WEIGHTS))
+        tensors = load_weights(path / WEIGHTS)
         lda = None
         if "lda.components" in tensors:
             lda = SubwordLDA.from_components(tensors.pop("lda.components").numpy())
@@ -439,13 +426,6 @@ def build_model(config: SubTSTConfig, features: TokenFeatures, lda: Any = None) 
     top = list(features.model.encoder.layer[features.layer:])
     topics = lda.token_topics() if config.n_topics else None
     return SubTSTModel(config, features.dim, len(features.tokenizer), topics, top)
-
-
-def is_subtst_folder(path: str | Path) -> bool:
-    """True when ``path`` holds a saved SubTST model."""
-    from phrasekit.io import model_folder_format
-
-    return model_folder_format(path) == FORMAT
 
 
 def texts_fingerprint(texts: Iterable[str]) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from phrasekit.facets.loss import DEFAULT_LAMBDA, reconstruction_error
+from phrasekit.encoders.facets.loss import DEFAULT_LAMBDA, reconstruction_error
 
 #: Steps of the coefficient solver at scoring time (more than in training: it is cheap here).
 SCORE_STEPS = 100

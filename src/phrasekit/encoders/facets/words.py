@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from phrasekit.topics.terms import stop_words, tokenize
+from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
 

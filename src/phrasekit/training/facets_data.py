@@ -30,7 +30,7 @@ and removing every benchmark word would leave common nouns (HypeNet's, Turney's 
 without a representation.
 
 On disk (``OUT/``, all plain ``.npy``, no pickle): ``inputs.npy`` / ``targets.npy`` (int32 word
-ids of the :class:`~phrasekit.facets.words.WordSpace`; -1 = unknown input word) with
+ids of the :class:`~phrasekit.encoders.facets.words.WordSpace`; -1 = unknown input word) with
 ``input_offsets.npy`` / ``target_offsets.npy`` (int64, n + 1), ``split.npy`` (uint8, 1 =
 validation: 1% of the phrase keys, or of the documents, by CRC32), ``word_counts.npy`` (int64
 count of every word-space word in the corpora used, for p(w)) and ``meta.json`` (settings,
@@ -53,11 +53,11 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.facets.words import GLOVE_50D, WordSpace, load_word_space
+from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_space
+from phrasekit.errors import raise_failed
 from phrasekit.io import Document, atomic_write, load_npy, read_corpus, read_json_object, write_json
 from phrasekit.phrases import PhraseVocabulary
-from phrasekit.topics.terms import tokenize
-from phrasekit.training.config import raise_failed
+from phrasekit.text import tokenize
 
 logger = logging.getLogger(__name__)
 

@@ -2,12 +2,12 @@
 
 ``train_facets(FacetTrainingConfig(data_dir=..., out_dir=...))``:
 
-1. reads a dataset built by :func:`phrasekit.facets.data.build_facet_dataset` (its granularity
+1. reads a dataset built by ``build_facet_dataset`` (its granularity
    decides the model's) and checks it was written against the same word space;
 2. walks through the training examples in seeded random batches of similar input lengths
    (every epoch a fresh permutation from ``(seed, epoch)``, see :func:`epoch_batches`); each
    step embeds the inputs, predicts K facets and
-   minimises Eq. 2 (:func:`phrasekit.facets.loss.nnsc_loss`) with the negative word sets taken
+   minimises Eq. 2 (:func:`~.nnsc_loss`) with the negative word sets taken
    from the batch rolled by a random shift drawn from ``(seed, step)``;
    Dropout is off by default: the model underfits (validation and training losses agree in
    our runs, as the paper also observed of its models) and on a CPU the dropout masks cost
@@ -38,13 +38,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from phrasekit.facets.data import FacetDataset
-from phrasekit.facets.loss import METHODS, nnsc_loss
-from phrasekit.facets.model import FacetModel, FacetModelConfig, make_batch, save_facet_model
-from phrasekit.facets.words import WordSpace, load_word_space
+from phrasekit.encoders.facets.loss import METHODS, nnsc_loss
+from phrasekit.encoders.facets.model import (
+    FacetModel,
+    FacetModelConfig,
+    make_batch,
+    save_facet_model,
+)
+from phrasekit.encoders.facets.words import WordSpace, load_word_space
 from phrasekit.io import write_json
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from phrasekit.training.config import budget_checks, raise_failed
+from phrasekit.training.facets_data import FacetDataset
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +103,7 @@ class FacetTrainingConfig:
         ])
         if not (Path(self.data_dir) / "meta.json").is_file():
             raise FileNotFoundError(f"{self.data_dir} has no meta.json: build the dataset "
-                                    "first (phrasekit.facets.data.build_facet_dataset)")
+                                    "first (phrasekit.training.facets_data.build_facet_dataset)")
 
     def model_config(self, granularity: str, word_space: WordSpace) -> FacetModelConfig:
         """The architecture these settings describe."""

@@ -3,7 +3,7 @@
 ``phrasekit.load(model_folder)`` returns one. ``encode`` is the paper's **Emb** (the mean of
 the encoder's contextual word vectors, L2-normalised), so the model drops into every
 cosine-based benchmark. ``facets`` gives the K unit codebook embeddings F_u in the word space,
-and the methods below are the paper's uses of them (formulas in :mod:`phrasekit.facets.scores`):
+and the methods below are the paper's uses of them (formulas in :mod:`.scores`):
 
 - ``sc_similarity(a, b)``: -SC (Eq. 5) of aligned pairs;
 - ``asym_score(hypo, hyper)``: Eq. 7, > 0 when ``hyper`` looks like the hypernym;
@@ -24,10 +24,10 @@ import torch
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
-from phrasekit.facets import scores
-from phrasekit.facets.model import FacetModel, FacetOutput, load_facet_model, make_batch
-from phrasekit.facets.words import WordSpace
-from phrasekit.topics.terms import tokenize
+from phrasekit.encoders.facets import scores
+from phrasekit.encoders.facets.model import FacetModel, FacetOutput, load_facet_model, make_batch
+from phrasekit.encoders.facets.words import WordSpace
+from phrasekit.text import tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class FacetEncoder(Encoder):
     def from_pretrained(cls, path: str | Path, name: str | None = None,
                         num_threads: int | None = None, precision: str = "fp32",
                         ) -> FacetEncoder:
-        """Load a model folder written by :func:`phrasekit.facets.model.save_facet_model`."""
+        """Load a model folder written by :func:`.save_facet_model`."""
         if precision != "fp32":
             raise ValueError(f"facet models support precision fp32 only, got {precision!r}")
         model, word_space, counts, config = load_facet_model(path)

