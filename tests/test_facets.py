@@ -31,7 +31,12 @@ from phrasekit.encoders.facets.model import (
 from phrasekit.encoders.facets.scores import greedy_summary, sc_distance, summary_objective
 from phrasekit.encoders.facets.words import load_word_space
 from phrasekit.text import tokenize
-from phrasekit.training.facets import FacetTrainingConfig, epoch_batches, train_facets
+from phrasekit.training.facets import (
+    FacetTask,
+    FacetTrainingConfig,
+    epoch_batches,
+    train_facets,
+)
 from phrasekit.training.facets_data import (
     CorpusSpec,
     FacetDataConfig,
@@ -323,16 +328,36 @@ def test_save_load_round_trip_identical(trained, encoder, ws):
     assert np.allclose(emb, ref, atol=1e-6)
 
 
-def test_resume_matches_an_uninterrupted_run(phrase_data, trained, tmp_path):
+def _losses(history: list[dict]) -> list[dict]:
+    """History rows without their wall-clock minutes."""
+    return [{k: v for k, v in row.items() if k != "minutes"} for row in history]
+
+
+def test_resume_after_a_crash_matches_an_uninterrupted_run(phrase_data, trained, tmp_path,
+                                                          monkeypatch, capsys):
     out = tmp_path / "resumed"
-    train_facets(_train_cfg(phrase_data, out, max_steps=20))
-    report = train_facets(_train_cfg(phrase_data, out, max_steps=40))
+    validate = FacetTask.evaluate
+
+    def crash_at_40(task, step):  # after step 40's update, before its checkpoint
+        if step == 40:
+            raise KeyboardInterrupt
+        return validate(task, step)
+
+    monkeypatch.setattr(FacetTask, "evaluate", crash_at_40)
+    with pytest.raises(KeyboardInterrupt):
+        train_facets(_train_cfg(phrase_data, out))
+    monkeypatch.setattr(FacetTask, "evaluate", validate)
+    report = train_facets(_train_cfg(phrase_data, out))  # resumes from step 20
     assert report["steps"] == 40
     a = load_facet_model(out / "model")[0].state_dict()
     b = load_facet_model(trained[0] / "model")[0].state_dict()
-    for k in a:
-        assert torch.allclose(a[k], b[k], atol=1e-5), k
-    with pytest.raises(ValueError, match="other settings"):
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert _losses(report["history"]) == _losses(trained[1]["history"])
+    assert "facets[" not in capsys.readouterr().err  # show_progress=False: no bar
+    for saved in (out / "report.json", out / "model" / "config.json"):
+        assert str(tmp_path) not in saved.read_text() and str(phrase_data) not in saved.read_text()
+    assert json.loads((out / "report.json").read_text())["model_dir"] == "model"
+    with pytest.raises(ValueError, match="different settings"):
         train_facets(_train_cfg(phrase_data, out, max_steps=41, lr=1e-2))
 
 

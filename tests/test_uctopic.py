@@ -1,11 +1,13 @@
 """UCTopic foundation: span pooling (modes, masking, offsets, truncation, errors, save/load),
-entity-clustering loaders and metrics, pair mining, a few pre-training steps, CCL pseudo-labels
-and a short CCL run. Real packaged MiniLM on tiny inputs."""
+entity-clustering loaders and metrics, pair mining, and pre-training (steps, bit-exact resume,
+time budget). Real packaged MiniLM on tiny inputs. CCL is tested with topic mining
+(test_uctopic_topics.py)."""
 
 from __future__ import annotations
 
 import json
 import math
+import random
 
 import numpy as np
 import pytest
@@ -32,17 +34,12 @@ from phrasekit.eval.entity_clustering import (
 from phrasekit.models.folders import SPAN_FORMAT, model_folder_format
 from phrasekit.training.losses import InfoNCELoss
 from phrasekit.training.uctopic import (
-    CCLConfig,
     UCTopicConfig,
-    assign_topics,
-    ccl_finetune,
     distinct_mention_batches,
-    freeze_word_embeddings,
-    mention_key,
     pretrain_step,
-    pseudo_label,
     train_uctopic,
 )
+from phrasekit.training.uctopic_common import freeze_word_embeddings, mention_key
 from phrasekit.training.uctopic_data import (
     build_uctopic_dataset,
     load_pair_data,
@@ -380,7 +377,7 @@ def test_pretrain_steps_lower_loss():
     loss_fn = InfoNCELoss(0.05)
     losses = []
     for _ in range(4):
-        loss = pretrain_step(model, anchors, positives, loss_fn, 0.5, np.random.default_rng(0))
+        loss = pretrain_step(model, anchors, positives, loss_fn, 0.5, random.Random(0))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -388,106 +385,55 @@ def test_pretrain_steps_lower_loss():
     assert losses[-1] < losses[0]
 
 
-def test_train_uctopic_resumes(toy_pairs, tmp_path):
+def _checkpoint_tensors(folder) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "checkpoint.safetensors"))
+
+
+def test_train_uctopic_resumes_bit_exactly(toy_pairs, tmp_path):
     data_dir, _ = toy_pairs
 
-    def cfg(out, steps):
+    def cfg(out, steps, **kw):
         return UCTopicConfig(data_dir=str(data_dir), out_dir=str(out), batch_size=2,
                              max_steps=steps, max_length=24, checkpoint_every=1, log_every=1,
-                             warmup_steps=0, show_progress=False)
+                             warmup_steps=2, show_progress=False, **kw)
+
+    def crash_at_two(_encoder, step):
+        if step == 2:  # after step 2's update, before its checkpoint: the run restarts at 1
+            raise KeyboardInterrupt
+        return {"probe": float(step)}
 
     straight = train_uctopic(cfg(tmp_path / "a", 3))
-    train_uctopic(cfg(tmp_path / "b", 2))
+    with pytest.raises(KeyboardInterrupt):
+        train_uctopic(cfg(tmp_path / "b", 3), callback=crash_at_two)
     resumed = train_uctopic(cfg(tmp_path / "b", 3))
-    assert [h["loss"] for h in resumed["history"]] == pytest.approx(
-        [h["loss"] for h in straight["history"]], abs=1e-4)
-    assert resumed["steps"] == 3
+    assert resumed["steps"] == straight["steps"] == 3
+    assert [h["loss"] for h in resumed["history"]] == [h["loss"] for h in straight["history"]]
+    assert resumed["evaluations"] == [{"step": 1, "probe": 1.0}]  # kept in the checkpoint
+    a, b = _checkpoint_tensors(tmp_path / "a"), _checkpoint_tensors(tmp_path / "b")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     enc = phrasekit.load(tmp_path / "b" / "model")
     assert isinstance(enc, SpanEncoder) and enc.model.max_length == 128
     assert enc.encode_spans([(SENT, US)]).shape == (1, 384)
+    saved = (tmp_path / "b" / "report.json").read_text()
+    assert str(tmp_path) not in saved and str(data_dir) not in saved
+    assert json.loads(saved)["config"]["data_dir"] == data_dir.name
     bad = cfg(tmp_path / "b", 4)
     bad.lr = 1.0
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(ValueError, match="different settings"):
         train_uctopic(bad)
     with pytest.raises(ValueError, match="keep_prob"):
         UCTopicConfig(data_dir="x", out_dir="y", keep_prob=2).validate()
 
 
-def test_pseudo_labels_on_toy_clusters():
-    rng = np.random.default_rng(0)
-    centres = np.eye(3, 8, dtype=np.float32)
-    emb = np.concatenate([centres[c] + rng.normal(0, 0.05, (20, 8)) for c in range(3)])
-    keys = [f"m{c}-{i % 5}" for c in range(3) for i in range(20)]
-    keys[0] = "m1-0"  # one outlier instance of a cluster-1 mention sits in cluster 0
-    half = pseudo_label(emb, keys, 3, top_fraction=0.5, seed=0)
-    assert half.selected.sum() == 30 and all(
-        half.selected[half.clusters == c].sum() == 10 for c in range(3))
-    sim = np.einsum("ij,ij->i", emb / np.linalg.norm(emb, axis=1, keepdims=True),
-                    half.centroids[half.clusters])
-    for c in range(3):  # the selected instances are the closest of their cluster
-        members = half.clusters == c
-        assert sim[members & half.selected].min() >= sim[members & ~half.selected].max()
-    assert all(half.labels[i] == half.mention_labels[k] for i, k in enumerate(keys)
-               if k in half.mention_labels)
-    pl = pseudo_label(emb, keys, 3, top_fraction=1.0, seed=0)
-    block = [int(np.bincount(pl.clusters[c * 20:(c + 1) * 20]).argmax()) for c in range(3)]
-    assert len(set(block)) == 3  # the toy clusters are recovered
-    assert pl.clusters[0] == block[0] and pl.mention_labels["m1-0"] == block[1]  # majority
-    assert (pl.labels >= 0).all() and pl.labels[0] == block[1]
-    np.testing.assert_array_equal(assign_topics(emb, pl.centroids), pl.clusters)
-    with pytest.raises(ValueError, match="top_fraction"):
-        pseudo_label(emb, keys, 3, top_fraction=0)
-
-
-def test_ccl_finetune_smoke():
-    enc = SpanEncoder("minilm", max_length=32)
-    sents = [("Paris is lovely in spring .", "Paris"), ("We flew to Paris again .", "Paris"),
-             ("Berlin has many parks .", "Berlin"), ("Rome was not built in a day .", "Rome"),
-             ("Apple sold more phones .", "Apple"), ("Shares of Apple fell .", "Apple"),
-             ("Google hired engineers .", "Google"), ("Microsoft released Windows .",
-                                                      "Microsoft")]
-    items = [(s, span_of(s, m)) for s, m in sents]
-    seen = []
-    res = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=2,
-                                             batch_size=3, show_progress=False, n_init=2,
-                                             eval_every=1),
-                       callback=lambda e, s: seen.append(s) or {"ok": 1.0})
-    assert len(res.history) == 2 and seen == [0, 1, 2]
-    assert res.topics.shape == (8,) and res.centroids.shape == (2, 384)
-    assert enc.model.max_length == 32 and not enc.model.training
-    s = res.summary()
-    assert s["labelled_mentions"] >= 2 and s["seconds"]["steps"] == 2
-    assert res.embeddings.shape == (8, 384)
-    np.testing.assert_array_equal(res.topics, assign_topics(res.embeddings, res.centroids))
-    shared = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=1,
-                                                batch_size=3, shared_negatives=True,
-                                                negatives_per_cluster=2, show_progress=False,
-                                                n_init=2, singleton_positives=True))
-    assert len(shared.history) == 1 and np.isfinite(shared.history[0]["loss"])
-    inb = ccl_finetune(enc, items, CCLConfig(n_clusters=2, steps=1, batch_size=4,
-                                             negatives="in-batch", show_progress=False))
-    assert inb.pseudo is None and len(inb.history) == 1
-    with pytest.raises(ValueError, match="negatives"):
-        CCLConfig(n_clusters=2, negatives="random").validate()
-    both = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=0,
-                                              label_view="both", show_progress=False, n_init=2))
-    assert both.pseudo.centroids.shape == (2, 768)  # clustered on [span; context]
-    assert both.centroids.shape == (2, 384)  # topics live in the span space
-    with pytest.raises(ValueError, match="label_view"):
-        CCLConfig(n_clusters=2, label_view="mention").validate()
-
-
-def test_label_view_embeddings_are_unit_halves():
-    from phrasekit.training.uctopic import label_view_embeddings
-
-    enc = SpanEncoder("minilm", max_length=32)
-    rows = [("Paris is lovely .", 0, 5), ("Apple sold phones .", 0, 5)]
-    both = label_view_embeddings(enc, rows, "both", 8, False)
-    ctx = label_view_embeddings(enc, rows, "context", 8, False)
-    assert both.shape == (2, 768)
-    np.testing.assert_allclose(np.linalg.norm(both[:, :384], axis=1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(both[:, 384:], ctx / np.linalg.norm(ctx, axis=1, keepdims=True),
-                               atol=1e-5)
+def test_train_uctopic_time_budget_only(toy_pairs, tmp_path):
+    data_dir, _ = toy_pairs
+    report = train_uctopic(UCTopicConfig(
+        data_dir=str(data_dir), out_dir=str(tmp_path), batch_size=2, max_steps=None,
+        max_minutes=1e-4, max_length=24, show_progress=False))
+    assert report["stop_reason"] == "max_minutes" and report["steps"] >= 1
+    assert report["history"][-1]["step"] == report["steps"]  # the partial interval is kept
 
 
 def test_cli_train_uctopic_bad_input() -> None:

@@ -1,6 +1,6 @@
-"""UCTopic topical phrase mining (``UCTopicModel``, ``topics --method ccl``) on the 80-abstract
-fixture corpus, and the appendix-B.2 metrics (informativeness, word diversity) on known
-answers."""
+"""UCTopic topical phrase mining: CCL (pseudo-labels, label views, short fine-tuning runs),
+``UCTopicModel`` and ``topics --method ccl`` on the 80-abstract fixture corpus, and the
+appendix-B.2 metrics (informativeness, word diversity) on known answers."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ from phrasekit.io import read_corpus
 from phrasekit.text import tokenize
 from phrasekit.topics import UCTopicModel, write_uctopic_outputs
 from phrasekit.topics.metrics import phrase_informativeness, word_diversity
+from phrasekit.training.uctopic_ccl import (
+    CCLConfig,
+    assign_topics,
+    ccl_finetune,
+    label_view_embeddings,
+    pseudo_label,
+)
 
 torch.set_num_threads(1)
 CORPUS = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
@@ -45,6 +52,85 @@ def test_phrase_informativeness_known_answers():
     assert mean == pytest.approx((red_wine + cheese) / 2)
     with pytest.raises(ValueError, match="no documents"):
         phrase_informativeness([["a"]], [])
+
+
+def test_pseudo_labels_on_toy_clusters():
+    rng = np.random.default_rng(0)
+    centres = np.eye(3, 8, dtype=np.float32)
+    emb = np.concatenate([centres[c] + rng.normal(0, 0.05, (20, 8)) for c in range(3)])
+    keys = [f"m{c}-{i % 5}" for c in range(3) for i in range(20)]
+    keys[0] = "m1-0"  # one outlier instance of a cluster-1 mention sits in cluster 0
+    half = pseudo_label(emb, keys, 3, top_fraction=0.5, seed=0)
+    assert half.selected.sum() == 30 and all(
+        half.selected[half.clusters == c].sum() == 10 for c in range(3))
+    sim = np.einsum("ij,ij->i", emb / np.linalg.norm(emb, axis=1, keepdims=True),
+                    half.centroids[half.clusters])
+    for c in range(3):  # the selected instances are the closest of their cluster
+        members = half.clusters == c
+        assert sim[members & half.selected].min() >= sim[members & ~half.selected].max()
+    assert all(half.labels[i] == half.mention_labels[k] for i, k in enumerate(keys)
+               if k in half.mention_labels)
+    pl = pseudo_label(emb, keys, 3, top_fraction=1.0, seed=0)
+    block = [int(np.bincount(pl.clusters[c * 20:(c + 1) * 20]).argmax()) for c in range(3)]
+    assert len(set(block)) == 3  # the toy clusters are recovered
+    assert pl.clusters[0] == block[0] and pl.mention_labels["m1-0"] == block[1]  # majority
+    assert (pl.labels >= 0).all() and pl.labels[0] == block[1]
+    np.testing.assert_array_equal(assign_topics(emb, pl.centroids), pl.clusters)
+    with pytest.raises(ValueError, match="top_fraction"):
+        pseudo_label(emb, keys, 3, top_fraction=0)
+
+
+def test_ccl_finetune_smoke(monkeypatch):
+    def no_checkpoint(*args, **kwargs):
+        raise AssertionError("CCL runs in memory: no checkpoint is written")
+
+    monkeypatch.setattr("phrasekit.training.trainer.save_checkpoint", no_checkpoint)
+    enc = SpanEncoder("minilm", max_length=32)
+    sents = [("Paris is lovely in spring .", "Paris"), ("We flew to Paris again .", "Paris"),
+             ("Berlin has many parks .", "Berlin"), ("Rome was not built in a day .", "Rome"),
+             ("Apple sold more phones .", "Apple"), ("Shares of Apple fell .", "Apple"),
+             ("Google hired engineers .", "Google"), ("Microsoft released Windows .",
+                                                      "Microsoft")]
+    items = [(s, (s.index(m), s.index(m) + len(m))) for s, m in sents]
+    seen = []
+    res = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=2,
+                                             batch_size=3, show_progress=False, n_init=2,
+                                             eval_every=1),
+                       callback=lambda e, s: seen.append(s) or {"ok": 1.0})
+    assert len(res.history) == 2 and seen == [0, 1, 2]
+    assert res.topics.shape == (8,) and res.centroids.shape == (2, 384)
+    assert enc.model.max_length == 32 and not enc.model.training
+    s = res.summary()
+    assert s["labelled_mentions"] >= 2 and s["seconds"]["steps"] == 2
+    assert res.embeddings.shape == (8, 384)
+    np.testing.assert_array_equal(res.topics, assign_topics(res.embeddings, res.centroids))
+    shared = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=1,
+                                                batch_size=3, shared_negatives=True,
+                                                negatives_per_cluster=2, show_progress=False,
+                                                n_init=2, singleton_positives=True))
+    assert len(shared.history) == 1 and np.isfinite(shared.history[0]["loss"])
+    inb = ccl_finetune(enc, items, CCLConfig(n_clusters=2, steps=1, batch_size=4,
+                                             negatives="in-batch", show_progress=False))
+    assert inb.pseudo is None and len(inb.history) == 1
+    with pytest.raises(ValueError, match="negatives"):
+        CCLConfig(n_clusters=2, negatives="random").validate()
+    both = ccl_finetune(enc, items, CCLConfig(n_clusters=2, top_fraction=0.5, steps=0,
+                                              label_view="both", show_progress=False, n_init=2))
+    assert both.pseudo.centroids.shape == (2, 768)  # clustered on [span; context]
+    assert both.centroids.shape == (2, 384)  # topics live in the span space
+    with pytest.raises(ValueError, match="label_view"):
+        CCLConfig(n_clusters=2, label_view="mention").validate()
+
+
+def test_label_view_embeddings_are_unit_halves():
+    enc = SpanEncoder("minilm", max_length=32)
+    rows = [("Paris is lovely .", 0, 5), ("Apple sold phones .", 0, 5)]
+    both = label_view_embeddings(enc, rows, "both", 8, False)
+    ctx = label_view_embeddings(enc, rows, "context", 8, False)
+    assert both.shape == (2, 768)
+    np.testing.assert_allclose(np.linalg.norm(both[:, :384], axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(both[:, 384:], ctx / np.linalg.norm(ctx, axis=1, keepdims=True),
+                               atol=1e-5)
 
 
 @pytest.fixture(scope="module")

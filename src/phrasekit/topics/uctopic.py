@@ -14,7 +14,7 @@
 4. **Choose K** unless ``n_topics`` is given: KMeans for every K in ``k_range`` on a seeded
    sample of ``silhouette_sample`` instances (the paper's 10K), cosine silhouette; the highest
    wins (ties: smaller K).
-5. **CCL** (:func:`phrasekit.training.uctopic.ccl_finetune`, cluster negatives shared across
+5. **CCL** (:func:`phrasekit.training.uctopic_ccl.ccl_finetune`, cluster negatives shared across
    the batch) with K clusters fine-tunes the encoder on the instances, unsupervised, and gives
    the topic centroids in the fine-tuned space.
 6. **Phrase topics.** An instance's topic distribution ``z_x`` is the softmax over topics of
@@ -74,7 +74,7 @@ class UCTopicModel(BaseEstimator):
         max_instances: at most this many phrase instances are encoded and fine-tuned on.
         max_instances_per_phrase: at most this many instances of one phrase.
         ccl_steps, ccl_batch_size, ccl_lr, top_fraction, keep_prob, negatives_per_cluster:
-            CCL settings (:class:`~phrasekit.training.uctopic.CCLConfig`); 0 steps skips the
+            CCL settings (:class:`~phrasekit.training.uctopic_ccl.CCLConfig`); 0 steps skips the
             fine-tuning (topics are then the KMeans clusters of the pre-trained space).
         label_view: what CCL's KMeans clusters for pseudo-labels: ``span`` (the paper),
             ``context`` or ``both``; on MIT-Movie, where roles show only in context, ``both``
@@ -144,7 +144,7 @@ class UCTopicModel(BaseEstimator):
     def check_params(self) -> None:
         """Raise ValueError on nonsense settings, before any long work."""
         from phrasekit.training.config import raise_failed
-        from phrasekit.training.uctopic import LABEL_VIEWS
+        from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
         k_lo, k_hi = self.k_range
         raise_failed([
@@ -185,7 +185,7 @@ class UCTopicModel(BaseEstimator):
     def fit(self, docs: Iterable[Document | str], show_progress: bool = False
             ) -> UCTopicModel:
         """Mine topical phrases of ``docs``; see the module docstring for the steps."""
-        from phrasekit.training.uctopic import CCLConfig, ccl_finetune
+        from phrasekit.training.uctopic_ccl import CCLConfig, ccl_finetune
 
         self.check_params()
         documents = as_documents(docs)

@@ -6,18 +6,17 @@
    decides the model's) and checks it was written against the same word space;
 2. walks through the training examples in seeded random batches of similar input lengths
    (every epoch a fresh permutation from ``(seed, epoch)``, see :func:`epoch_batches`); each
-   step embeds the inputs, predicts K facets and
-   minimises Eq. 2 (:func:`~.nnsc_loss`) with the negative word sets taken
-   from the batch rolled by a random shift drawn from ``(seed, step)``;
-   Dropout is off by default: the model underfits (validation and training losses agree in
-   our runs, as the paper also observed of its models) and on a CPU the dropout masks cost
-   about 30% of a step;
+   step embeds the inputs, predicts K facets and minimises Eq. 2 (:func:`~.nnsc_loss`) with
+   the negative word sets taken from the batch rolled by a random shift drawn from the step's
+   generator. Dropout is off by default: the model underfits (validation and training losses
+   agree in our runs, as the paper also observed of its models) and on a CPU the dropout masks
+   cost about 30% of a step;
 3. AdamW (``lr``, ``weight_decay``), linear warm-up over ``warmup_steps``, then constant, or a
    linear decay to 10% over ``decay_steps`` when given; gradients clipped to norm 1;
-4. every ``checkpoint_every`` steps: the validation loss on a fixed subset of the held-out
-   examples (fixed shift, no dropout) and ``OUT/checkpoint.safetensors`` (weights + AdamW
-   moments, no pickle). Rerunning with the same ``out_dir`` resumes with the same batches,
-   shifts and dropout masks (all derive from the seed and the step number);
+4. the loop is :class:`~phrasekit.training.trainer.Trainer`'s: every ``checkpoint_every``
+   steps the validation loss on a fixed subset of the held-out examples (fixed shift, no
+   dropout) and ``OUT/checkpoint.safetensors``; rerunning with the same ``out_dir`` resumes
+   bit-exactly (batches, shifts and dropout masks derive from the seed and the step number);
 5. stops at ``max_steps`` or after ``max_minutes`` of training (counted across resumes) and
    writes ``OUT/model`` (the model folder, loadable with ``phrasekit.load``) and
    ``OUT/report.json``.
@@ -28,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from phrasekit.encoders.facets.loss import METHODS, nnsc_loss
 from phrasekit.encoders.facets.model import (
@@ -47,11 +46,15 @@ from phrasekit.encoders.facets.model import (
 )
 from phrasekit.encoders.facets.words import WordSpace, load_word_space
 from phrasekit.io import write_json
-from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from phrasekit.settings import torch_threads
 from phrasekit.training.config import budget_checks, raise_failed
 from phrasekit.training.facets_data import FacetDataset
+from phrasekit.training.portable import portable_settings
+from phrasekit.training.trainer import Trainer, TrainResult
 
 logger = logging.getLogger(__name__)
+
+MODEL_DIR = "model"
 
 
 @dataclass
@@ -115,13 +118,15 @@ class FacetTrainingConfig:
             cross_attention=self.cross_attention)
 
     def fingerprint(self, data_meta: dict[str, Any]) -> str:
-        """Hash of what fixes the trajectory (settings and the dataset), for resuming."""
-        skip = {"out_dir", "max_steps", "max_minutes", "checkpoint_every", "num_threads",
-                "show_progress", "notes", "val_examples"}
+        """Hash of what fixes the trajectory (settings and the dataset's content, wherever its
+        folder is), for resuming."""
+        skip = {"data_dir", "out_dir", "max_steps", "max_minutes", "checkpoint_every",
+                "num_threads", "show_progress", "notes", "val_examples"}
         d = {k: v for k, v in asdict(self).items() if k not in skip}
         data = {k: data_meta.get(k) for k in ("examples", "validation", "granularity",
                                                "word_space_fingerprint", "settings")}
-        blob = json.dumps({**d, "data": data}, sort_keys=True, default=str)
+        blob = json.dumps({"method": "multi-facet-nnsc", **d, "data": data}, sort_keys=True,
+                          default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -167,11 +172,6 @@ def epoch_batches(lengths: np.ndarray, batch_size: int, seed: int, epoch: int,
     return batches[rng.permutation(steps)]
 
 
-def negative_shift(seed: int, step: int, batch: int) -> int:
-    """The batch roll that picks each example's negative word set at ``step``."""
-    return int(np.random.default_rng([seed, step, 1]).integers(1, batch))
-
-
 def lr_factor(step: int, warmup: int, decay: int | None) -> float:
     """Linear warm-up to 1 over ``warmup`` steps, then 1, or a linear decay to 0.1 over
     ``decay`` steps (counted from the start)."""
@@ -205,145 +205,136 @@ def evaluate_loss(model: FacetModel, make: BatchMaker, indices: np.ndarray, batc
     return {k: round(v / max(n, 1), 5) for k, v in sums.items()}
 
 
+
+class FacetTask:
+    """The facet model's steps for the Trainer: length-bucketed epochs, NNSC loss, and the
+    validation loss at every checkpoint (its time kept apart in ``validation_s``)."""
+
+    def __init__(self, cfg: FacetTrainingConfig, dataset: FacetDataset,
+                 word_space: WordSpace) -> None:
+        self.cfg, self.dataset = cfg, dataset
+        # validation: a fixed random subset, so that neighbours in it (whose word sets serve as
+        # each other's negatives) are unrelated examples, not occurrences of one phrase
+        self.train_idx = dataset.indices("train")
+        self.val_idx = np.random.default_rng([cfg.seed, 7]).permutation(
+            dataset.indices("val"))[: cfg.val_examples]
+        if len(self.train_idx) < cfg.batch_size:
+            raise ValueError(f"{len(self.train_idx)} training examples: fewer than one batch "
+                             f"of {cfg.batch_size}")
+        self.steps_per_epoch = len(self.train_idx) // cfg.batch_size
+        offsets = dataset.input_offsets
+        self.train_lengths = offsets[self.train_idx + 1] - offsets[self.train_idx]
+        torch.manual_seed(cfg.seed)
+        self.model = FacetModel(cfg.model_config(str(dataset.meta["granularity"]), word_space),
+                                word_space.vectors)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr,
+                                           weight_decay=cfg.weight_decay)
+        self.make = BatchMaker(dataset, word_space, cfg.max_len)
+        self._fingerprint = cfg.fingerprint(dataset.meta)
+        self._epoch, self._order = -1, np.zeros((0, cfg.batch_size), dtype=np.int64)
+        self.validation_s = 0.0
+        self.initial: dict[str, Any] | None = None  # validation before the first step
+
+    def fingerprint(self) -> str:
+        """Settings and dataset (see :meth:`FacetTrainingConfig.fingerprint`)."""
+        return self._fingerprint
+
+    def lr_factor(self, step: int) -> float:
+        """Warm-up, then constant or a linear decay (:func:`lr_factor`)."""
+        return lr_factor(step, self.cfg.warmup_steps, self.cfg.decay_steps)
+
+    def step_loss(self, step: int, rng: random.Random) -> tuple[torch.Tensor, dict[str, float]]:
+        """The NNSC loss of step ``step``'s batch (the epoch's order fixed by seed and epoch)."""
+        cfg = self.cfg
+        epoch, pos = divmod(step, self.steps_per_epoch)
+        if epoch != self._epoch:
+            self._order = epoch_batches(self.train_lengths, cfg.batch_size, cfg.seed, epoch,
+                                        cfg.length_buckets)
+            self._epoch = epoch
+        idx = self.train_idx[self._order[pos]]
+        batch, targets, mask = self.make(idx)
+        res = nnsc_loss(self.model(batch).facets, targets, mask,
+                        shift=rng.randint(1, len(idx) - 1), lam=cfg.lam,
+                        steps=cfg.coeff_steps, method=cfg.coeff_method)
+        return res["loss"], {f"train_{k}": float(res[k].detach())
+                             for k in ("loss", "positive", "negative")}
+
+    def validation(self) -> dict[str, float]:
+        """``val_loss``, ``val_positive``, ``val_negative`` on the held-out subset (none when
+        it has fewer than 2 examples)."""
+        if len(self.val_idx) < 2:
+            return {}
+        cfg = self.cfg
+        val = evaluate_loss(self.model, self.make, self.val_idx, cfg.batch_size, cfg.lam,
+                            cfg.coeff_steps, cfg.coeff_method)
+        return {f"val_{k}": v for k, v in val.items()}
+
+    def evaluate(self, step: int) -> dict[str, Any]:
+        """The validation losses of the checkpoint at ``step``."""
+        t0 = time.perf_counter()
+        row = self.validation()
+        self.validation_s += time.perf_counter() - t0
+        return row
+
+    def training_state(self) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Validation time and the step-0 validation, kept in the checkpoint."""
+        return {"validation_s": self.validation_s, "initial": self.initial}, {}
+
+    def restore_state(self, meta: dict[str, Any], extra: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`training_state`."""
+        self.validation_s = float(meta.get("validation_s", 0.0))
+        self.initial = meta.get("initial")
+
+
 def train_facets(cfg: FacetTrainingConfig) -> dict[str, Any]:
     """Train (or resume) one facet model; returns the report (also ``OUT/report.json``)."""
     cfg.validate()
-    if cfg.num_threads:
-        torch.set_num_threads(int(cfg.num_threads))
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     dataset = FacetDataset.load(cfg.data_dir)
     word_space = load_word_space(dataset.meta.get("word_space", "glove-6b-50d"))
     if dataset.meta.get("word_space_fingerprint") != word_space.fingerprint:
         raise ValueError(f"{cfg.data_dir} was built against another word table; rebuild it")
-    granularity = str(dataset.meta["granularity"])
-    # validation: a fixed random subset, so that neighbours in it (whose word sets serve as
-    # each other's negatives) are unrelated examples, not occurrences of one phrase
-    train_idx, val_idx = dataset.indices("train"), dataset.indices("val")
-    val_idx = np.random.default_rng([cfg.seed, 7]).permutation(val_idx)[: cfg.val_examples]
-    if len(train_idx) < cfg.batch_size:
-        raise ValueError(f"{len(train_idx)} training examples: fewer than one batch of "
-                         f"{cfg.batch_size}")
-    steps_per_epoch = len(train_idx) // cfg.batch_size
+    task = FacetTask(cfg, dataset, word_space)
     logger.info("%s facet data: %d train / %d validation examples, %d steps per epoch",
-                granularity, len(train_idx), len(val_idx), steps_per_epoch)
-
-    torch.manual_seed(cfg.seed)
-    model = FacetModel(cfg.model_config(granularity, word_space), word_space.vectors)
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    make = BatchMaker(dataset, word_space, cfg.max_len)
-    fingerprint = cfg.fingerprint(dataset.meta)
-    ckpt = out / CHECKPOINT
-    start, elapsed, val_s = 0, 0.0, 0.0
-    history: list[dict[str, Any]] = []
-    if ckpt.is_file():
-        meta = load_checkpoint(ckpt, model, optimizer)
-        if meta.get("fingerprint") != fingerprint:
-            raise ValueError(f"{ckpt} was written with other settings or data; use another "
-                             "out_dir or delete the checkpoint")
-        start, elapsed = int(meta["step"]), float(meta["elapsed_s"])
-        val_s = float(meta.get("validation_s", 0.0))
-        history = meta.get("history", [])
-        logger.info("resuming from step %d (%.1f min already spent)", start, elapsed / 60)
-    if not history and len(val_idx) >= 2:
-        history.append({"step": start, "minutes": 0.0, **{
-            f"val_{k}": v for k, v in evaluate_loss(model, make, val_idx, cfg.batch_size, cfg.lam,
-                                                    cfg.coeff_steps, cfg.coeff_method).items()}})
-
-    def checkpoint(step: int) -> None:
-        save_checkpoint(ckpt, model, optimizer, {
-            "step": step, "elapsed_s": elapsed, "validation_s": val_s, "fingerprint": fingerprint,
-            "history": history})
-
-    stop_at = cfg.max_steps if cfg.max_steps else None
-    t0 = time.perf_counter()
-    step = start
-    window: dict[str, list[float]] = {"loss": [], "positive": [], "negative": []}
-    order_epoch, order = -1, np.zeros((0, cfg.batch_size), dtype=np.int64)
-    train_lengths = (dataset.input_offsets[train_idx + 1] - dataset.input_offsets[train_idx])
-    bar = tqdm(total=stop_at, initial=start, desc=f"facets[{granularity} K={cfg.n_facets}]",
-               unit="step", disable=not cfg.show_progress)
-    while stop_at is None or step < stop_at:
-        if cfg.max_minutes and elapsed + time.perf_counter() - t0 > cfg.max_minutes * 60:
-            logger.info("time budget of %.1f min reached at step %d", cfg.max_minutes, step)
-            break
-        epoch, pos = divmod(step, steps_per_epoch)
-        if epoch != order_epoch:
-            order = epoch_batches(train_lengths, cfg.batch_size, cfg.seed, epoch,
-                                  cfg.length_buckets)
-            order_epoch = epoch
-        idx = train_idx[order[pos]]
-        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: same masks after a resume
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * lr_factor(step, cfg.warmup_steps, cfg.decay_steps)
-        batch, targets, mask = make(idx)
-        res = nnsc_loss(model(batch).facets, targets, mask,
-                        shift=negative_shift(cfg.seed, step, len(idx)), lam=cfg.lam,
-                        steps=cfg.coeff_steps, method=cfg.coeff_method)
-        optimizer.zero_grad(set_to_none=True)
-        res["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        step += 1
-        for k in window:
-            window[k].append(float(res[k].detach()))
-        bar.update(1)
-        bar.set_postfix(loss=f"{window['loss'][-1]:.4f}")
-        if step % cfg.checkpoint_every == 0:
-            now = time.perf_counter()
-            elapsed += now - t0
-            t0 = now
-            history.append(_history_entry(step, elapsed, window, model, make, val_idx, cfg))
-            val_s += time.perf_counter() - t0
-            elapsed += time.perf_counter() - t0  # validation time counts against the budget
-            t0 = time.perf_counter()
-            window = {k: [] for k in window}
-            checkpoint(step)
-            logger.info("step %d: %s", step, history[-1])
-    bar.close()
-    elapsed += time.perf_counter() - t0
-    if step > start and (not history or history[-1]["step"] != step):
-        history.append(_history_entry(step, elapsed, window, model, make, val_idx, cfg))
-        checkpoint(step)
-    return _finish(cfg, model, dataset, word_space, step, steps_per_epoch, elapsed, val_s,
-                   history, fingerprint)
+                dataset.meta["granularity"], len(task.train_idx), len(task.val_idx),
+                task.steps_per_epoch)
+    trainer = Trainer(cfg.out_dir, total_steps=cfg.max_steps, seed=cfg.seed,
+                      max_minutes=cfg.max_minutes, checkpoint_every=cfg.checkpoint_every,
+                      num_threads=cfg.num_threads, show_progress=cfg.show_progress,
+                      desc=f"facets[{dataset.meta['granularity']} K={cfg.n_facets}]",
+                      clip_grad_norm=1.0)
+    if not trainer.checkpoint_path.is_file():
+        with torch_threads(cfg.num_threads):
+            val = task.validation()
+        task.initial = {"step": 0, "minutes": 0.0, **val} if val else None
+    result = trainer.fit(task)
+    return _finish(cfg, task, word_space, result)
 
 
-def _history_entry(step: int, elapsed: float, window: dict[str, list[float]], model: FacetModel,
-                   make: BatchMaker, val_idx: np.ndarray, cfg: FacetTrainingConfig
-                   ) -> dict[str, Any]:
-    entry: dict[str, Any] = {"step": step, "minutes": round(elapsed / 60, 2)}
-    entry.update({f"train_{k}": round(float(np.mean(v)), 5) for k, v in window.items() if v})
-    if len(val_idx) >= 2:
-        val = evaluate_loss(model, make, val_idx, cfg.batch_size, cfg.lam, cfg.coeff_steps,
-                            cfg.coeff_method)
-        entry.update({f"val_{k}": v for k, v in val.items()})
-    return entry
-
-
-def _finish(cfg: FacetTrainingConfig, model: FacetModel, dataset: FacetDataset,
-            word_space: WordSpace, step: int, steps_per_epoch: int, elapsed: float,
-            val_s: float, history: list[dict[str, Any]], fingerprint: str) -> dict[str, Any]:
-    """Save the model folder and the report."""
+def _finish(cfg: FacetTrainingConfig, task: FacetTask, word_space: WordSpace,
+            result: TrainResult) -> dict[str, Any]:
+    """Save the model folder and the report (whose ``model_dir`` is relative to its folder
+    in report.json)."""
+    model, dataset, step = task.model, task.dataset, result.steps
     model.eval()
     out = Path(cfg.out_dir)
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
+    train_s = result.seconds
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     training = {
         "method": "multi-facet-nnsc", "granularity": dataset.meta["granularity"],
-        "settings": settings, "fingerprint": fingerprint, "steps": step,
-        "epochs": round(step / max(1, steps_per_epoch), 3),
-        "examples_seen": step * cfg.batch_size, "train_minutes": round(elapsed / 60, 2),
-        "validation_minutes": round(val_s / 60, 2),
-        "steps_per_second": round(step / (elapsed - val_s), 2) if elapsed > val_s else None,
-        "trainable_parameters": int(n_params), "torch_threads": torch.get_num_threads(),
+        "settings": portable_settings(cfg, drop=("show_progress", "notes")),
+        "fingerprint": task.fingerprint(), "steps": step,
+        "epochs": round(step / max(1, task.steps_per_epoch), 3),
+        "examples_seen": step * cfg.batch_size, "train_minutes": round(train_s / 60, 2),
+        "validation_minutes": round(task.validation_s / 60, 2),
+        "steps_per_second": round(step / train_s, 2) if train_s > 0 else None,
+        "trainable_parameters": int(n_params),
+        "torch_threads": cfg.num_threads or torch.get_num_threads(),
         "data": {k: dataset.meta.get(k) for k in ("examples", "validation", "corpora")},
-        "history": history, "notes": cfg.notes,
+        "history": ([task.initial] if task.initial else []) + result.history,
+        "notes": cfg.notes,
     }
-    model_dir = save_facet_model(model, out / "model", word_space, dataset.word_counts,
+    model_dir = save_facet_model(model, out / MODEL_DIR, word_space, dataset.word_counts,
                                  extra_config={"training": training})
-    report = {**training, "model_dir": str(model_dir)}
-    write_json(out / "report.json", report)
-    logger.info("saved %s after %d steps (%.1f min)", model_dir, step, elapsed / 60)
-    return report
+    write_json(out / "report.json", {**training, "model_dir": MODEL_DIR})
+    logger.info("saved %s after %d steps (%.1f min)", model_dir, step, train_s / 60)
+    return {**training, "model_dir": str(model_dir)}

@@ -7,13 +7,15 @@ which draws step ``step``'s batch (from ``rng`` and the step number only) and re
 CCL), the multi-facet model and SubTST:
 
 - **budget**: ``total_steps`` and an optional ``max_minutes`` (time spent before a resume
-  counts); a run stopped by the clock keeps its progress;
+  counts; ``total_steps=None`` runs until the clock stops it); a run stopped by the clock keeps
+  its progress;
 - **seeding**: before step ``s`` Python's and torch's generators are seeded from
   ``(seed, s)``, so batches and dropout masks depend on the step alone and a resumed run takes
   exactly the path of an uninterrupted one (bit-exact, tested);
 - **checkpoints**: every ``checkpoint_every`` steps and at the end, ``checkpoint.safetensors``
   (weights, Adam moments, the task's extra state; no pickle), written atomically; a checkpoint
-  written with other settings is refused;
+  written with other settings is refused; ``out_dir=None`` keeps no checkpoint (a short
+  in-memory run: nothing is written and nothing resumed, history and ``evaluate`` still run);
 - **schedule**: each parameter group's ``lr`` is its initial ``lr`` times ``lr_factor(step)``
   (:func:`warmup_linear` is the usual one);
 - **history**: the mean of every logged loss over each checkpoint interval, the minutes spent,
@@ -24,6 +26,7 @@ CCL), the multi-facet model and SubTST:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import time
@@ -90,8 +93,8 @@ class TrainResult:
 class Trainer:
     """Runs (or resumes) a :class:`TrainingTask` in ``out_dir``; see the module docstring."""
 
-    out_dir: str | Path
-    total_steps: int
+    out_dir: str | Path | None
+    total_steps: int | None
     seed: int = 0
     max_minutes: float | None = None
     checkpoint_every: int = 100
@@ -101,13 +104,16 @@ class Trainer:
     clip_grad_norm: float | None = None
 
     @property
-    def checkpoint_path(self) -> Path:
-        """Where the resumable state is kept."""
-        return Path(self.out_dir) / CHECKPOINT
+    def checkpoint_path(self) -> Path | None:
+        """Where the resumable state is kept (None: the run keeps none)."""
+        return None if self.out_dir is None else Path(self.out_dir) / CHECKPOINT
 
     def fit(self, task: TrainingTask) -> TrainResult:
         """Train from step 0, or from the checkpoint in ``out_dir``, to the budget's end."""
-        Path(self.out_dir).mkdir(parents=True, exist_ok=True)
+        if self.total_steps is None and not self.max_minutes:
+            raise ValueError("give total_steps or max_minutes: the run would never end")
+        if self.out_dir is not None:
+            Path(self.out_dir).mkdir(parents=True, exist_ok=True)
         for group in task.optimizer.param_groups:
             group.setdefault("base_lr", group["lr"])
         with torch_threads(self.num_threads):
@@ -117,7 +123,7 @@ class Trainer:
     # ---- internals ---------------------------------------------------------------------------
     def _resume(self, task: TrainingTask) -> tuple[int, TrainResult]:
         path = self.checkpoint_path
-        if not path.is_file():
+        if path is None or not path.is_file():
             return 0, TrainResult(0, 0.0)
         extra: dict[str, torch.Tensor] = {}
         meta = load_checkpoint(path, task.model, task.optimizer, extra=extra)
@@ -133,6 +139,8 @@ class Trainer:
         return step, TrainResult(step, seconds, list(meta.get("history", [])))
 
     def _save(self, task: TrainingTask, result: TrainResult) -> None:
+        if self.checkpoint_path is None:
+            return
         state: Callable[[], tuple[dict[str, Any], dict[str, torch.Tensor]]] | None = getattr(
             task, "training_state", None)
         meta, tensors = state() if state is not None else ({}, {})
@@ -151,7 +159,9 @@ class Trainer:
         window: dict[str, list[float]] = {}
         t0 = time.perf_counter()
         task.model.train()
-        for step in range(start, self.total_steps):
+        steps = itertools.count(start) if self.total_steps is None else range(
+            start, self.total_steps)
+        for step in steps:
             if self._over_budget(result, t0):
                 logger.info("time budget of %.1f min reached at step %d", self.max_minutes, step)
                 result.stopped_by_budget = True
