@@ -64,19 +64,18 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from phrasekit.io import write_json
-from phrasekit.training.pearl_data import (
-    BenchmarkStringFilter,
+from phrasekit.training.corpus_sampling import corpus_sample
+from phrasekit.training.data_sources import (
     Synset,
-    _wordnet_pairs,
-    _write_gz_text,
-    collect_test_strings,
-    corpus_sample,
     normalize,
     read_ppdb,
     read_wordnet,
     strip_outer_punct,
     valid_phrase,
+    wordnet_pairs,
+    write_gz_text,
 )
+from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +214,7 @@ def paraphrase_pairs(data_dir: Path, sources: Sequence[str], max_pairs_per_synse
             if stats is not None:
                 stats["wordnet_binomial_members_dropped"] = dropped
         pairs.extend((a, b, "wordnet") for a, b in
-                     _wordnet_pairs(synsets, max_pairs_per_synset, rng))
+                     wordnet_pairs(synsets, max_pairs_per_synset, rng))
     return pairs
 
 
@@ -642,8 +641,8 @@ def build_phrase_bert_dataset(
 
     # write ---------------------------------------------------------------------------------
     out.mkdir(parents=True, exist_ok=True)
-    _write_gz_text(out / PARAPHRASE_FILE, _jsonl_lines(para))
-    _write_gz_text(out / CONTEXT_FILE, _jsonl_lines(ctx))
+    write_gz_text(out / PARAPHRASE_FILE, _jsonl_lines(para))
+    write_gz_text(out / CONTEXT_FILE, _jsonl_lines(ctx))
     timings["total"] = round(time.perf_counter() - t_start, 1)
     report: dict[str, Any] = {
         "out_dir": str(out),
