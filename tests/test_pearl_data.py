@@ -20,7 +20,7 @@ from phrasekit.phrases.types import (
     lexical_class,
     type_index,
 )
-from phrasekit.training import pearl_data
+from phrasekit.training import pearl_data, phrase_bert_data
 from phrasekit.training.data_sources import (
     detokenize,
     jsonl_lines,
@@ -149,7 +149,7 @@ def test_gzip_writers_are_reproducible(tmp_path: Path) -> None:
 
 
 def test_builder_modules_export_their_step_names() -> None:
-    for module in (pearl_data,):
+    for module in (pearl_data, phrase_bert_data):
         for name in module.__all__:
             assert getattr(module, name) is not None, f"{module.__name__}.{name}"
     assert pearl_data.BenchmarkStringFilter is BenchmarkStringFilter
