@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from phrasekit.encoders.cache import encode_cached
 from phrasekit.phrases import load_spacy
 from phrasekit.phrases.types import (
     ENTITY_TYPES,
@@ -19,21 +20,21 @@ from phrasekit.phrases.types import (
     lexical_class,
     type_index,
 )
-from phrasekit.training.mining import mine_hard_negatives, variant_key
-from phrasekit.training.pearl_data import (
-    BenchmarkStringFilter,
-    build_pearl_dataset,
-    collect_test_strings,
+from phrasekit.training import pearl_data, phrase_bert_data
+from phrasekit.training.data_sources import (
     detokenize,
-    encode_cached,
-    negation,
-    paraphrase_neighbourhood,
+    jsonl_lines,
     read_ppdb,
-    spelling_variant,
     split_bounds,
     strip_outer_punct,
     valid_phrase,
+    write_gz_bytes,
+    write_gz_text,
 )
+from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.mining import mine_hard_negatives, paraphrase_neighbourhood, variant_key
+from phrasekit.training.pearl_data import build_pearl_dataset
+from phrasekit.training.word_synonyms import negation, spelling_variant
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PEARL = FIXTURES / "pearl"
@@ -132,6 +133,27 @@ def test_text_helpers() -> None:
     assert not spelling_variant("effective", "ineffective")
     assert not spelling_variant("grandson", "grandfather")
     assert negation("intentional", "unintentional") and not negation("fund", "funds")
+
+
+def test_gzip_writers_are_reproducible(tmp_path: Path) -> None:
+    rows = [{"text": "naïve café", "n": 1}, {"text": "b", "n": 2}]
+    for i in (1, 2):
+        write_gz_text(tmp_path / f"t{i}.gz", jsonl_lines(rows))
+        write_gz_bytes(tmp_path / f"b{i}.gz",
+                       (x.encode("utf-8") for x in jsonl_lines(rows, compact=True)))
+    assert (tmp_path / "t1.gz").read_bytes() == (tmp_path / "t2.gz").read_bytes()
+    assert (tmp_path / "b1.gz").read_bytes() == (tmp_path / "b2.gz").read_bytes()
+    assert _jsonl(tmp_path / "t1.gz") == _jsonl(tmp_path / "b1.gz") == rows
+    with gzip.open(tmp_path / "b1.gz", "rt", encoding="utf-8") as fh:
+        assert fh.readline() == '{"text":"naïve café","n":1}\n'
+
+
+def test_builder_modules_export_their_step_names() -> None:
+    for module in (pearl_data, phrase_bert_data):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
+    assert pearl_data.BenchmarkStringFilter is BenchmarkStringFilter
+    assert pearl_data.read_ppdb is read_ppdb
 
 
 def test_paraphrase_neighbourhood_two_hops() -> None:

@@ -1,7 +1,9 @@
-"""Training examples for the multi-facet model: (input words, set of co-occurring words).
+"""Build the multi-facet model's training data: (input words, set of co-occurring words).
 
 The self-supervision of §2.1: given the words of a target sequence I_t, reconstruct the set
-N_t of words around it.
+N_t of words around it. The examples themselves are made in
+:mod:`phrasekit.training.facets_examples`; this module picks the corpora and their phrases,
+keeps evaluation sentences out, and writes, resumes and loads the dataset.
 
 - **phrase** examples: every verbatim occurrence of a noun phrase in a document. The phrases
   are the cached spaCy noun-chunk / entity vocabularies (:class:`PhraseVocabulary` JSON, keyed
@@ -43,7 +45,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -55,9 +56,32 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_space
 from phrasekit.errors import raise_failed
+from phrasekit.eval.stsb import load_stsb
 from phrasekit.io import Document, atomic_write, load_npy, read_corpus, read_json_object, write_json
-from phrasekit.phrases import PhraseVocabulary
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.settings import corpora_dir as default_corpora
+from phrasekit.settings import data_dir as default_data
 from phrasekit.text import tokenize
+from phrasekit.training.facets_examples import (
+    phrase_examples,
+    sentence_examples,
+    split_sentences,
+)
+
+__all__ = [  # the builder, and the example functions that callers import from here
+    "DEFAULT_CORPORA",
+    "REFUSED_CORPORA",
+    "CorpusSpec",
+    "FacetDataConfig",
+    "FacetDataset",
+    "build_facet_dataset",
+    "corpus_phrases",
+    "corpus_specs",
+    "eval_sentence_keys",
+    "phrase_examples",
+    "sentence_examples",
+    "split_sentences",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -244,64 +268,13 @@ class FacetDataset:
         return cls(meta=meta, **arrays)
 
 
-# ------------------------------------------------------------------------------ text helpers
-_PARAGRAPH = re.compile(r"\n\s*\n")
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
-_ABBREVIATIONS = frozenset({
-    "mr.", "mrs.", "ms.", "dr.", "prof.", "st.", "jr.", "sr.", "vs.", "etc.", "e.g.", "i.e.",
-    "u.s.", "u.k.", "no.", "fig.", "eq.", "al.", "inc.", "corp.", "co.", "ltd.", "gen.", "sen.",
-    "rep.", "gov.", "jan.", "feb.", "mar.", "apr.", "aug.", "sep.", "sept.", "oct.", "nov.",
-    "dec.", "approx.", "ref.", "vol.", "ca.",
-})
-
-
-def split_sentences(text: str, newline_ends_sentence: bool = True) -> list[str]:
-    """Sentences of ``text`` by a simple rule-based splitter (no spaCy).
-
-    Blank lines always end a sentence; a single newline does too when
-    ``newline_ends_sentence`` (a title on its own line), else it is a wrapped line. Inside a
-    block, ``. ! ?`` (optionally closed by a quote or bracket) followed by whitespace and a
-    capital letter, digit or opening quote ends a sentence, unless the word before is a common
-    abbreviation ("Mr.", "e.g.", "U.S.").
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string, got {type(text).__name__}")
-    blocks = _PARAGRAPH.split(text)
-    if newline_ends_sentence:
-        blocks = [line for block in blocks for line in block.split("\n")]
-    out: list[str] = []
-    for block in blocks:
-        block = " ".join(block.split())
-        if not block:
-            continue
-        pieces = _SENTENCE_END.split(block)
-        merged: list[str] = []
-        for piece in pieces:
-            if merged and merged[-1].rsplit(" ", 1)[-1].lower() in _ABBREVIATIONS:
-                merged[-1] = f"{merged[-1]} {piece}"
-            else:
-                merged.append(piece)
-        out.extend(merged)
-    return out
-
-
-def _unique(ids: Iterable[int]) -> list[int]:
-    """Distinct ids in order of first appearance (N_t is a set; order kept for determinism)."""
-    return list(dict.fromkeys(ids))
-
-
-def _is_val(key: str, fraction: float) -> bool:
-    return fraction > 0 and zlib.crc32(key.encode("utf-8")) % 10_000 < fraction * 10_000
-
-
+# ------------------------------------------------------------------------------ leakage
 def eval_sentence_keys(data_dir: Path | None) -> set[tuple[str, ...]]:
     """Token tuples of evaluation sentences that must not become training inputs: STS-B (all
     splits) and every sentence of every bbc_news_summary article. Empty without data."""
     keys: set[tuple[str, ...]] = set()
     if data_dir is None:
         return keys
-    from phrasekit.eval.stsb import load_stsb
-
     for name in ("sts-train.csv", "sts-dev.csv", "sts-test.csv"):
         path = Path(data_dir) / "stsb" / name
         if path.is_file():
@@ -316,160 +289,6 @@ def eval_sentence_keys(data_dir: Path | None) -> set[tuple[str, ...]]:
                     keys.add(toks)
     logger.info("%d evaluation sentences kept out of the training inputs", len(keys))
     return keys
-
-
-# ------------------------------------------------------------------------------ builders
-class _Shard:
-    """Accumulates the examples of one corpus."""
-
-    def __init__(self) -> None:
-        self.inputs: list[int] = []
-        self.input_offsets: list[int] = [0]
-        self.targets: list[int] = []
-        self.target_offsets: list[int] = [0]
-        self.split: list[int] = []
-
-    def add(self, inputs: Sequence[int], targets: Sequence[int], val: bool) -> None:
-        self.inputs.extend(inputs)
-        self.input_offsets.append(len(self.inputs))
-        self.targets.extend(targets)
-        self.target_offsets.append(len(self.targets))
-        self.split.append(1 if val else 0)
-
-    def __len__(self) -> int:
-        return len(self.split)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {
-            "inputs": np.asarray(self.inputs, dtype=np.int32),
-            "input_offsets": np.asarray(self.input_offsets, dtype=np.int64),
-            "targets": np.asarray(self.targets, dtype=np.int32),
-            "target_offsets": np.asarray(self.target_offsets, dtype=np.int64),
-            "split": np.asarray(self.split, dtype=np.uint8),
-        }
-
-
-def phrase_examples(
-    docs: Sequence[Sequence[str]],
-    doc_phrases: Sequence[Iterable[str]],
-    word_space: WordSpace,
-    window: int = 5,
-    min_targets: int = 2,
-    max_per_phrase: int = 100,
-    val_fraction: float = 0.01,
-    seed: int = 0,
-    stats: dict[str, int] | None = None,
-) -> _Shard:
-    """Phrase examples from tokenized documents and, per document, the phrase keys spaCy
-    found in it (each key is tokenized and matched verbatim in that document's tokens).
-
-    Keys of more than 6 tokens, keys made only of stop words and keys with no word in the word
-    space are skipped. Occurrences beyond ``max_per_phrase`` per key are reservoir-sampled.
-    """
-    if len(docs) != len(doc_phrases):
-        raise ValueError(f"{len(docs)} documents but {len(doc_phrases)} phrase lists")
-    stats = stats if stats is not None else {}
-    rng = np.random.default_rng(seed)
-    reservoir: dict[tuple[str, ...], list[tuple[list[int], list[int]]]] = {}
-    seen: dict[tuple[str, ...], int] = {}
-    key_ids: dict[tuple[str, ...], list[int] | None] = {}
-    for toks, keys in zip(docs, doc_phrases, strict=True):
-        wanted: dict[tuple[str, ...], None] = {}
-        for key in keys:
-            t = tuple(tokenize(key))
-            if t not in key_ids:
-                ids = word_space.tokens_ids(t)
-                ok = (0 < len(t) <= 6 and any(word_space.is_content(w) for w in t)
-                      and any(i >= 0 for i in ids))
-                key_ids[t] = ids if ok else None
-            if key_ids[t] is not None:
-                wanted[t] = None
-        if not wanted:
-            continue
-        lengths = sorted({len(t) for t in wanted})
-        n = len(toks)
-        for i in range(n):
-            for m in lengths:
-                if i + m > n:
-                    break
-                t = tuple(toks[i : i + m])
-                if t not in wanted:
-                    continue
-                context = list(toks[max(0, i - window) : i]) + list(toks[i + m : i + m + window])
-                targets = _unique(word_space.content_ids(context))
-                stats["occurrences"] = stats.get("occurrences", 0) + 1
-                if len(targets) < min_targets:
-                    stats["too_few_targets"] = stats.get("too_few_targets", 0) + 1
-                    continue
-                c = seen.get(t, 0) + 1
-                seen[t] = c
-                slot = reservoir.setdefault(t, [])
-                example = (key_ids[t] or [], targets)
-                if c <= max_per_phrase:
-                    slot.append(example)
-                else:
-                    j = int(rng.integers(c))
-                    if j < max_per_phrase:
-                        slot[j] = example
-    shard = _Shard()
-    for t, examples in reservoir.items():
-        val = _is_val(" ".join(t), val_fraction)
-        for inputs, targets in examples:
-            shard.add(inputs, targets, val)
-    stats["phrases"] = stats.get("phrases", 0) + len(reservoir)
-    stats["capped_occurrences"] = stats.get("capped_occurrences", 0) + sum(
-        max(0, c - max_per_phrase) for c in seen.values())
-    return shard
-
-
-def sentence_examples(
-    docs: Sequence[str],
-    doc_keys: Sequence[str],
-    word_space: WordSpace,
-    max_targets: int = 30,
-    min_targets: int = 2,
-    min_tokens: int = 3,
-    max_tokens: int = 50,
-    val_fraction: float = 0.01,
-    seed: int = 0,
-    newline_ends_sentence: bool = True,
-    excluded: set[tuple[str, ...]] | None = None,
-    stats: dict[str, int] | None = None,
-) -> _Shard:
-    """Sentence examples: input = a sentence's words (unknown -> -1), targets = the set of
-    content words of the previous and next sentence, sub-sampled to ``max_targets``."""
-    stats = stats if stats is not None else {}
-    rng = np.random.default_rng(seed)
-    shard = _Shard()
-    for text, key in zip(docs, doc_keys, strict=True):
-        sents = [tokenize(s) for s in split_sentences(text, newline_ends_sentence)]
-        sents = [s for s in sents if s]
-        content = [word_space.content_ids(s) for s in sents]
-        val = _is_val(key, val_fraction)
-        for s, toks in enumerate(sents):
-            stats["sentences"] = stats.get("sentences", 0) + 1
-            if not min_tokens <= len(toks) <= max_tokens:
-                stats["bad_length"] = stats.get("bad_length", 0) + 1
-                continue
-            if excluded and tuple(toks) in excluded:
-                stats["eval_sentences_dropped"] = stats.get("eval_sentences_dropped", 0) + 1
-                continue
-            prev = content[s - 1] if s > 0 else []
-            nxt = content[s + 1] if s + 1 < len(sents) else []
-            targets = _unique(prev + nxt)
-            if len(targets) < min_targets:
-                stats["too_few_targets"] = stats.get("too_few_targets", 0) + 1
-                continue
-            if len(targets) > max_targets:
-                keep = np.sort(rng.choice(len(targets), size=max_targets, replace=False))
-                targets = [targets[k] for k in keep]
-                stats["subsampled"] = stats.get("subsampled", 0) + 1
-            inputs = word_space.tokens_ids(toks)
-            if all(i < 0 for i in inputs):
-                stats["no_known_word"] = stats.get("no_known_word", 0) + 1
-                continue
-            shard.add(inputs, targets, val)
-    return shard
 
 
 # ------------------------------------------------------------------------------ corpora
@@ -507,8 +326,6 @@ def corpus_phrases(spec: CorpusSpec, docs: list[Document], cache_dirs: Sequence[
             logger.info("%s: phrases from %s", spec.name, path)
             return [list(by_id[i]) for i in ids]
         logger.info("%s: %s does not cover the selected documents; not used", spec.name, path)
-    from phrasekit.phrases.extract import PhraseExtractor
-
     logger.info("%s: no phrase cache; extracting noun phrases of %d documents with spaCy",
                 spec.name, len(docs))
     vocab = PhraseExtractor().extract(docs, show_progress=show_progress)
@@ -559,9 +376,6 @@ def build_facet_dataset(cfg: FacetDataConfig) -> FacetDataset:
     matches the settings are reused, so an interrupted build resumes where it stopped.
     """
     cfg.validate()
-    from phrasekit.settings import corpora_dir as default_corpora
-    from phrasekit.settings import data_dir as default_data
-
     corpora = Path(cfg.corpora_dir) if cfg.corpora_dir else default_corpora()
     out = Path(cfg.out_dir)
     (out / "shards").mkdir(parents=True, exist_ok=True)

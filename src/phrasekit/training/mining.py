@@ -7,7 +7,8 @@ similarity (mean of the token Jaccard and the character-trigram Jaccard) and the
 ``max_candidates`` are kept; the encoder then scores them, and those with a cosine below
 ``max_cos`` become hard negatives, lowest cosine first ("The New York Times" -> "New York City",
 "New York Post"). The phrase itself, its case / determiner / plural variants ("the new york
-times", "New York Time") and any known paraphrase are never returned.
+times", "New York Time") and any known paraphrase are never returned
+(:func:`paraphrase_neighbourhood` gives the phrases within two paraphrase links).
 
 Everything is sparse or batched numpy: the surface similarities come from sparse
 phrase-by-feature products and the cosines only from dot products over each candidate list,
@@ -18,23 +19,20 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
+from phrasekit.training.data_sources import english_stop_words, normalize
+
 logger = logging.getLogger(__name__)
 
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _DETERMINERS = frozenset({"a", "an", "the"})
-
-
-def _stop_words() -> frozenset[str]:
-    """spaCy's English stop words (plus single characters), used to skip uninformative tokens."""
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(STOP_WORDS)
 
 
 def normalize_text(text: str) -> str:
@@ -140,6 +138,105 @@ def _exclusion_codes(
     return np.unique(np.asarray(codes, dtype=np.int64))
 
 
+def paraphrase_neighbourhood(pairs: Iterable[Sequence[str]], hops: int = 2
+                             ) -> dict[str, set[str]]:
+    """``{phrase: phrases within hops paraphrase links}`` (normalised keys), never negatives.
+
+    Two hops also keep paraphrases of a shared paraphrase apart from each other ("thank
+    everyone" and "thank you for asking", both paraphrases of "thanking you").
+    """
+    direct: dict[str, set[str]] = defaultdict(set)
+    for a, b, *_ in pairs:
+        ka, kb = normalize(a), normalize(b)
+        direct[ka].add(kb)
+        direct[kb].add(ka)
+    out: dict[str, set[str]] = {}
+    for key, first in direct.items():
+        reach = set(first)
+        frontier = set(first)
+        for _ in range(hops - 1):
+            frontier = {y for x in frontier for y in direct[x]} - reach - {key}
+            reach |= frontier
+        out[key] = reach
+    return out
+
+
+@dataclass
+class _SurfaceIndex:
+    """Sparse surface features of the phrases, variant keys and the excluded pairs."""
+
+    tok: sp.csr_matrix
+    tok_sizes: np.ndarray
+    tok_keep: sp.csr_matrix
+    tri: sp.csr_matrix
+    tri_sizes: np.ndarray
+    tri_keep: sp.csr_matrix
+    vkeys: np.ndarray
+    excl: np.ndarray
+
+    @classmethod
+    def build(cls, phrases: Sequence[str], exclude: Mapping[str, set[str]] | None,
+              max_df: int, max_trigram_df: int) -> _SurfaceIndex:
+        tok, tok_sizes, tri, tri_sizes = _features(phrases, english_stop_words())
+        vkeys = np.unique(np.asarray([variant_key(t) for t in phrases], dtype=object),
+                          return_inverse=True)[1].reshape(-1)
+        return cls(tok, tok_sizes, _keep_columns(tok, max_df).T.tocsr(), tri, tri_sizes,
+                   _keep_columns(tri, max_trigram_df).T.tocsr(), vkeys,
+                   _exclusion_codes(phrases, exclude))
+
+    def candidates(self, start: int, stop: int, min_surface: float, max_candidates: int
+                   ) -> np.ndarray:
+        """(stop - start, max_candidates) ids of the surface-nearest phrases, best first, -1
+        padded; the phrase's own variants, excluded pairs and weak matches left out."""
+        n = self.tok.shape[0]
+        jt = _jaccard(self.tok[start:stop] @ self.tok_keep, self.tok_sizes, self.tok_sizes,
+                      start)
+        jc = _jaccard(self.tri[start:stop] @ self.tri_keep, self.tri_sizes, self.tri_sizes,
+                      start)
+        score = ((jt + jc) * 0.5).tocsr()
+        rows = np.repeat(np.arange(score.shape[0]), np.diff(score.indptr)) + start
+        cols = score.indices
+        bad = (self.vkeys[cols] == self.vkeys[rows]) | (score.data < min_surface)
+        if len(self.excl):
+            bad |= np.isin(rows.astype(np.int64) * n + cols, self.excl, assume_unique=False)
+        score.data[bad] = 0.0
+        score.eliminate_zeros()
+        return _top_candidates(score, max_candidates)
+
+
+def _top_candidates(score: sp.csr_matrix, max_candidates: int) -> np.ndarray:
+    """Per row, the column ids of the ``max_candidates`` highest scores, best first."""
+    cand = np.full((score.shape[0], max_candidates), -1, dtype=np.int64)
+    for r in range(score.shape[0]):
+        lo, hi = score.indptr[r], score.indptr[r + 1]
+        if lo == hi:
+            continue
+        data, idx = score.data[lo:hi], score.indices[lo:hi]
+        if hi - lo > max_candidates:
+            top = np.argpartition(-data, max_candidates - 1)[:max_candidates]
+            data, idx = data[top], idx[top]
+        cand[r, : len(idx)] = idx[np.argsort(-data, kind="stable")]
+    return cand
+
+
+def _pick_negatives(phrases: Sequence[str], emb: np.ndarray, start: int, cand: np.ndarray,
+                    k: int, max_cos: float) -> dict[str, list[str]]:
+    """Up to ``k`` candidates per phrase with cosine below ``max_cos``, lowest first."""
+    valid = cand >= 0
+    if not valid.any():
+        return {}
+    stop = start + len(cand)
+    cos = np.einsum("bd,bkd->bk", emb[start:stop], emb[np.where(valid, cand, 0)])
+    cos = np.where(valid & (cos < max_cos), cos, np.inf)
+    order = np.argsort(cos, axis=1, kind="stable")[:, :k]
+    out: dict[str, list[str]] = {}
+    for r in range(len(cand)):
+        picked = [phrases[cand[r, c]] for c in order[r] if np.isfinite(cos[r, c])]
+        if picked:
+            out[phrases[start + r]] = picked
+    return out
+
+
 def mine_hard_negatives(
     phrases: list[str],
     embeddings: np.ndarray,
@@ -184,54 +281,18 @@ def mine_hard_negatives(
     if n < 2:
         return {}
     emb = np.asarray(embeddings, dtype=np.float32)
-    norms = np.linalg.norm(emb, axis=1, keepdims=True)
-    emb = emb / np.maximum(norms, 1e-12)
-
-    stop = _stop_words()
-    tok, tok_sizes, tri, tri_sizes = _features(phrases, stop)
-    tok_keep = _keep_columns(tok, max_df).T.tocsr()
-    tri_keep = _keep_columns(tri, max_trigram_df).T.tocsr()
-    vkeys = np.unique(np.asarray([variant_key(t) for t in phrases], dtype=object),
-                      return_inverse=True)[1].reshape(-1)
-    excl = _exclusion_codes(phrases, exclude)
+    emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    index = _SurfaceIndex.build(phrases, exclude, max_df, max_trigram_df)
     logger.info("mining hard negatives for %d phrases (%d token / %d trigram features, "
-                "%d excluded pairs)", n, tok.shape[1], tri.shape[1], len(excl) // 2)
-
+                "%d excluded pairs)", n, index.tok.shape[1], index.tri.shape[1],
+                len(index.excl) // 2)
     out: dict[str, list[str]] = {}
     starts = range(0, n, batch_size)
     bar = tqdm(starts, total=len(starts), desc="hard negatives", unit="batch",
                disable=not show_progress, leave=False)
     for start in bar:
-        stop_i = min(start + batch_size, n)
-        jt = _jaccard(tok[start:stop_i] @ tok_keep, tok_sizes, tok_sizes, start)
-        jc = _jaccard(tri[start:stop_i] @ tri_keep, tri_sizes, tri_sizes, start)
-        score = ((jt + jc) * 0.5).tocsr()
-        rows = np.repeat(np.arange(score.shape[0]), np.diff(score.indptr)) + start
-        cols = score.indices
-        bad = (vkeys[cols] == vkeys[rows]) | (score.data < min_surface)
-        if len(excl):
-            bad |= np.isin(rows.astype(np.int64) * n + cols, excl, assume_unique=False)
-        score.data[bad] = 0.0
-        score.eliminate_zeros()
-        cand = np.full((stop_i - start, max_candidates), -1, dtype=np.int64)
-        for r in range(stop_i - start):
-            lo, hi = score.indptr[r], score.indptr[r + 1]
-            if lo == hi:
-                continue
-            data, idx = score.data[lo:hi], score.indices[lo:hi]
-            if hi - lo > max_candidates:
-                top = np.argpartition(-data, max_candidates - 1)[:max_candidates]
-                data, idx = data[top], idx[top]
-            cand[r, : len(idx)] = idx[np.argsort(-data, kind="stable")]
-        valid = cand >= 0
-        if not valid.any():
-            continue
-        cos = np.einsum("bd,bkd->bk", emb[start:stop_i], emb[np.where(valid, cand, 0)])
-        cos = np.where(valid & (cos < max_cos), cos, np.inf)
-        order = np.argsort(cos, axis=1, kind="stable")[:, :k]
-        for r in range(stop_i - start):
-            picked = [phrases[cand[r, c]] for c in order[r] if np.isfinite(cos[r, c])]
-            if picked:
-                out[phrases[start + r]] = picked
+        stop = min(start + batch_size, n)
+        cand = index.candidates(start, stop, min_surface, max_candidates)
+        out.update(_pick_negatives(phrases, emb, start, cand, k, max_cos))
     logger.info("hard negatives: %d of %d phrases have at least one", len(out), n)
     return out

@@ -3,8 +3,9 @@
 ``build_uctopic_dataset(out_dir)`` (UCTopic §3.1, §4.1, with spaCy phrases instead of Wikipedia
 hyperlinks):
 
-1. samples ``max_words`` words of the shared corpora (:func:`phrasekit.training.pearl_data.
-   corpus_sample`: spread over the corpora, documents of a ``test`` split never read);
+1. samples ``max_words`` words of the shared corpora (:func:`phrasekit.training.
+   corpus_sampling.corpus_sample`: spread over the corpora, documents of a ``test`` split
+   never read);
 2. parses them with spaCy and keeps, per sentence (spaCy's sentence boundaries, 5 to
    ``max_sentence_words`` words), the noun chunks and named entities that
    :class:`~phrasekit.phrases.extract.PhraseExtractor` keeps (determiners stripped, pronouns,
@@ -40,7 +41,7 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,12 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.io import atomic_write, write_json
+from phrasekit.eval.entity_clustering import DATASETS, load_sentences
+from phrasekit.io import write_json
+from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL, PhraseExtractor, load_spacy
+from phrasekit.settings import shared_dir as find_shared
+from phrasekit.training.corpus_sampling import DEFAULT_CORPORA, corpus_sample
+from phrasekit.training.data_sources import jsonl_lines, write_gz_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +98,6 @@ def normalize_sentence(text: str) -> str:
 
 def evaluation_sentences(data_dir: Path | None) -> set[str]:
     """Normalised sentences of every split of the entity-clustering datasets (kept out)."""
-    from phrasekit.eval.entity_clustering import DATASETS, load_sentences
-
     out: set[str] = set()
     if data_dir is None:
         logger.warning("no benchmark data folder: the evaluation-overlap filter is skipped")
@@ -145,11 +149,7 @@ def _fingerprint(obj: dict[str, Any]) -> str:
 
 
 def _write_jsonl_gz(path: Path, rows: Iterable[Any]) -> None:
-    with atomic_write(path, mode="wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb",
-                                                              mtime=0) as gz:
-        for row in rows:
-            gz.write((json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
-                     .encode("utf-8"))
+    write_gz_bytes(path, (line.encode("utf-8") for line in jsonl_lines(rows, compact=True)))
 
 
 def _read_jsonl_gz(path: Path) -> list[Any]:
@@ -165,8 +165,6 @@ def parse_corpora(pieces: Sequence[tuple[str, str]], cache: Path, max_sentence_w
     if cache.is_file():
         logger.info("reading cached parse %s", cache)
         return _read_jsonl_gz(cache)
-    from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL, PhraseExtractor, load_spacy
-
     nlp = load_spacy(spacy_model or DEFAULT_SPACY_MODEL)
     extractor = PhraseExtractor(spacy_model=nlp)
     rows: list[list[Any]] = []
@@ -226,6 +224,61 @@ def mine_pairs(instances: Sequence[tuple[int, int, int, str]], max_instances_per
 
 
 # ---------------------------------------------------------------------------------- build
+@dataclass
+class _Kept:
+    """The distinct sentences outside the evaluation data and their mention instances."""
+
+    sentences: list[str] = field(default_factory=list)
+    instances: list[tuple[int, int, int, str]] = field(default_factory=list)
+    per_corpus: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    n_eval: int = 0
+    n_dup: int = 0
+
+
+def _keep_sentences(rows: Sequence[list[Any]], blocked: set[str]) -> _Kept:
+    """Drop evaluation and duplicate sentences; number the rest and their instances."""
+    kept = _Kept()
+    seen: dict[str, int] = {}
+    for name, text, mentions in rows:
+        key = normalize_sentence(text)
+        if key in blocked:
+            kept.n_eval += 1
+            continue
+        if key in seen:
+            kept.n_dup += 1
+            continue
+        sid = seen[key] = len(kept.sentences)
+        kept.sentences.append(text)
+        kept.per_corpus[name] += 1
+        kept.instances.extend((sid, int(s), int(e), str(k)) for s, e, k, _src in mentions)
+    return kept
+
+
+def _renumber(pairs: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    """The sentence ids used by the pairs (sorted), and the pairs with ids into that list."""
+    used = sorted({p[1] for p in pairs} | {p[4] for p in pairs})
+    remap = {old: new for new, old in enumerate(used)}
+    return used, [[m, remap[sa], a0, a1, remap[sb], b0, b1]
+                  for m, sa, a0, a1, sb, b0, b1 in pairs]
+
+
+def _counts(n_pieces: int, n_rows: int, kept: _Kept, n_keys: int, n_pairs: int,
+            n_used: int) -> dict[str, Any]:
+    return {
+        "pieces_parsed": n_pieces,
+        "sentences_with_mentions": n_rows,
+        "sentences_dropped_eval_overlap": kept.n_eval,
+        "sentences_dropped_duplicate": kept.n_dup,
+        "sentences_kept": len(kept.sentences),
+        "sentences_kept_per_corpus": dict(kept.per_corpus),
+        "instances": len(kept.instances),
+        "distinct_mentions": len({k for *_, k in kept.instances}),
+        "mentions_in_2plus_sentences": n_keys,
+        "pairs": n_pairs,
+        "sentences_in_pairs": n_used,
+    }
+
+
 def build_uctopic_dataset(
     out_dir: str | Path,
     corpora: Sequence[str | Path] | None = None,
@@ -239,9 +292,6 @@ def build_uctopic_dataset(
     show_progress: bool = True,
 ) -> dict[str, Any]:
     """Build the pre-training pairs into ``out_dir`` (see the module docstring); the report."""
-    from phrasekit.settings import shared_dir as find_shared
-    from phrasekit.training.pearl_data import DEFAULT_CORPORA, corpus_sample
-
     if max_words < 1 or max_sentence_words < MIN_SENTENCE_WORDS:
         raise ValueError(f"max_words must be >= 1 and max_sentence_words >= "
                          f"{MIN_SENTENCE_WORDS}")
@@ -265,33 +315,14 @@ def build_uctopic_dataset(
     rows = parse_corpora(pieces, cache, max_sentence_words, spacy_model,
                          show_progress=show_progress)
     t_parse = time.time() - t1
-    blocked = evaluation_sentences(data_root)
-    sentences: list[str] = []
-    seen: dict[str, int] = {}
-    instances: list[tuple[int, int, int, str]] = []
-    n_eval = n_dup = 0
-    per_corpus: dict[str, int] = defaultdict(int)
-    for name, text, mentions in rows:
-        key = normalize_sentence(text)
-        if key in blocked:
-            n_eval += 1
-            continue
-        if key in seen:
-            n_dup += 1
-            continue
-        sid = seen[key] = len(sentences)
-        sentences.append(text)
-        per_corpus[name] += 1
-        instances.extend((sid, int(s), int(e), str(k)) for s, e, k, _src in mentions)
-    keys, counts, pairs = mine_pairs(instances, max_instances_per_mention,
+    kept = _keep_sentences(rows, evaluation_sentences(data_root))
+    keys, counts, pairs = mine_pairs(kept.instances, max_instances_per_mention,
                                      max_pairs_per_mention, seed)
     if not pairs:
         raise ValueError("no mention occurs in two different sentences: give more text "
                          "(max_words) or other corpora")
-    used = sorted({p[1] for p in pairs} | {p[4] for p in pairs})
-    remap = {old: new for new, old in enumerate(used)}
-    pairs = [[m, remap[sa], a0, a1, remap[sb], b0, b1] for m, sa, a0, a1, sb, b0, b1 in pairs]
-    _write_jsonl_gz(out / SENTENCES_FILE, (sentences[i] for i in used))
+    used, pairs = _renumber(pairs)
+    _write_jsonl_gz(out / SENTENCES_FILE, (kept.sentences[i] for i in used))
     _write_jsonl_gz(out / MENTIONS_FILE, ([k, c] for k, c in zip(keys, counts, strict=True)))
     _write_jsonl_gz(out / PAIRS_FILE, pairs)
     order = np.argsort(-np.asarray(counts))[:20]
@@ -299,19 +330,7 @@ def build_uctopic_dataset(
         "settings": {**settings, "max_instances_per_mention": max_instances_per_mention,
                      "max_pairs_per_mention": max_pairs_per_mention},
         "corpora": corpus_stats,
-        "counts": {
-            "pieces_parsed": len(pieces),
-            "sentences_with_mentions": len(rows),
-            "sentences_dropped_eval_overlap": n_eval,
-            "sentences_dropped_duplicate": n_dup,
-            "sentences_kept": len(sentences),
-            "sentences_kept_per_corpus": dict(per_corpus),
-            "instances": len(instances),
-            "distinct_mentions": len({k for *_, k in instances}),
-            "mentions_in_2plus_sentences": len(keys),
-            "pairs": len(pairs),
-            "sentences_in_pairs": len(used),
-        },
+        "counts": _counts(len(pieces), len(rows), kept, len(keys), len(pairs), len(used)),
         "top_mentions": [[keys[i], counts[i]] for i in order],
         "seconds": {"parse": round(t_parse, 1), "total": round(time.time() - t0, 1)},
         "parse_cache": str(cache),
