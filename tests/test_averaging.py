@@ -60,7 +60,7 @@ def test_select_alphas_searches_the_grid_of_both_groups():
 
     def score(chosen: dict[str, float]) -> dict[str, float]:
         err = (module.a.weight - target_a).abs().sum() + (module.b.weight - target_b).abs().sum()
-        return {"score": -float(err)}
+        return {"score": -float(err.detach())}
 
     groups = {"alpha": (("a.",), (0.5, 1.0)), "alpha_proj": (("b.",), (0.0, 0.5, 1.0))}
     best, table = select_alphas(module, initial, groups, score, show_progress=False)
@@ -119,7 +119,7 @@ def test_average_modules_is_the_mean_and_checks_the_architecture():
 
 
 def test_cliff_guard_keeps_alpha_well_below_the_dev_collapse():
-    # BC5CDR dev holds up to 0.7 and collapses at 0.85 (the pattern of the stop-19 soup)
+    # BC5CDR dev holds up to 0.7 and collapses at 0.85 (the pattern of PEARL soups)
     table = [{"alpha": a, "conll2003_dev": 44.0, "bc5cdr_dev": b, "score": s}
              for a, b, s in ((0.3, 64.0, 70.0), (0.4, 64.5, 70.5), (0.5, 64.4, 71.0),
                              (0.7, 63.6, 71.5), (0.85, 3.0, 55.0))]

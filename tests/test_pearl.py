@@ -131,6 +131,22 @@ def _tiny_dataset(out: Path) -> None:
             fh.write(json.dumps({"text": p, "negatives": [phrases[(i + 7) % len(phrases)]]}) + "\n")
 
 
+def _checkpoint_tensors(run: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a run's checkpoint: weights, Adam moments, the negatives memory."""
+    from safetensors.torch import load_file
+
+    from phrasekit.training.checkpoint import CHECKPOINT
+
+    return load_file(str(run / CHECKPOINT))
+
+
+def _assert_same_checkpoint(a: Path, b: Path) -> None:
+    ta, tb = _checkpoint_tensors(a), _checkpoint_tensors(b)
+    assert ta.keys() == tb.keys()
+    for k in ta:
+        assert torch.equal(ta[k], tb[k]), k
+
+
 def test_training_resumes_to_the_same_model(tmp_path):
     from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
 
@@ -145,19 +161,24 @@ def test_training_resumes_to_the_same_model(tmp_path):
     train_pearl(cfg("b", 2))
     resumed = train_pearl(cfg("b", 4))
     assert straight["steps"] == resumed["steps"] == 4
-    assert resumed["history"][-1]["step"] == 4
+    assert [r["step"] for r in resumed["history"]] == [2, 4]
+    assert {"nce", "type", "minutes"} <= set(resumed["history"][-1])
+    _assert_same_checkpoint(tmp_path / "a", tmp_path / "b")  # bit-exact, Adam state included
     ea = PearlEncoder.from_pretrained(tmp_path / "a" / "model").encode(TEXTS)
     eb = PearlEncoder.from_pretrained(tmp_path / "b" / "model").encode(TEXTS)
-    assert np.allclose(ea, eb, atol=1e-4)
+    assert np.array_equal(ea, eb)
     config = json.loads((tmp_path / "a" / "model" / "config.json").read_text())
     assert config["training"]["alpha"] == 0.5
+    assert config["training"]["settings"]["data_dir"] == "data"
+    for saved in (tmp_path / "a" / "model" / "config.json", tmp_path / "a" / "report.json"):
+        assert str(tmp_path) not in saved.read_text()  # no machine-specific folders
+    assert straight["model_dir"] == str(tmp_path / "a" / "model")
     with pytest.raises(ValueError, match="different settings"):
         train_pearl(PearlTrainingConfig(**{**cfg("b", 4).__dict__, "lr": 1e-3}))
 
 
 def test_training_with_memory_resumes_to_the_same_model(tmp_path):
     """The negatives memory is part of the checkpoint, so a resumed run matches a straight one."""
-    from phrasekit.training.checkpoint import CHECKPOINT
     from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
 
     _tiny_dataset(tmp_path / "data")
@@ -170,15 +191,13 @@ def test_training_with_memory_resumes_to_the_same_model(tmp_path):
 
     train_pearl(cfg("a", 4))
     train_pearl(cfg("b", 2))
-    from safetensors import safe_open
-    with safe_open(str(tmp_path / "b" / CHECKPOINT), framework="pt") as fh:
-        assert fh.get_tensor("extra.memory").shape == (20, 384)  # full: 2 steps of 6 + 6
+    assert _checkpoint_tensors(tmp_path / "b")["extra.memory"].shape == (20, 384)  # 2 x (6 + 6)
     train_pearl(cfg("b", 4))
     train_pearl(cfg("c", 4, memory_size=0))
-    ea, eb, ec = (PearlEncoder.from_pretrained(tmp_path / r / "model").encode(TEXTS)
-                  for r in "abc")
-    assert np.allclose(ea, eb, atol=1e-4)
+    _assert_same_checkpoint(tmp_path / "a", tmp_path / "b")
+    ea, ec = (PearlEncoder.from_pretrained(tmp_path / r / "model").encode(TEXTS) for r in "ac")
     assert not np.allclose(ea, ec, atol=1e-4)  # the memory changed the training
+    assert "extra.memory" not in _checkpoint_tensors(tmp_path / "c")
     assert cfg("a", 4).fingerprint() != cfg("c", 4, memory_size=0).fingerprint()
     with pytest.raises(ValueError, match="memory_size"):
         cfg("d", 4, memory_size=-1).validate()
@@ -292,7 +311,7 @@ def test_char_mimicry_pulls_the_char_encoder_towards_the_backbone(tmp_path):
         pretrain_char(PearlModel(PearlConfig(types=["A"])), texts, CharMimicConfig(steps=1))
 
 
-def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path):
+def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path, monkeypatch):
     from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
 
     _tiny_dataset(tmp_path / "data")
@@ -305,13 +324,22 @@ def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path):
 
     straight = train_pearl(cfg("a", 4))
     train_pearl(cfg("b", 2))
+
+    def repeated(*args, **kwargs):
+        raise AssertionError("a resumed run repeated the char mimicry")
+
+    monkeypatch.setattr("phrasekit.training.pearl.pretrain_char", repeated)
     resumed = train_pearl(cfg("b", 4))
     assert straight["char_mimicry"]["history"][-1]["step"] == 5
-    assert resumed["char_mimicry"] == {**straight["char_mimicry"],
-                                       "minutes": resumed["char_mimicry"]["minutes"]}
-    ea = PearlEncoder.from_pretrained(tmp_path / "a" / "model").encode(TEXTS)
-    eb = PearlEncoder.from_pretrained(tmp_path / "b" / "model").encode(TEXTS)
-    assert np.allclose(ea, eb, atol=1e-4)
+    assert (tmp_path / "a" / "char_mimicry" / "checkpoint.safetensors").is_file()
+
+    def without_minutes(report: dict) -> dict:
+        return {**report, "minutes": None,
+                "history": [{**row, "minutes": None} for row in report["history"]]}
+
+    # the resumed run restored the mimicry report from its checkpoint: same losses
+    assert without_minutes(resumed["char_mimicry"]) == without_minutes(straight["char_mimicry"])
+    _assert_same_checkpoint(tmp_path / "a", tmp_path / "b")
     config = json.loads((tmp_path / "a" / "model" / "config.json").read_text())
     assert config["pearl"]["char"]["out_linear"] is True
 

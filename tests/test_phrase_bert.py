@@ -21,10 +21,10 @@ from phrasekit.models.folders import model_folder_format
 from phrasekit.training.losses import TripletLoss
 from phrasekit.training.pearl_data import BenchmarkStringFilter, collect_test_strings, normalize
 from phrasekit.training.phrase_bert import (
+    PhraseBertTask,
     PhraseBertTrainingConfig,
     batch_schedule,
     load_triplets,
-    lr_factor,
     train_phrase_bert,
 )
 from phrasekit.training.phrase_bert_data import (
@@ -257,7 +257,7 @@ def test_triplet_loss_hand_computed():
         TripletLoss()(a, p, n[:1])
 
 
-def test_schedule_and_warmup():
+def test_batch_schedule():
     steps = batch_schedule({"paraphrase": 10, "context": 5}, 4, 2, seed=1)
     assert len(steps) == 2 * (3 + 2)
     again = batch_schedule({"paraphrase": 10, "context": 5}, 4, 2, seed=1)
@@ -266,9 +266,16 @@ def test_schedule_and_warmup():
     for kind, n in (("paraphrase", 10), ("context", 5)):
         seen = sorted(i for k, idx in first if k == kind for i in idx.tolist())
         assert seen == list(range(n))  # every triplet once per epoch
-    assert lr_factor(0, 20, 0.1) == 0.5 and lr_factor(1, 20, 0.1) == 1.0
-    assert lr_factor(2, 20, 0.1) == 1.0 and lr_factor(19, 20, 0.1) == pytest.approx(1 / 18)
-    assert lr_factor(0, 1, 0.1) == 1.0
+
+
+def test_lr_schedule_spans_every_planned_step(dataset, tmp_path):
+    cfg = _cfg(dataset[0], tmp_path, 2, warmup=0.1)
+    task = PhraseBertTask(cfg, load_triplets(cfg), torch.nn.Linear(2, 2))
+    total = len(task.schedule)
+    assert total > cfg.max_steps  # max_steps stops early; the schedule stays the epoch's
+    warm = max(1, int(0.1 * total))
+    assert task.lr_factor(0) == pytest.approx(1 / warm) and task.lr_factor(warm - 1) == 1.0
+    assert task.lr_factor(total - 1) == pytest.approx(1 / (total - warm))
 
 
 # ------------------------------------------------------------------------------ training
@@ -279,11 +286,11 @@ def _cfg(data: Path, out: Path, steps: int, **kw) -> PhraseBertTrainingConfig:
                                     show_progress=False, **kw)
 
 
-def _checkpoint_tensors(run: Path) -> dict[str, torch.Tensor]:
+def _checkpoint_tensors(run: Path, prefix: str = "model.") -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     return {k: v for k, v in load_file(str(run / "checkpoint.safetensors")).items()
-            if k.startswith("model.")}
+            if k.startswith(prefix)}
 
 
 def test_training_run_model_folder_and_resume(dataset, tmp_path, minilm):
@@ -295,16 +302,21 @@ def test_training_run_model_folder_and_resume(dataset, tmp_path, minilm):
     # 2 steps, a restart, 1 more == 3 steps straight (same batches, dropout, Adam state)
     train_phrase_bert(_cfg(data, tmp_path / "b", 2))
     resumed = train_phrase_bert(_cfg(data, tmp_path / "b", 3))
-    assert resumed["steps"] == 3
-    ta, tb = _checkpoint_tensors(tmp_path / "a"), _checkpoint_tensors(tmp_path / "b")
-    assert ta.keys() == tb.keys()
-    for k in ta:
+    assert resumed["steps"] == 3 and [r["step"] for r in resumed["history"]] == [2, 3]
+    assert sum(resumed["steps_done_per_kind"].values()) == 3
+    ta, tb = _checkpoint_tensors(tmp_path / "a", ""), _checkpoint_tensors(tmp_path / "b", "")
+    assert ta.keys() == tb.keys() and any(k.startswith("exp_avg.") for k in ta)
+    for k in ta:  # weights and Adam moments: bit-exact
         assert torch.equal(ta[k], tb[k]), k
     # the model folder: fp16 deltas over MiniLM, loadable by phrasekit.load
     folder = tmp_path / "a" / "model"
     assert model_folder_format(folder) == PHRASE_BERT_FORMAT
     config = json.loads((folder / "config.json").read_text())
     assert config["format"] == "phrasekit-phrase-bert" and config["training"]["steps"] == 3
+    assert config["training"]["settings"]["data_dir"] == "data"
+    for saved in (folder / "config.json", tmp_path / "a" / "report.json"):
+        text = saved.read_text()  # no machine-specific folders
+        assert str(tmp_path) not in text and str(data.parent) not in text
     enc = phrasekit.load(str(folder))
     vecs = enc.encode(TEXTS)
     assert vecs.shape == (4, 384) and vecs.dtype == np.float32
@@ -327,7 +339,7 @@ def test_training_run_model_folder_and_resume(dataset, tmp_path, minilm):
     q8 = phrasekit.load(str(tmp_path / "q8")).encode(TEXTS)
     assert np.abs(q8 - vecs).max() < 0.1 * np.abs(vecs - base).max()
     # other settings cannot resume this run
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(ValueError, match="different settings"):
         train_phrase_bert(_cfg(data, tmp_path / "b", 3, lr=1e-4))
 
 

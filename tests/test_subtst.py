@@ -32,6 +32,7 @@ from phrasekit.eval.pairs import (
 )
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.training.subtst import (
+    SubTSTTask,
     SubTSTTrainingConfig,
     feature_cache_path,
     prepare_features,
@@ -170,6 +171,36 @@ def test_train_regression_save_load(stsb_small, features, lda, tmp_path):
     pairs = [(e.a, e.b) for e in stsb_small["test"][:10]]
     np.testing.assert_allclose(back.predict(pairs), model.predict(pairs), atol=1e-5)
     assert back.training_report["best_epoch"] == report["best_epoch"]
+
+
+def test_training_resumes_from_the_last_epoch(stsb_small, features, monkeypatch, tmp_path):
+    """A run interrupted in its second epoch resumes from the first epoch's checkpoint and ends
+    with the straight run's weights, dev curve and best epoch."""
+    cfg = SubTSTConfig(kind="regression", n_topics=0, max_seq_length=48)
+    training = SubTSTTrainingConfig(epochs=3, batch_size=50, seed=2)  # 4 steps an epoch
+
+    def run(out: str) -> tuple[SubTST, dict]:
+        return train_subtst("stsb", stsb_small, cfg, training, features=features,
+                            out_dir=tmp_path / out)
+
+    straight, report = run("a")
+    step_loss = SubTSTTask.step_loss
+
+    def crash_in_epoch_two(self, step, rng):
+        if step == 6:
+            raise KeyboardInterrupt
+        return step_loss(self, step, rng)
+
+    monkeypatch.setattr(SubTSTTask, "step_loss", crash_in_epoch_two)
+    with pytest.raises(KeyboardInterrupt):
+        run("b")
+    monkeypatch.undo()
+    resumed, again = run("b")
+    assert [c["epoch"] for c in again["dev_curve"]] == [1, 2, 3]
+    assert again["dev_curve"] == report["dev_curve"] and again["best_epoch"] == report["best_epoch"]
+    theirs = resumed.model.state_dict()
+    for name, value in straight.model.state_dict().items():
+        assert torch.equal(value, theirs[name]), name
 
 
 def test_train_classification_trainable_topics(msrp_like, features, lda, tmp_path):

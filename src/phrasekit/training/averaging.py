@@ -126,10 +126,10 @@ class CliffGuard:
     """Keeps the averaging coefficient well below the dev "cliff" of entity clustering.
 
     Fine-tuned PEARL models keep their entity clusters up to some coefficient and then lose
-    them abruptly (BC5CDR NMI 60 -> 3); runs 4 and the stop-19 soup showed the test cliff at a
-    smaller coefficient than the dev cliff. The cliff is the smallest ``key`` value (``alpha``)
-    at which any of ``metrics`` falls below ``drop`` times its best over the grid; admissible
-    are the rows with ``key < margin * cliff``. Without a cliff every row is admissible.
+    them abruptly (BC5CDR NMI 60 -> 3), and the test cliff can come at a smaller coefficient
+    than the dev cliff, hence the margin below it. The cliff is the smallest ``key`` value
+    (``alpha``) at which any of ``metrics`` falls below ``drop`` times its best over the grid;
+    admissible are the rows with ``key < margin * cliff``. Without a cliff every row is admissible.
     """
 
     metrics: tuple[str, ...] = ("conll2003_dev", "bc5cdr_dev")
@@ -164,7 +164,7 @@ class CliffGuard:
 
 def undo_interpolation(module: nn.Module, initial: dict[str, torch.Tensor],
                        coefficients: Mapping[tuple[str, ...], float]) -> None:
-    """In place, the inverse of :func:`~phrasekit.encoders.pearl.interpolate_weights`:
+    """In place, the inverse of :func:`interpolate_weights`:
     ``theta_ft = initial + (theta - initial) / alpha`` for the tensors under each prefix tuple.
 
     A saved model holds the averaged weights only; this recovers the fine-tuned ones (exactly,

@@ -7,6 +7,7 @@ entity clusters once the projection gives them weight (see the README). This mod
 CNN the LOVE start: its output is pulled towards the frozen backbone's mean-pooled vector of the
 *clean* phrase, from the clean or a char-augmented spelling, with an in-batch InfoNCE term (the
 direction) plus a mean-squared error (the scale, so the projection sees the backbone's units).
+The steps run on :class:`~phrasekit.training.trainer.Trainer` (seeding, checkpoints, history).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,9 +25,15 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.phrases.augment import CharAugment
+from phrasekit.training.checkpoint import checkpoint_folder
+from phrasekit.training.config import config_hash
 from phrasekit.training.losses import InfoNCELoss
+from phrasekit.training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
+
+#: Steps between the history rows (and checkpoints) of the mimicry.
+LOG_EVERY = 250
 
 
 @dataclass
@@ -63,10 +71,48 @@ def backbone_targets(model: Any, texts: Sequence[str], batch_size: int = 256,
     return torch.cat(out, dim=0)
 
 
+class CharMimicTask:
+    """The mimicry as a :class:`~phrasekit.training.trainer.TrainingTask`: only the char
+    encoder trains, towards fixed backbone targets of a seeded sample of the phrases."""
+
+    def __init__(self, char: nn.Module, phrases: list[str], targets: torch.Tensor,
+                 cfg: CharMimicConfig, seed: int) -> None:
+        self.model = char
+        self.optimizer = torch.optim.Adam(char.parameters(), lr=cfg.lr)
+        self.phrases, self.targets, self.cfg, self.seed = phrases, targets, cfg, seed
+        self.typo, self.nce = CharAugment(), InfoNCELoss(cfg.temperature)
+
+    def fingerprint(self) -> str:
+        return config_hash(self.cfg, tuple(asdict(self.cfg)), seed=self.seed,
+                           phrases=len(self.phrases))
+
+    def lr_factor(self, step: int) -> float:
+        return 1.0
+
+    def step_loss(self, step: int, rng: random.Random) -> tuple[torch.Tensor, dict[str, float]]:
+        """InfoNCE on directions plus MSE on the vectors, for a sample of (typo'd) phrases."""
+        cfg = self.cfg
+        idx = np.random.default_rng([self.seed, 11, step]).integers(0, len(self.phrases),
+                                                                    cfg.batch_size)
+        batch = [self.phrases[i] for i in idx]
+        if cfg.typo_prob:
+            batch = [(self.typo(t, rng) or t) if rng.random() < cfg.typo_prob else t
+                     for t in batch]
+        pred = self.model.encode_texts(batch)
+        target = self.targets[torch.as_tensor(idx)].to(pred.device)
+        loss_nce = self.nce(nn.functional.normalize(pred, dim=-1),
+                            nn.functional.normalize(target, dim=-1))
+        loss = loss_nce + cfg.mse_weight * nn.functional.mse_loss(pred, target)
+        return loss, {"nce": float(loss_nce.detach()), "loss": float(loss.detach())}
+
+
 def pretrain_char(model: Any, texts: Sequence[str], cfg: CharMimicConfig, seed: int = 0,
-                  show_progress: bool = True) -> dict[str, Any]:
+                  show_progress: bool = True, out_dir: str | Path | None = None
+                  ) -> dict[str, Any]:
     """Train ``model.char`` (a CharCNN with a linear output) to mimic the backbone; returns a
-    small report (losses, phrase count). The backbone, projection and head are not touched."""
+    small report (settings, phrase count, loss history, minutes). The backbone, projection and
+    heads are not touched. ``out_dir`` keeps the mimicry's own checkpoint, so an interrupted
+    mimicry resumes; without one it runs in a temporary folder."""
     cfg.validate()
     char = model.char
     if char is None or char.out is None:
@@ -80,31 +126,11 @@ def pretrain_char(model: Any, texts: Sequence[str], cfg: CharMimicConfig, seed: 
     if targets.shape[1] != char.config.out_dim:
         raise ValueError(f"char output size {char.config.out_dim} != backbone size "
                          f"{targets.shape[1]}")
-    typo, nce = CharAugment(), InfoNCELoss(cfg.temperature)
-    optimizer = torch.optim.Adam(char.parameters(), lr=cfg.lr)
-    char.train()
-    history, window = [], []
-    for step in tqdm(range(cfg.steps), desc="char mimicry", unit="step",
-                     disable=not show_progress):
-        rng = random.Random(seed * 1_000_003 + step)
-        idx = np.random.default_rng([seed, 11, step]).integers(0, len(phrases), cfg.batch_size)
-        batch = [phrases[i] for i in idx]
-        if cfg.typo_prob:
-            batch = [(typo(t, rng) or t) if rng.random() < cfg.typo_prob else t for t in batch]
-        pred = char.encode_texts(batch)
-        target = targets[torch.as_tensor(idx)].to(pred.device)
-        loss_nce = nce(nn.functional.normalize(pred, dim=-1),
-                       nn.functional.normalize(target, dim=-1))
-        loss = loss_nce + cfg.mse_weight * nn.functional.mse_loss(pred, target)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        window.append((float(loss_nce.detach()), float(loss.detach())))
-        if (step + 1) % 250 == 0 or step + 1 == cfg.steps:
-            nce_mean, total = np.mean(window, axis=0)
-            history.append({"step": step + 1, "nce": round(float(nce_mean), 4),
-                            "loss": round(float(total), 4)})
-            window = []
-            logger.info("char mimicry step %d: InfoNCE %.4f, total %.4f", step + 1, nce_mean,
-                        total)
-    return {"settings": asdict(cfg), "phrases": len(phrases), "history": history}
+    task = CharMimicTask(char, phrases, targets, cfg, seed)
+    with checkpoint_folder(out_dir, prefix="char-mimicry-") as where:
+        trainer = Trainer(where, total_steps=cfg.steps, seed=seed,
+                          checkpoint_every=LOG_EVERY, show_progress=show_progress,
+                          desc="char mimicry")
+        result = trainer.fit(task)
+    return {"settings": asdict(cfg), "phrases": len(phrases), "history": result.history,
+            "minutes": round(result.seconds / 60, 2)}

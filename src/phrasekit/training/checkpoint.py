@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,15 @@ from phrasekit.io import atomic_write
 logger = logging.getLogger(__name__)
 
 CHECKPOINT = "checkpoint.safetensors"
+
+
+def checkpoint_folder(out_dir: str | Path | None, prefix: str = "phrasekit-"
+                      ) -> AbstractContextManager[str]:
+    """The folder a run keeps its checkpoint in, as a context: ``out_dir`` (resumable), or a
+    temporary folder removed at the end for a run that need not outlive its process."""
+    if out_dir is None:
+        return tempfile.TemporaryDirectory(prefix=prefix)
+    return nullcontext(str(out_dir))
 
 
 def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,

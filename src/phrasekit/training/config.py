@@ -1,10 +1,19 @@
-"""Small helpers shared by the training configs: fail fast on settings that cannot work."""
+"""Small helpers shared by the training configs: fail fast on settings that cannot work, and
+record settings and folders in saved reports without machine-specific paths."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
 from phrasekit.errors import Check, raise_failed
 
-__all__ = ["Check", "budget_checks", "raise_failed"]
+__all__ = ["Check", "budget_checks", "config_hash", "portable_path", "portable_settings",
+           "raise_failed"]
+
 
 def budget_checks(batch_size: int, lr: float, max_steps: int | None,
                   max_minutes: float | None, checkpoint_every: int, min_batch: int = 2,
@@ -22,3 +31,28 @@ def budget_checks(batch_size: int, lr: float, max_steps: int | None,
         checks.append((max_steps is not None or max_minutes is not None,
                        "give max_steps or max_minutes (or both): the run would never end"))
     return checks
+
+
+def config_hash(cfg: Any, keys: tuple[str, ...], **extra: Any) -> str:
+    """Short hash of the config fields ``keys`` (and ``extra`` values): the fingerprint that
+    a checkpoint is checked against before a run resumes from it."""
+    d = asdict(cfg)
+    blob = json.dumps({**{k: d[k] for k in keys}, **extra}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def portable_path(path: str | Path | None, parts: int = 1) -> str | None:
+    """``path`` as a saved report records it: a relative path as given, an absolute one by its
+    last ``parts`` components only (reports and model configs hold no machine's folders)."""
+    if path is None:
+        return None
+    p = Path(path)
+    return str(p) if not p.is_absolute() else "/".join(p.parts[-parts:])
+
+
+def portable_settings(cfg: Any, skip: tuple[str, ...] = ("show_progress", "notes")
+                      ) -> dict[str, Any]:
+    """A training config as saved with its model: every ``*_dir`` folder made portable
+    (:func:`portable_path`), the fields in ``skip`` left out."""
+    return {k: portable_path(v) if k.endswith("_dir") else v
+            for k, v in asdict(cfg).items() if k not in skip}

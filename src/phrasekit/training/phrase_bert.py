@@ -12,11 +12,12 @@
    shuffles the batches of both kinds together, all from the seed;
 3. embeds the three texts of each triplet by mean pooling the backbone's last layer and
    minimises the triplet loss of Eq. 1, ``max(0, 1 - ||p - p-|| + ||p - p+||)``, with Adam
-   (2e-5) and SBERT's schedule: linear warm-up over the first 10% of the epoch's steps, then
-   linear decay to zero at its end;
-4. checkpoints every ``checkpoint_every`` steps (``checkpoint.safetensors``: weights and Adam
-   moments, no pickle); rerunning with the same ``out_dir`` resumes with the same batches and
-   dropout masks (every step's randomness derives from the seed and the step number);
+   (2e-5) and SBERT's schedule: linear warm-up over the first 10% of all epochs' steps, then
+   linear decay to zero at their end (:func:`~phrasekit.training.trainer.warmup_linear`);
+4. runs on :class:`~phrasekit.training.trainer.Trainer`: checkpoints every
+   ``checkpoint_every`` steps (``checkpoint.safetensors``: weights and Adam moments, no
+   pickle), and rerunning with the same ``out_dir`` resumes with the same batches and dropout
+   masks (every step's randomness derives from the seed and the step number);
 5. averages the fine-tuned backbone with the packaged one, ``alpha * fine-tuned + (1 - alpha)
    * initial`` (PEARL's weight averaging, :mod:`phrasekit.training.averaging`; not in the
    Phrase-BERT paper), ``alpha`` chosen among ``alphas`` on the dev splits of
@@ -49,20 +50,18 @@ rebuilds it as a mean-pooling :class:`~phrasekit.encoders.transformer.Transforme
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
+import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from phrasekit.encoders.phrase_bert import (
     ENCODER_MAX_SEQ_LENGTH,
@@ -71,6 +70,7 @@ from phrasekit.encoders.phrase_bert import (
     save_phrase_bert,
 )
 from phrasekit.encoders.transformer import TransformerEncoder
+from phrasekit.eval.dev import DevScorer
 from phrasekit.io import write_json
 from phrasekit.models.backbones import backbone_path
 from phrasekit.models.folders import (
@@ -79,13 +79,29 @@ from phrasekit.models.folders import (
     check_backbone_fingerprint,
     load_weights,
 )
-from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
-from phrasekit.training.config import budget_checks, raise_failed
+from phrasekit.settings import data_dir as shared_data_dir
+from phrasekit.settings import torch_threads
+from phrasekit.training.averaging import average_modules, select_alpha, undo_interpolation
+from phrasekit.training.config import (
+    budget_checks,
+    config_hash,
+    portable_path,
+    portable_settings,
+    raise_failed,
+)
 from phrasekit.training.losses import TripletLoss
+from phrasekit.training.phrase_bert_data import CONTEXT_FILE, PARAPHRASE_FILE, read_triplets
+from phrasekit.training.trainer import Trainer, warmup_linear
 
 logger = logging.getLogger(__name__)
 
 KINDS = ("paraphrase", "context")
+
+#: The settings that fix a run's trajectory (with the data sizes): a checkpoint resumes only
+#: under the same values.
+_TRAJECTORY = ("data_dir", "backbone", "seed", "batch_size", "lr", "warmup", "epochs", "margin",
+               "normalize", "use_paraphrase", "use_context", "max_paraphrase", "max_context",
+               "source_repeat", "phrase_tokens", "context_tokens", "freeze_embeddings")
 
 
 @dataclass
@@ -123,19 +139,10 @@ class PhraseBertTrainingConfig:
 
     def fingerprint(self, sizes: dict[str, int]) -> str:
         """Hash of what fixes the training trajectory (settings and data sizes), for resuming."""
-        keys = ("data_dir", "backbone", "seed", "batch_size", "lr", "warmup", "epochs",
-                "margin", "normalize", "use_paraphrase", "use_context", "max_paraphrase",
-                "max_context", "phrase_tokens", "context_tokens", "freeze_embeddings")
-        d = asdict(self)
-        if self.source_repeat:  # added later: counted only when set, so old runs still resume
-            keys += ("source_repeat",)
-        blob = json.dumps({**{k: d[k] for k in keys}, "sizes": sizes}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return config_hash(self, _TRAJECTORY, sizes=sizes)
 
     def validate(self) -> None:
         """Fail fast on nonsense settings and a missing dataset."""
-        from phrasekit.training.phrase_bert_data import CONTEXT_FILE, PARAPHRASE_FILE
-
         if not (self.use_paraphrase or self.use_context):
             raise ValueError("both datasets are disabled (--no-paraphrase and --no-context)")
         raise_failed([
@@ -182,20 +189,10 @@ def batch_schedule(sizes: dict[str, int], batch_size: int, epochs: int, seed: in
     return steps
 
 
-def lr_factor(step: int, total: int, warmup: float) -> float:
-    """Linear warm-up over ``ceil(warmup * total)`` steps (never 0), then linear decay to 0."""
-    warm = max(1, math.ceil(warmup * total))
-    if step < warm:
-        return (step + 1) / warm
-    return max(0.0, (total - step) / max(1, total - warm))
-
-
 def load_triplets(cfg: PhraseBertTrainingConfig) -> dict[str, list[dict[str, str]]]:
     """The enabled datasets, cut to ``max_paraphrase`` / ``max_context``; paraphrase triplets
     of the sources in ``source_repeat`` appear that many times (upweighting, e.g., PPDB's
     lexically diverse pairs against the far more numerous WordNet synonyms)."""
-    from phrasekit.training.phrase_bert_data import CONTEXT_FILE, PARAPHRASE_FILE, read_triplets
-
     data: dict[str, list[dict[str, str]]] = {}
     for kind, use, name, limit in (
         ("paraphrase", cfg.use_paraphrase, PARAPHRASE_FILE, cfg.max_paraphrase),
@@ -232,89 +229,83 @@ def _triplet_step(model: PhraseBertModel, cfg: PhraseBertTrainingConfig, kind: s
     return loss_fn(a, p, n)
 
 
+class PhraseBertTask:
+    """Phrase-BERT's model, triplet batches and loss as a
+    :class:`~phrasekit.training.trainer.TrainingTask`.
+
+    It also clocks each kind of batch (a step runs from its ``step_loss`` to the next one, so
+    the backward pass and the update count), to project the minutes of a whole epoch; the
+    clock is part of the checkpoint.
+    """
+
+    def __init__(self, cfg: PhraseBertTrainingConfig, data: dict[str, list[dict[str, str]]],
+                 model: PhraseBertModel) -> None:
+        self.cfg, self.data, self.model = cfg, data, model
+        self.sizes = {k: len(v) for k, v in data.items()}
+        self.schedule = batch_schedule(self.sizes, cfg.batch_size, cfg.epochs, cfg.seed)
+        self.optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad],
+                                          lr=cfg.lr)
+        self.loss_fn = TripletLoss(cfg.margin)
+        self.timing: dict[str, list[float]] = {k: [0, 0.0] for k in KINDS}  # [steps, seconds]
+        self._running: tuple[str, float] | None = None
+
+    def fingerprint(self) -> str:
+        return self.cfg.fingerprint(self.sizes)
+
+    def lr_factor(self, step: int) -> float:
+        """SBERT's schedule over every planned step (``max_steps`` does not shorten it)."""
+        return warmup_linear(step, len(self.schedule), self.cfg.warmup)
+
+    def step_loss(self, step: int, rng: random.Random) -> tuple[torch.Tensor, dict[str, float]]:
+        """The triplet loss of the step's batch (one kind: paraphrase or context)."""
+        self._stop_clock()
+        kind, idx = self.schedule[step]
+        self._running = (kind, time.perf_counter())
+        loss = _triplet_step(self.model, self.cfg, kind, [self.data[kind][i] for i in idx],
+                             self.loss_fn)
+        return loss, {f"loss_{kind}": float(loss.detach())}
+
+    def _stop_clock(self) -> None:
+        if self._running is not None:
+            kind, t0 = self._running
+            self.timing[kind][0] += 1
+            self.timing[kind][1] += time.perf_counter() - t0
+            self._running = None
+
+    def training_state(self) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The per-kind clock, for the checkpoint."""
+        self._stop_clock()
+        return {"timing": self.timing}, {}
+
+    def restore_state(self, meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`training_state`."""
+        self.timing = meta.get("timing", self.timing)
+
+
 def train_phrase_bert(cfg: PhraseBertTrainingConfig) -> dict[str, Any]:
-    """Run (or resume) one epoch of Phrase-BERT training and save ``out_dir/model``.
+    """Run (or resume) Phrase-BERT training and save ``out_dir/model``.
 
     Returns the report (also written to ``out_dir/report.json``).
     """
     cfg.validate()
     scorer = _dev_scorer(cfg)  # before training: missing dev data fails now, not after an hour
-    if cfg.num_threads:
-        torch.set_num_threads(int(cfg.num_threads))
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    data = load_triplets(cfg)
-    sizes = {k: len(v) for k, v in data.items()}
-    schedule = batch_schedule(sizes, cfg.batch_size, cfg.epochs, cfg.seed)
-    total = len(schedule)
-    stop_at = min(total, cfg.max_steps) if cfg.max_steps else total
-    logger.info("Phrase-BERT data: %s triplets, %d steps per run (%d planned)", sizes, stop_at,
-                total)
-
-    torch.manual_seed(cfg.seed)
-    model = PhraseBertModel(cfg.backbone)
-    if cfg.freeze_embeddings:
-        model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
-    model.train()
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
-    loss_fn = TripletLoss(cfg.margin)
-    fingerprint = cfg.fingerprint(sizes)
-    ckpt = out / CHECKPOINT
-    start, elapsed = 0, 0.0
-    history: list[dict[str, Any]] = []
-    timing = {k: [0, 0.0] for k in KINDS}  # kind -> [steps, seconds]
-    if ckpt.is_file():
-        meta = load_checkpoint(ckpt, model, optimizer)
-        if meta.get("fingerprint") != fingerprint:
-            raise ValueError(f"{ckpt} was written with other settings or data; use another "
-                             "--out or delete the checkpoint")
-        start, elapsed = int(meta["step"]), float(meta["elapsed_s"])
-        history, timing = meta.get("history", []), meta.get("timing", timing)
-        logger.info("resuming from step %d (%.1f min already spent)", start, elapsed / 60)
-
-    def checkpoint(step: int) -> None:
-        save_checkpoint(ckpt, model, optimizer, {
-            "step": step, "elapsed_s": elapsed, "fingerprint": fingerprint,
-            "history": history, "timing": timing})
-
-    t0 = time.perf_counter()
-    step = start
-    window: dict[str, list[float]] = {k: [] for k in KINDS}
-    bar = tqdm(total=stop_at, initial=min(start, stop_at), desc="Phrase-BERT", unit="step",
-               disable=not cfg.show_progress)
-    while step < stop_at:
-        if cfg.max_minutes and elapsed + time.perf_counter() - t0 > cfg.max_minutes * 60:
-            logger.info("time budget of %.1f min reached at step %d", cfg.max_minutes, step)
-            break
-        t_step = time.perf_counter()
-        torch.manual_seed(cfg.seed * 1_000_003 + step)  # dropout: same masks after a resume
-        kind, idx = schedule[step]
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * lr_factor(step, total, cfg.warmup)
-        loss = _triplet_step(model, cfg, kind, [data[kind][i] for i in idx], loss_fn)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        step += 1
-        timing[kind][0] += 1
-        timing[kind][1] += time.perf_counter() - t_step
-        window[kind].append(float(loss.detach()))
-        bar.update(1)
-        bar.set_postfix(kind=kind[:4], loss=f"{loss.item():.3f}")
-        if step % cfg.checkpoint_every == 0 or step == stop_at:
-            now = time.perf_counter()
-            elapsed += now - t0
-            t0 = now
-            history.append({"step": step, "minutes": round(elapsed / 60, 2), **{
-                f"loss_{k}": round(float(np.mean(v)), 4) for k, v in window.items() if v}})
-            window = {k: [] for k in KINDS}
-            checkpoint(step)
-            logger.info("step %d: %s", step, history[-1])
-    bar.close()
-    elapsed += time.perf_counter() - t0
-    if step > start and (not history or history[-1]["step"] != step):
-        checkpoint(step)  # stopped by the time budget: keep the progress
-    return _finish(cfg, model, scorer, sizes, step, total, elapsed, history, timing)
+    with torch_threads(cfg.num_threads):
+        data = load_triplets(cfg)
+        torch.manual_seed(cfg.seed)
+        model = PhraseBertModel(cfg.backbone)
+        if cfg.freeze_embeddings:
+            model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
+        task = PhraseBertTask(cfg, data, model)
+        total = len(task.schedule)
+        stop_at = min(total, cfg.max_steps) if cfg.max_steps else total
+        logger.info("Phrase-BERT data: %s triplets, %d steps per run (%d planned)", task.sizes,
+                    stop_at, total)
+        result = Trainer(cfg.out_dir, total_steps=stop_at, seed=cfg.seed,
+                         max_minutes=cfg.max_minutes, checkpoint_every=cfg.checkpoint_every,
+                         num_threads=cfg.num_threads, show_progress=cfg.show_progress,
+                         desc="Phrase-BERT").fit(task)
+        return _finish(cfg, model, scorer, task.sizes, result.steps, total, result.seconds,
+                       result.history, task.timing)
 
 
 def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
@@ -322,7 +313,8 @@ def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
             history: list[dict[str, Any]], timing: dict[str, list[float]],
             extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Average with the initial weights (alpha chosen on dev), save the model folder and the
-    report; project the minutes of a whole epoch."""
+    report (``out_dir/report.json`` names the model folder relative to itself); project the
+    minutes of a whole epoch."""
     model.eval()
     out = Path(cfg.out_dir)
     t0 = time.perf_counter()
@@ -331,8 +323,7 @@ def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
     batches = {k: math.ceil(n / cfg.batch_size) * cfg.epochs for k, n in sizes.items()}
     projected = (round(sum(batches[k] * per_step[k] for k in batches) / 60, 1)
                  if all(k in per_step for k in batches) else None)
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("show_progress", "notes")}
-    training = {"method": "phrase-bert", "settings": settings, "triplets": sizes,
+    training = {"method": "phrase-bert", "settings": portable_settings(cfg), "triplets": sizes,
                 "steps": step, "total_steps": total, "complete": step >= total,
                 "train_minutes": round(elapsed / 60, 2), "seconds_per_step": per_step,
                 "steps_done_per_kind": {k: int(n) for k, (n, _) in timing.items()},
@@ -344,7 +335,7 @@ def _finish(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any,
     model_dir = save_phrase_bert(model, out / "model", extra_config={"training": training})
     size_mb = sum(f.stat().st_size for f in model_dir.iterdir()) / 2**20
     report = {**training, "model_dir": str(model_dir), "model_mb": round(size_mb, 2)}
-    write_json(out / "report.json", report)
+    write_json(out / "report.json", {**report, "model_dir": model_dir.name})
     logger.info("saved %s after %d/%d steps (alpha %.2f, %.1f MB)", model_dir, step, total,
                 best_alpha, size_mb)
     return report
@@ -355,8 +346,6 @@ def recover_finetuned_phrase_bert(model_dir: str | Path
                                              dict[str, Any]]:
     """A model folder saved by ``train phrase-bert`` with its fine-tuned backbone restored
     (``theta0 + (theta - theta0) / alpha``); returns its config, the model and the report."""
-    from phrasekit.training.averaging import undo_interpolation
-
     path = Path(model_dir)
     config = read_phrase_bert_config(path)
     training = config.get("training")
@@ -381,10 +370,6 @@ def soup_phrase_bert(model_dirs: list[str | Path], out_dir: str | Path,
                      show_progress: bool = True) -> dict[str, Any]:
     """Average the fine-tuned backbones of Phrase-BERT runs (e.g. two seeds: a uniform model
     soup), then choose the averaging coefficient with the packaged backbone on dev."""
-    from dataclasses import replace
-
-    from phrasekit.training.averaging import average_modules
-
     if len(model_dirs) < 2:
         raise ValueError("a soup needs at least two model folders")
     runs = [recover_finetuned_phrase_bert(d) for d in model_dirs]
@@ -397,16 +382,14 @@ def soup_phrase_bert(model_dirs: list[str | Path], out_dir: str | Path,
                   dev_data_dir=str(dev_data_dir) if dev_data_dir else None,
                   show_progress=show_progress)
     logger.info("souping %d Phrase-BERT runs: %s", len(runs), ", ".join(map(str, model_dirs)))
-    first = runs[0][2]
-    return _finish(cfg, model, _dev_scorer(cfg), dict(first.get("triplets", {})),
+    soup_of = [{"model": portable_path(d, parts=2), "alpha": t["alpha"],
+                **{k: t["settings"].get(k) for k in ("seed", "use_paraphrase", "use_context")}}
+               for d, (_, _, t) in zip(model_dirs, runs, strict=True)]
+    return _finish(cfg, model, _dev_scorer(cfg), dict(runs[0][2].get("triplets", {})),
                    sum(int(t["steps"]) for _, _, t in runs),
                    sum(int(t.get("total_steps", t["steps"])) for _, _, t in runs),
                    sum(float(t.get("train_minutes", 0.0)) for _, _, t in runs) * 60, [], {},
-                   extra={"method": "phrase-bert soup", "soup_of": [
-                       {"model": str(d), "alpha": t["alpha"], "seed": t["settings"].get("seed"),
-                        "use_paraphrase": t["settings"].get("use_paraphrase"),
-                        "use_context": t["settings"].get("use_context")}
-                       for d, (_, _, t) in zip(model_dirs, runs, strict=True)]})
+                   extra={"method": "phrase-bert soup", "soup_of": soup_of})
 
 
 def _alphas(cfg: PhraseBertTrainingConfig) -> tuple[float, ...]:
@@ -417,17 +400,12 @@ def _dev_scorer(cfg: PhraseBertTrainingConfig) -> Any:
     """The dev scorer that chooses alpha (None when a single alpha needs no choosing)."""
     if len(_alphas(cfg)) == 1:
         return None
-    from phrasekit.eval.dev import DevScorer
-    from phrasekit.settings import data_dir as shared_data_dir
-
     return DevScorer(Path(cfg.dev_data_dir) if cfg.dev_data_dir else shared_data_dir())
 
 
 def _average(cfg: PhraseBertTrainingConfig, model: PhraseBertModel, scorer: Any
              ) -> tuple[float, list[dict[str, Any]]]:
     """Interpolate ``model``'s backbone with the packaged one at the dev-best alpha (in place)."""
-    from phrasekit.training.averaging import select_alpha
-
     # the saved encoder's view of the model (mean pooling); its freshly loaded backbone gives
     # the initial weights, then it scores the trained module in place
     encoder = TransformerEncoder(backbone_path(cfg.backbone), name="phrase-bert (dev)",

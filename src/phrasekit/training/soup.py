@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from phrasekit.models.folders import PEARL_FORMAT, PHRASE_BERT_FORMAT, model_folder_format
+from phrasekit.training.pearl_averaging import soup_pearl
+from phrasekit.training.phrase_bert import soup_phrase_bert
 
 
 def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
@@ -26,9 +28,6 @@ def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
                 cliff_margin: float | None = None) -> dict[str, Any]:
     """Soup saved PEARL or Phrase-BERT model folders (all of one kind) into ``out_dir/model``;
     returns the run report (also ``out_dir/report.json``)."""
-    from phrasekit.training.pearl import soup_pearl
-    from phrasekit.training.phrase_bert import soup_phrase_bert
-
     if len(model_dirs) < 2:
         raise ValueError("a soup needs at least two model folders")
     for d in model_dirs:

@@ -4,12 +4,13 @@ One recipe for every variant so that comparisons are fair: the same frozen backb
 the same transfer layer, optimiser, schedule, epochs and seed; the variants differ only in the
 topic features (none / frozen / trainable) and the pooling. The epoch with the best dev score
 (MSRP: F1 on a fixed 10% of train; STS-B: Spearman on the official dev split) is kept and then
-evaluated once on test.
+evaluated once on test. Training runs on :class:`~phrasekit.training.trainer.Trainer`, one
+checkpoint per epoch (``checkpoint_every`` = the steps of an epoch) with the dev scores of that
+epoch in its history.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import random
 import time
@@ -21,7 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from phrasekit.encoders.subtst import (
     SubTST,
@@ -31,6 +31,9 @@ from phrasekit.encoders.subtst import (
     pad_features,
 )
 from phrasekit.eval.pairs import MAIN_METRIC, PairExample, pair_metrics, task_kind
+from phrasekit.training.checkpoint import checkpoint_folder
+from phrasekit.training.config import config_hash
+from phrasekit.training.trainer import Trainer, step_seed, warmup_linear
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +94,98 @@ def evaluate(model: SubTST, task: str, examples: list[PairExample]) -> dict[str,
     return pair_metrics(task, gold, predict_examples(model, examples))
 
 
+class SubTSTTask:
+    """One variant's training as a :class:`~phrasekit.training.trainer.TrainingTask`.
+
+    Each epoch is a permutation of the training pairs cut into batches (the permutation depends
+    on the seed and the epoch only); the Trainer's ``evaluate`` hook scores dev at every epoch's
+    end, and the best-on-dev weights are kept here and in every checkpoint.
+    """
+
+    def __init__(self, model: SubTST, task: str, data: dict[str, list[PairExample]],
+                 training: SubTSTTrainingConfig) -> None:
+        net, config = model.model, model.config
+        self.subtst, self.model, self.task, self.training = model, net, task, training
+        layer_params = [p for n, p in net.named_parameters() if n.startswith("layers.")]
+        head_params = [p for n, p in net.named_parameters()
+                       if not n.startswith("layers.") and p.requires_grad]
+        groups = [{"params": head_params, "lr": training.lr}]
+        if layer_params:
+            groups.append({"params": layer_params, "lr": training.layer_lr})
+        self.optimizer = torch.optim.AdamW(groups, weight_decay=training.weight_decay)
+        self.train, self.dev = data["train"], data["dev"]
+        self.steps_per_epoch = (len(self.train) + training.batch_size - 1) // training.batch_size
+        self.total_steps = self.steps_per_epoch * training.epochs
+        self.targets = _targets(self.train, config.kind, config.score_scale)
+        self.loss_fn: nn.Module = (nn.CrossEntropyLoss() if config.kind == "classification"
+                                   else nn.MSELoss())
+        self.metric = MAIN_METRIC[task]
+        self.best: dict[str, Any] = {}  # epoch and dev score of the best epoch so far
+        self.best_state: dict[str, torch.Tensor] = {}
+        self._order: tuple[int, list[int]] = (-1, [])
+
+    def fingerprint(self) -> str:
+        return config_hash(self.training, tuple(asdict(self.training)), task=self.task,
+                           config=self.subtst.config.to_dict(), n_train=len(self.train))
+
+    def lr_factor(self, step: int) -> float:
+        return warmup_linear(step, self.total_steps, self.training.warmup)
+
+    def _epoch_order(self, epoch: int) -> list[int]:
+        if self._order[0] != epoch:
+            gen = torch.Generator().manual_seed(step_seed(self.training.seed, epoch))
+            self._order = (epoch, torch.randperm(len(self.train), generator=gen).tolist())
+        return self._order[1]
+
+    def step_loss(self, step: int, rng: random.Random) -> tuple[torch.Tensor, dict[str, float]]:
+        """The pair loss (cross-entropy or MSE) of the step's slice of its epoch's order."""
+        epoch, offset = divmod(step, self.steps_per_epoch)
+        bs = self.training.batch_size
+        idx = self._epoch_order(epoch)[offset * bs : (offset + 1) * bs]
+        net, features = self.model, self.subtst.features
+        fa = pad_features(features.get([self.train[i].a for i in idx]))
+        fb = pad_features(features.get([self.train[i].b for i in idx]))
+        loss = self.loss_fn(net.score(net.embed(*fa), net.embed(*fb)), self.targets[idx])
+        return loss, {"loss": float(loss.detach())}
+
+    def evaluate(self, step: int) -> dict[str, Any]:
+        """Dev metrics at the end of an epoch; keeps the weights when they are the best yet."""
+        epoch = step // self.steps_per_epoch
+        dev = evaluate(self.subtst, self.task, self.dev)
+        logger.info("%s seed %d epoch %d: dev %s", self.subtst.config.variant,
+                    self.training.seed, epoch, dev)
+        if not self.best or dev[self.metric] > self.best["score"]:
+            self.best = {"epoch": epoch, "score": dev[self.metric]}
+            self.best_state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        return {"epoch": epoch, **dev}
+
+    def training_state(self) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """The best epoch so far and its weights, for the checkpoint."""
+        return {"best": self.best}, {f"best.{k}": v for k, v in self.best_state.items()}
+
+    def restore_state(self, meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`training_state`."""
+        self.best = dict(meta.get("best", {}))
+        self.best_state = {k[len("best."):]: v for k, v in tensors.items()
+                           if k.startswith("best.")}
+
+
+def _fit_variant_lda(data: dict[str, list[PairExample]], config: SubTSTConfig,
+                     training: SubTSTTrainingConfig, features: TokenFeatures, lda: Any,
+                     extra_texts: Sequence[str]) -> tuple[Any, float]:
+    """The variant's sub-word LDA (``lda`` when given, none without topics) and the seconds
+    spent fitting it."""
+    if not config.n_topics:
+        return None, 0.0
+    if lda is not None:
+        return lda, 0.0
+    t0 = time.perf_counter()
+    texts = list(dict.fromkeys(t for e in data["train"] for t in (e.a, e.b)))
+    lda = fit_lda(texts + list(extra_texts), features, config.n_topics, training.seed,
+                  training.lda_max_iter)
+    return lda, time.perf_counter() - t0
+
+
 def train_subtst(
     task: str,
     data: dict[str, list[PairExample]],
@@ -100,13 +195,16 @@ def train_subtst(
     lda: Any = None,
     show_progress: bool = False,
     lda_extra_texts: Sequence[str] = (),
+    out_dir: str | Path | None = None,
 ) -> tuple[SubTST, dict[str, Any]]:
     """Train one variant; returns the best-on-dev model and a report (dev curve, test, times).
 
     ``data`` has ``train``, ``dev`` and optionally ``test`` example lists. ``features`` may be a
     shared :class:`TokenFeatures` (its cache is reused across variants and seeds); ``lda`` a
     fitted SubwordLDA (else one is fitted on the training sentences, plus ``lda_extra_texts``
-    such as an unlabelled in-domain corpus, with the run's seed).
+    such as an unlabelled in-domain corpus, with the run's seed). ``out_dir`` keeps the
+    checkpoint written at every epoch's end, so an interrupted run resumes; without one the
+    run uses a temporary folder.
     """
     training = training or SubTSTTrainingConfig()
     kind = task_kind(task)
@@ -118,86 +216,47 @@ def train_subtst(
     if features is None:
         features = TokenFeatures(config.backbone, max_seq_length=config.max_seq_length)
     t_start = time.perf_counter()
-    all_texts = [t for split in data.values() for e in split for t in (e.a, e.b)]
-    features.add(all_texts, show_progress=show_progress)
-    t_features = time.perf_counter() - t_start
-
+    features.add([t for split in data.values() for e in split for t in (e.a, e.b)],
+                 show_progress=show_progress)
+    seconds = {"features": time.perf_counter() - t_start}
     seed_everything(training.seed)
-    t_lda = 0.0
-    if config.n_topics and lda is None:
-        t0 = time.perf_counter()
-        texts = list(dict.fromkeys(t for e in data["train"] for t in (e.a, e.b)))
-        lda = fit_lda(texts + list(lda_extra_texts), features, config.n_topics, training.seed,
-                      training.lda_max_iter)
-        t_lda = time.perf_counter() - t0
+    lda, seconds["lda"] = _fit_variant_lda(data, config, training, features, lda,
+                                           lda_extra_texts)
     seed_everything(training.seed)
-    net = build_model(config, features, lda if config.n_topics else None)
-    model = SubTST(net, features, lda=lda if config.n_topics else None, name=config.variant)
+    model = SubTST(build_model(config, features, lda), features, lda=lda, name=config.variant)
+    fit = SubTSTTask(model, task, data, training)
+    with checkpoint_folder(out_dir, prefix="subtst-") as where:
+        result = Trainer(where, total_steps=fit.total_steps, seed=training.seed,
+                         checkpoint_every=fit.steps_per_epoch, show_progress=show_progress,
+                         desc=f"train {config.variant} seed {training.seed}").fit(fit)
+    seconds["train"] = result.seconds
+    model.model.load_state_dict(fit.best_state)
+    model.model.eval()
+    return model, _report(model, task, data, training, result.history, fit.best["epoch"],
+                          seconds)
 
-    layer_params = [p for n, p in net.named_parameters() if n.startswith("layers.")]
-    head_params = [p for n, p in net.named_parameters()
-                   if not n.startswith("layers.") and p.requires_grad]
-    groups = [{"params": head_params, "lr": training.lr}]
-    if layer_params:
-        groups.append({"params": layer_params, "lr": training.layer_lr})
-    optimizer = torch.optim.AdamW(groups, weight_decay=training.weight_decay)
-    train = data["train"]
-    steps_per_epoch = (len(train) + training.batch_size - 1) // training.batch_size
-    total = steps_per_epoch * training.epochs
-    warm = max(1, int(total * training.warmup))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warm, max(0.0, (total - s) / max(1, total - warm))))
-    targets = _targets(train, kind, config.score_scale)
-    loss_fn: nn.Module = nn.CrossEntropyLoss() if kind == "classification" else nn.MSELoss()
-    gen = torch.Generator().manual_seed(training.seed)
-    metric = MAIN_METRIC[task]
-    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
-    curve: list[dict[str, Any]] = []
-    t_train0 = time.perf_counter()
-    bar = tqdm(total=total, desc=f"train {config.variant} seed {training.seed}", unit="step",
-               disable=not show_progress, leave=False)
-    for epoch in range(1, training.epochs + 1):
-        net.train()
-        order = torch.randperm(len(train), generator=gen).tolist()
-        losses = []
-        for s in range(0, len(order), training.batch_size):
-            idx = order[s : s + training.batch_size]
-            fa = pad_features(features.get([train[i].a for i in idx]))
-            fb = pad_features(features.get([train[i].b for i in idx]))
-            out = net.score(net.embed(*fa), net.embed(*fb))
-            loss = loss_fn(out, targets[idx])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            losses.append(loss.item())
-            bar.update(1)
-        net.eval()
-        dev = evaluate(model, task, data["dev"])
-        curve.append({"epoch": epoch, "loss": round(float(np.mean(losses)), 5), **dev})
-        logger.info("%s seed %d epoch %d: loss %.4f dev %s", config.variant, training.seed,
-                    epoch, np.mean(losses), dev)
-        if best is None or dev[metric] > best[0]:
-            best = (dev[metric], epoch, copy.deepcopy(net.state_dict()))
-    bar.close()
-    t_train = time.perf_counter() - t_train0
-    assert best is not None
-    net.load_state_dict(best[2])
-    net.eval()
+
+def _report(model: SubTST, task: str, data: dict[str, list[PairExample]],
+            training: SubTSTTrainingConfig, history: list[dict[str, Any]], best_epoch: int,
+            seconds: dict[str, float]) -> dict[str, Any]:
+    """The run's report (also ``model.training_report``, without the config): the dev curve,
+    the best epoch's dev scores, test scores when there is a test split, and the seconds."""
+    curve = [{"epoch": row["epoch"], "loss": row["loss"],
+              **{k: v for k, v in row.items() if k not in ("step", "epoch", "loss", "minutes")}}
+             for row in history]
     report: dict[str, Any] = {
-        "task": task, "variant": config.variant, "seed": training.seed,
-        "config": config.to_dict(), "training": asdict(training),
-        "n_train": len(train), "n_dev": len(data["dev"]),
-        "best_epoch": best[1], "dev": curve[best[1] - 1], "dev_curve": curve,
-        "seconds": {"features": round(t_features, 2), "lda": round(t_lda, 2),
-                    "train": round(t_train, 2)},
+        "task": task, "variant": model.config.variant, "seed": training.seed,
+        "config": model.config.to_dict(), "training": asdict(training),
+        "n_train": len(data["train"]), "n_dev": len(data["dev"]),
+        "best_epoch": best_epoch, "dev": curve[best_epoch - 1], "dev_curve": curve,
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
     }
     if data.get("test"):
         t0 = time.perf_counter()
         report["test"] = evaluate(model, task, data["test"])
         report["seconds"]["test"] = round(time.perf_counter() - t0, 2)
     model.training_report = {k: v for k, v in report.items() if k != "config"}
-    return model, report
+    return report
 
 
 def feature_cache_path(cache_dir: str | Path, features: TokenFeatures, task: str) -> Path:

@@ -1,0 +1,129 @@
+"""PEARL's training settings and the model they build (shared by training and averaging)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from phrasekit.encoders.char import CharCNNConfig
+from phrasekit.encoders.pearl import TYPE_HEAD_INPUTS, PearlConfig, PearlModel
+from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
+from phrasekit.phrases.types import PHRASE_TYPES
+from phrasekit.training.averaging import CliffGuard
+from phrasekit.training.config import budget_checks, config_hash, raise_failed
+
+logger = logging.getLogger(__name__)
+
+DATA_FILES = ("phrases.jsonl.gz", "paraphrases.tsv.gz", "word_synonyms.json.gz",
+              "hard_negatives.jsonl.gz")
+
+#: The settings that fix a run's trajectory: a checkpoint resumes only under the same values.
+_TRAJECTORY = ("data_dir", "backbone", "seed", "data_seed", "batch_size", "hard_negatives",
+               "memory_size", "temperature", "type_weight", "lr", "lr_new", "lr_proj",
+               "lr_char", "char_pretrain_steps", "type_head_on", "preserve_weight",
+               "length_weight", "supersense_weight", "decay_every", "decay_rate",
+               "max_seq_length", "use_char", "use_type", "char_aug", "token_aug", "phrase_aug",
+               "freeze_embeddings", "limit_phrases")
+
+
+@dataclass
+class PearlTrainingConfig:
+    """Hyper-parameters of one PEARL run (defaults = the shipped ``pearl-minilm``)."""
+
+    data_dir: str
+    out_dir: str
+    backbone: str = "minilm"
+    seed: int = 0  # initialisation of the new modules
+    data_seed: int | None = 1  # batch order, augmentation and dropout; None = seed
+    batch_size: int = 64
+    hard_negatives: int = 2
+    memory_size: int = 0  # recent batches' candidates kept as extra negatives (0 = off)
+    temperature: float = 0.07
+    type_weight: float = 1.0
+    lr: float = 3e-5
+    lr_new: float = 1e-3
+    lr_proj: float = 1e-4
+    lr_char: float | None = None  # char encoder's rate; None: lr_new
+    char_pretrain_steps: int = 0  # LOVE-style mimicry of the backbone first (char_mimic.py)
+    type_head_on: str = "output"  # the type head reads the output embedding or [p; c]
+    preserve_weight: float = 0.0  # keep in-batch cosines near the initial model's (0 = off)
+    length_weight: float = 0.0  # no more length covariance than the initial model (0 = off)
+    supersense_weight: float = 1.0  # WordNet noun-supersense head on the output (0 = off)
+    wordnet_dir: str | None = None  # for supersense labels; None = the shared data's wordnet/
+    decay_every: int = 100
+    decay_rate: float = 0.98
+    max_steps: int = 800
+    max_minutes: float | None = None  # bounds the fine-tuning steps (not the char mimicry)
+    checkpoint_every: int = 100
+    max_seq_length: int = 24
+    use_char: bool = True
+    use_type: bool = True
+    char_aug: bool = True
+    token_aug: bool = True
+    phrase_aug: bool = True
+    freeze_embeddings: bool = True
+    alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
+    alpha: float | None = None
+    proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
+    alpha_proj: float | None = None
+    cliff_margin: float | None = 0.5  # CliffGuard: alpha below margin x the dev cliff (0/None: off)
+    dev_data_dir: str | None = None
+    num_threads: int | None = None
+    show_progress: bool = True
+    limit_phrases: int | None = None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def order_seed(self) -> int:
+        """Seed of the batch order, augmentation and dropout: runs from the same initial
+        weights with another data seed can be averaged (a weight soup)."""
+        return self.seed if self.data_seed is None else self.data_seed
+
+    def fingerprint(self) -> str:
+        """Hash of the settings that change the training trajectory (for safe resuming)."""
+        return config_hash(self, _TRAJECTORY)
+
+    def validate(self) -> None:
+        """Fail fast on nonsense settings and a missing dataset."""
+        weights = {k: getattr(self, k) for k in ("type_weight", "preserve_weight",
+                                                 "length_weight", "supersense_weight")}
+        rates = {"lr_new": self.lr_new, "lr_proj": self.lr_proj, "lr_char": self.lr_char}
+        raise_failed([
+            *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
+                           self.checkpoint_every),
+            *((v is None or v > 0, f"{k} must be > 0, got {v}") for k, v in rates.items()),
+            *((v >= 0, f"{k} must be >= 0, got {v}") for k, v in weights.items()),
+            (self.hard_negatives >= 0, "hard_negatives must be >= 0"),
+            (self.memory_size >= 0, f"memory_size must be >= 0, got {self.memory_size}"),
+            (self.type_head_on in TYPE_HEAD_INPUTS,
+             f"type_head_on must be one of {TYPE_HEAD_INPUTS}"),
+            (self.char_pretrain_steps >= 0, "char_pretrain_steps must be >= 0"),
+            (not self.char_pretrain_steps or self.use_char,
+             "char_pretrain_steps needs the char encoder (use_char)"),
+            (self.char_aug or self.token_aug or self.phrase_aug,
+             "enable at least one augmentation level"),
+            *((v is None or 0 <= v <= 1, f"{k} must be in [0, 1], got {v}")
+              for k, v in (("alpha", self.alpha), ("alpha_proj", self.alpha_proj))),
+        ])
+        if self.cliff_margin:
+            CliffGuard(margin=self.cliff_margin)  # validates
+        for name in DATA_FILES:
+            if not (Path(self.data_dir) / name).is_file():
+                raise FileNotFoundError(
+                    f"{Path(self.data_dir) / name} missing: build the dataset first "
+                    "(phrasekit train pearl-data --out DIR)")
+
+
+def build_model(cfg: PearlTrainingConfig) -> PearlModel:
+    """A fresh PEARL model (equal to its backbone) configured for training."""
+    pcfg = PearlConfig(backbone=cfg.backbone, max_seq_length=cfg.max_seq_length,
+                       use_char=cfg.use_char, types=list(PHRASE_TYPES),
+                       type_loss=cfg.use_type, type_head_on=cfg.type_head_on,
+                       char=CharCNNConfig(out_linear=cfg.char_pretrain_steps > 0),
+                       supersenses=list(NOUN_SUPERSENSES) if cfg.supersense_weight > 0 else [])
+    model = PearlModel(pcfg)
+    if cfg.freeze_embeddings:
+        model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
+    return model
