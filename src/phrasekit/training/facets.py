@@ -47,9 +47,8 @@ from phrasekit.encoders.facets.model import (
 from phrasekit.encoders.facets.words import WordSpace, load_word_space
 from phrasekit.io import write_json
 from phrasekit.settings import torch_threads
-from phrasekit.training.config import budget_checks, raise_failed
+from phrasekit.training.config import budget_checks, portable_settings, raise_failed
 from phrasekit.training.facets_data import FacetDataset
-from phrasekit.training.portable import portable_settings
 from phrasekit.training.trainer import Trainer, TrainResult
 
 logger = logging.getLogger(__name__)
@@ -321,7 +320,7 @@ def _finish(cfg: FacetTrainingConfig, task: FacetTask, word_space: WordSpace,
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     training = {
         "method": "multi-facet-nnsc", "granularity": dataset.meta["granularity"],
-        "settings": portable_settings(cfg, drop=("show_progress", "notes")),
+        "settings": portable_settings(cfg),
         "fingerprint": task.fingerprint(), "steps": step,
         "epochs": round(step / max(1, task.steps_per_epoch), 3),
         "examples_seen": step * cfg.batch_size, "train_minutes": round(train_s / 60, 2),

@@ -39,9 +39,8 @@ import torch
 from phrasekit.encoders.span import DEFAULT_MAX_LENGTH, SpanEncoder, SpanModel
 from phrasekit.io import write_json
 from phrasekit.registry import load_span
-from phrasekit.training.config import budget_checks, raise_failed
+from phrasekit.training.config import budget_checks, portable_settings, raise_failed
 from phrasekit.training.losses import InfoNCELoss
-from phrasekit.training.portable import portable_settings
 from phrasekit.training.trainer import Trainer, TrainResult
 from phrasekit.training.uctopic_ccl import (
     LABEL_VIEWS,
@@ -271,7 +270,7 @@ def _report(cfg: UCTopicConfig, task: PretrainTask, result: TrainResult) -> dict
     """The run's report: settings (portable paths), budget, data seen, history, evaluations."""
     steps, seconds, n_pairs = result.steps, result.seconds, len(task.data)
     return {
-        "config": portable_settings(cfg), "steps": steps,
+        "config": portable_settings(cfg, skip=()), "steps": steps,
         "stop_reason": "max_minutes" if result.stopped_by_budget else "max_steps",
         "pairs": n_pairs, "pairs_seen": steps * cfg.batch_size,
         "epochs": round(steps * cfg.batch_size / max(n_pairs, 1), 3),
