@@ -59,6 +59,17 @@ def test_models_lists_registry():
     assert res.exit_code == 0 and "minilm" in res.output and "glove-50d" in res.output
 
 
+def test_models_marks_the_default_and_aligns_descriptions():
+    from phrasekit.cli.models import format_models
+    from phrasekit.registry import DEFAULT_MODEL, available_models
+
+    lines = invoke("models").output.splitlines()
+    assert lines == format_models(available_models(), DEFAULT_MODEL)
+    assert [ln.split()[1] for ln in lines if ln.startswith("*")] == [DEFAULT_MODEL]
+    lines = format_models({"a": "short name", "a-much-longer-name": "long name"}, "a")
+    assert lines == ["* a                   short name", "  a-much-longer-name  long name"]
+
+
 def test_encode_writes_npy(tmp_path):
     src = tmp_path / "p.txt"
     src.write_text("heart attack\n\nmyocardial infarction\nprotein folding\n", encoding="utf-8")

@@ -16,14 +16,21 @@ from phrasekit.registry import DEFAULT_MODEL, available_models, load
 app = typer.Typer()
 
 
+def format_models(models: dict[str, str], default: str) -> list[str]:
+    """One line per model: a ``*`` marks the default, names padded to the longest."""
+    width = max(map(len, models), default=0)
+    return [f"{'*' if name == default else ' '} {name:<{width}}  {desc}"
+            for name, desc in models.items()]
+
+
 @command(app, "models")
 def models_cmd(quiet: Quiet = False) -> None:
-    """List the model names `phrasekit.load` knows.
+    """List the model names `phrasekit.load` knows; * marks the default model.
 
     Example: phrasekit models
     """
-    for name, desc in available_models().items():
-        typer.echo(f"{name:<14} {desc}")
+    for line in format_models(available_models(), DEFAULT_MODEL):
+        typer.echo(line)
 
 
 @command(app, "quantize")
