@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -30,12 +31,14 @@ class BadInputError(Exception):
 
 def setup_logging(quiet: bool, verbose: bool = False) -> None:
     """Log level from --quiet/--verbose; third-party loggers and progress bars kept quiet."""
+    if quiet:  # read when huggingface_hub / transformers are imported, also in worker processes
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S", force=True)
     for noisy in ("transformers", "sentence_transformers", "urllib3", "filelock", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING if not verbose else logging.INFO)
-    try:  # the weights-loading bar of transformers is noise for a CLI user
+    try:  # transformers' weights-loading bar is noise for a CLI user (even if imported already)
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
