@@ -59,6 +59,37 @@ def test_models_lists_registry():
     assert res.exit_code == 0 and "minilm" in res.output and "glove-50d" in res.output
 
 
+def test_models_marks_the_default_and_aligns_descriptions():
+    from phrasekit.cli.models import format_models
+    from phrasekit.registry import DEFAULT_MODEL, available_models
+
+    lines = invoke("models").output.splitlines()
+    assert lines == format_models(available_models(), DEFAULT_MODEL)
+    assert [ln.split()[1] for ln in lines if ln.startswith("*")] == [DEFAULT_MODEL]
+    lines = format_models({"a": "short name", "a-much-longer-name": "long name"}, "a")
+    assert lines == ["* a                   short name", "  a-much-longer-name  long name"]
+
+
+def test_quiet_encode_prints_no_progress_bars(tmp_path):
+    """`python -m phrasekit encode -q` in a fresh process: no third-party bar on stderr."""
+    import os
+    import subprocess
+    import sys
+
+    import phrasekit
+
+    src = tmp_path / "p.txt"
+    src.write_text("heart attack\nprotein folding\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(phrasekit.__file__).parents[1])}
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+    proc = subprocess.run([sys.executable, "-m", "phrasekit", "encode", str(src), "--out",
+                           str(tmp_path / "v.npy"), "-m", "minilm", "-q"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Loading weights" not in proc.stderr and "it/s]" not in proc.stderr, proc.stderr
+    assert np.load(tmp_path / "v.npy").shape == (2, 384)
+
+
 def test_encode_writes_npy(tmp_path):
     src = tmp_path / "p.txt"
     src.write_text("heart attack\n\nmyocardial infarction\nprotein folding\n", encoding="utf-8")

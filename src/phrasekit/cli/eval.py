@@ -1,0 +1,45 @@
+"""The benchmark command: one table of models x tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from phrasekit.cli.common import Quiet, Verbose, command
+from phrasekit.eval.runner import format_table, run_benchmark
+
+app = typer.Typer()
+
+
+@command(app, "eval")
+def eval_cmd(
+    model: Annotated[list[str], typer.Option(
+        "--model", "-m", help="Model name; repeat for several rows.")],
+    tasks: Annotated[str | None, typer.Option(
+        help="Comma-separated tasks (default: all).")] = None,
+    quick: Annotated[bool, typer.Option(help="Small deterministic subset of every task.")] = False,
+    json_out: Annotated[Path | None, typer.Option(
+        "--json", help="Write all metrics as JSON.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
+    threads: Annotated[int | None, typer.Option(
+        help="torch threads for the run (default: torch's own).")] = None,
+    timings: Annotated[bool, typer.Option(help="Also print seconds per task.")] = True,
+    noise: Annotated[str | None, typer.Option(
+        help="Test-side noise for robustness: `typo` (seeded; bird and autofj only, the default "
+             "tasks then).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Run the phrase benchmark and print one table (rows: models, columns: tasks, avg7).
+
+    Example: phrasekit eval --model minilm --model minilm@bf16 --json runs/eval.json
+    Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
+    """
+    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    result = run_benchmark(model, tasks=task_list, data_dir=data_dir, quick=quick,
+                           json_path=json_out, show_progress=not quiet,
+                           num_threads=threads, noise=noise)
+    typer.echo(format_table(result, timings=timings))

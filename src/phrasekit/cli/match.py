@@ -1,0 +1,213 @@
+"""Matching commands: fuzzy join, entity index, nearest neighbours, sentence-pair scores."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command
+from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
+from phrasekit.io import atomic_write
+from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
+from phrasekit.registry import DEFAULT_MODEL, check_model_name, load
+from phrasekit.similarity.index import INDEX_KINDS
+from phrasekit.similarity.join import fuzzy_join, read_column, write_matches
+from phrasekit.similarity.retrieval import EntityIndex, read_names
+
+app = typer.Typer()
+index_app = typer.Typer(
+    help="Entity retrieval: a persisted top-k index over a dictionary of names.",
+    no_args_is_help=True)
+
+
+def _check_index_kind(index: str) -> None:
+    if index not in INDEX_KINDS:
+        raise BadInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, got {index!r}")
+
+
+@command(app, "neighbors")
+def neighbors_cmd(
+    query: Annotated[str, typer.Argument(help="The phrase whose nearest neighbours to list.")],
+    vocab: Annotated[Path, typer.Option(
+        "--vocab", help="Vocabulary: text file (one entry per line) or a PhraseVocabulary "
+                        "JSON(.gz) from `phrasekit phrases`.")],
+    k: Annotated[int, typer.Option("-k", help="Neighbours to list.")] = 10,
+    model: ModelOpt = DEFAULT_MODEL,
+    max_vocab: Annotated[int | None, typer.Option(
+        help="Use only the first N vocabulary entries (a JSON vocabulary is ranked by "
+             "document frequency).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Nearest neighbours of a phrase in a vocabulary by cosine (the phrase itself excluded).
+
+    Example: phrasekit neighbors "natural language processing" --vocab phrases.json.gz -k 10
+    """
+    if k < 1:
+        raise BadInputError(f"-k must be at least 1, got {k}")
+    if not query.strip():
+        raise BadInputError("the query is empty")
+    if max_vocab is not None and max_vocab < 1:
+        raise BadInputError(f"--max-vocab must be at least 1, got {max_vocab}")
+    check_model_name(model)
+    texts = read_vocabulary_file(vocab, max_entries=max_vocab)
+    hits = nearest_neighbors(load(model), query, texts, k=k, show_progress=not quiet)
+    typer.echo("rank\tneighbor\tcosine")
+    for rank, (text, score) in enumerate(hits, start=1):
+        typer.echo(f"{rank}\t{text}\t{score:.4f}")
+
+
+@command(app, "pairs")
+def pairs_cmd(
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
+    input: Annotated[Path, typer.Argument(
+        help="Tab-separated file: sentence A, sentence B per line (no header).")],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="TSV to write (A, B, score); default stdout.")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity.
+
+    Example: phrasekit pairs -m runs/subtst-mrpc pairs.tsv -o scored.tsv
+    """
+    if model_folder_format(model) != SUBTST_FORMAT:
+        raise BadInputError(f"{model} is not a SubTST model folder (train one with "
+                            "`phrasekit train subtst`)")
+    try:
+        with open(input, encoding="utf-8-sig", newline="") as fh:
+            rows = [r for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{input}: not valid UTF-8 ({exc})") from None
+    for i, r in enumerate(rows, start=1):
+        if len(r) < 2 or not r[0].strip() or not r[1].strip():
+            raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences")
+    encoder = load(model)
+    pairs = [(r[0], r[1]) for r in rows]
+    scores = encoder.predict(pairs, proba=True)
+    if encoder.config.kind == "classification":
+        scores = scores[:, 1]
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    for (a, b), s in zip(pairs, scores, strict=True):
+        writer.writerow([a, b, f"{float(s):.4f}"])
+    if output is None:
+        typer.echo(buf.getvalue(), nl=False)
+    else:
+        with atomic_write(output) as fh:
+            fh.write(buf.getvalue())
+        typer.echo(f"{len(pairs)} pairs scored -> {output}")
+
+
+@command(app, "join")
+def join_cmd(
+    left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],
+    right: Annotated[Path, typer.Argument(help="Right CSV whose rows are matched to left rows.")],
+    left_on: Annotated[str, typer.Option(help="Column of the left CSV to match on.")],
+    right_on: Annotated[str, typer.Option(help="Column of the right CSV to match on.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output CSV of matches.")],
+    model: ModelOpt = DEFAULT_MODEL,
+    k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
+    threshold: Annotated[float | None, typer.Option(
+        help="Drop candidates under this cosine.")] = None,
+    one_to_one: Annotated[bool, typer.Option(
+        help="Each left and right row in at most one match (greedy by score).")] = False,
+    skip_empty: Annotated[bool, typer.Option(
+        help="Skip rows whose join cell is empty instead of failing.")] = False,
+    index: Annotated[str, typer.Option(
+        help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right "
+             "rows).")] = "auto",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Fuzzy-join two CSV tables by embedding similarity of one column each.
+
+    Example: phrasekit join left.csv right.csv --left-on title --right-on title --out matches.csv
+    """
+    check_model_name(model)
+    _check_index_kind(index)
+    left_vals = read_column(left, left_on, skip_empty=skip_empty)
+    right_vals = read_column(right, right_on, skip_empty=skip_empty)
+    matches = fuzzy_join(left_vals, right_vals, load(model), k=k, threshold=threshold,
+                         one_to_one=one_to_one, show_progress=not quiet, index=index)
+    write_matches(out, matches)
+    typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows -> {out}")
+
+
+@command(index_app, "build")
+def index_build_cmd(
+    names_file: Annotated[Path, typer.Argument(
+        help="Names: .txt (one per line) or .csv/.tsv with a header row.")],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output folder (replaced if it holds an earlier index).")],
+    model: ModelOpt = DEFAULT_MODEL,
+    column: Annotated[str | None, typer.Option(
+        help="Name column of a .csv/.tsv (optional for one column).")] = None,
+    id_column: Annotated[str | None, typer.Option(
+        help="Id column of a .csv/.tsv (default: row number).")] = None,
+    index: Annotated[str, typer.Option(
+        help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 names).")] = "auto",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Embed a dictionary of names and save a searchable index folder.
+
+    Example: phrasekit index build entities.csv --column name --id-column id --out runs/entities
+    """
+    check_model_name(model)
+    _check_index_kind(index)
+    names, ids = read_names(names_file, column=column, id_column=id_column)
+    ent = EntityIndex.build(names, model, ids=ids, index=index, show_progress=not quiet)
+    ent.save(out)
+    typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}) -> {out}")
+
+
+@command(index_app, "query")
+def index_query_cmd(
+    directory: Annotated[Path, typer.Argument(help="Folder written by `phrasekit index build`.")],
+    texts: Annotated[list[str] | None, typer.Argument(help="Query texts.")] = None,
+    k: Annotated[int, typer.Option("-k", help="Results per query.")] = 5,
+    queries: Annotated[Path | None, typer.Option(
+        help="Queries file: .txt (one per line) or .csv/.tsv (with --column).")] = None,
+    column: Annotated[str | None, typer.Option(
+        help="Query column of a .csv/.tsv queries file.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
+                            "instead of printing.")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Top-k names for each query text (tab-separated on stdout, or CSV with --out).
+
+    Example: phrasekit index query runs/entities "new york city" "NYC" -k 3
+    """
+    if k < 1:
+        raise BadInputError(f"-k must be at least 1, got {k}")
+    items = list(texts or [])
+    if queries is not None:
+        items += read_names(queries, column=column)[0]
+    if not items:
+        raise BadInputError("give query texts or --queries FILE")
+    ent = EntityIndex.load(directory)
+    results = ent.query(items, k=k, show_progress=not quiet)
+    rows = [(i, q, rank, name, ident, f"{score:.6f}")
+            for i, (q, hits) in enumerate(zip(items, results, strict=True))
+            for rank, (name, ident, score) in enumerate(hits, start=1)]
+    header = ("query_row", "query", "rank", "name", "id", "score")
+    if out is None:
+        typer.echo("\t".join(header[1:]))
+        for row in rows:
+            typer.echo("\t".join(str(x) for x in row[1:]))
+        return
+    with atomic_write(out, newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+    typer.echo(f"{len(rows)} results for {len(items)} queries -> {out}")
+
+
+app.add_typer(index_app, name="index")

@@ -1,0 +1,80 @@
+"""Model commands: list the registry, quantise a model folder, encode phrases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.io import atomic_write
+from phrasekit.models.folders import quantize_model_folder
+from phrasekit.registry import DEFAULT_MODEL, available_models, load
+
+app = typer.Typer()
+
+
+def format_models(models: dict[str, str], default: str) -> list[str]:
+    """One line per model: a ``*`` marks the default, names padded to the longest."""
+    width = max(map(len, models), default=0)
+    return [f"{'*' if name == default else ' '} {name:<{width}}  {desc}"
+            for name, desc in models.items()]
+
+
+@command(app, "models")
+def models_cmd(quiet: Quiet = False) -> None:
+    """List the model names `phrasekit.load` knows; * marks the default model.
+
+    Example: phrasekit models
+    """
+    for line in format_models(available_models(), DEFAULT_MODEL):
+        typer.echo(line)
+
+
+@command(app, "quantize")
+def quantize_cmd(
+    model_dir: Annotated[Path, typer.Argument(
+        help="A PEARL, Phrase-BERT or UCTopic model folder (float16 backbone deltas).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the int8 copy.")],
+    quiet: Quiet = False,
+) -> None:
+    """Copy a fine-tuned model folder with its backbone deltas stored as int8 (half the size).
+
+    Example: phrasekit quantize runs/pearl/model --out runs/pearl/model-int8
+    """
+    sizes = quantize_model_folder(model_dir, out)
+    typer.echo(f"{model_dir} ({sizes['source_mb']} MB) -> {out} ({sizes['int8_mb']} MB)")
+
+
+@command(app, "encode")
+def encode_cmd(
+    input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output .npy file (float32, n x d).")],
+    model: ModelOpt = DEFAULT_MODEL,
+    batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
+    precision: Annotated[str, typer.Option(
+        help="fp32, bf16 or int8 (transformer models).")] = "fp32",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Embed phrases (one per line) and save an L2-normalised float32 matrix.
+
+    Example: phrasekit encode phrases.txt --out phrases.npy --model minilm
+    """
+    if not input_file.is_file():
+        raise BadInputError(f"input file not found: {input_file}")
+    try:
+        lines = input_file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{input_file}: not valid UTF-8 ({exc})") from exc
+    phrases = [ln.strip() for ln in lines if ln.strip()]
+    if not phrases:
+        raise BadInputError(f"{input_file}: no phrases (empty file)")
+    kwargs = {"precision": precision} if precision != "fp32" else {}
+    encoder = load(model, **kwargs)
+    vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)
+    with atomic_write(out, "wb") as fh:
+        np.save(fh, vecs)
+    logger.info("wrote %s: %d x %d", out, *vecs.shape)

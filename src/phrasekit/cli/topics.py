@@ -1,0 +1,294 @@
+"""Corpus commands: phrase extraction, topic mining, keyphrases, and the facet view of texts."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import torch
+import typer
+
+from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.datasets import resolve_corpus
+from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
+from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
+from phrasekit.io import atomic_write, read_corpus
+from phrasekit.phrases import PhraseExtractor
+from phrasekit.phrases.keyphrases import KeyphraseExtractor
+from phrasekit.registry import available_models, load
+from phrasekit.topics import format_timings, run_pntm, run_topics, run_uctopic
+from phrasekit.training.uctopic import LABEL_VIEWS
+
+app = typer.Typer()
+
+_CORPUS = "JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample`"
+CorpusArg = Annotated[str, typer.Argument(help=f"{_CORPUS}.")]
+TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
+METHODS = ("clusters", "pntm", "ccl")
+
+
+@command(app, "phrases")
+def phrases_cmd(
+    corpus: CorpusArg,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output JSON vocabulary (.json or .json.gz).")],
+    min_df: Annotated[int, typer.Option(
+        help="Keep phrases in at least this many documents.")] = 2,
+    max_phrases: Annotated[int | None, typer.Option(
+        help="Keep at most this many (most frequent).")] = None,
+    text_field: TextField = "text",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Extract noun chunks and named entities with counts, document frequencies and surface forms.
+
+    Example: phrasekit phrases sample --out phrases.json.gz --min-df 3
+    """
+    if min_df < 1:
+        raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
+    vocab = PhraseExtractor().extract(docs, show_progress=not quiet)
+    vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
+    vocab.to_json(out)
+    logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
+
+
+def check_topics_options(*, method: str, label_view: str, n_topics: int | None, k_min: int,
+                         k_max: int, min_df: int | None, sentences: int, grounding: float,
+                         ccl_steps: int, max_instances: int, out: Path) -> None:
+    """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
+    if method not in METHODS:
+        raise BadInputError(f"--method must be `clusters`, `pntm` or `ccl`, got {method!r}")
+    if ccl_steps < 0 or max_instances < 10:
+        raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
+    if label_view not in LABEL_VIEWS:
+        raise BadInputError(f"--label-view must be one of {', '.join(LABEL_VIEWS)}, "
+                            f"got {label_view!r}")
+    if k_min < 2 or k_max < k_min:
+        raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
+    if n_topics is not None and n_topics < 2:
+        raise BadInputError(f"-k must be at least 2, got {n_topics}")
+    if min_df is not None and min_df < 1:
+        raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+    if sentences < 0:
+        raise BadInputError(f"--sentences must be >= 0, got {sentences}")
+    if grounding < 0:
+        raise BadInputError(f"--grounding must be >= 0, got {grounding}")
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"--out {out} exists and is not a folder")
+
+
+def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
+                k_range: tuple[int, int], min_df: int | None, max_phrases: int | None,
+                phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
+                grounding: float, ccl_steps: int, max_instances: int, label_view: str,
+                common: dict[str, Any]) -> tuple[int, Any, dict[str, Path]]:
+    """Run one method with its defaults filled in: (number of topics, model, written paths)."""
+    common = {**common, "model": model or ("uctopic-minilm" if method == "ccl" else "minilm")}
+    if method == "pntm":
+        tm, paths = run_pntm(path, out, n_topics=n_topics or 50, min_df=min_df or 6,
+                             max_phrases=max_phrases or 75_000, phrase_cache=phrase_cache,
+                             cache_dir=cache_dir, n_sentences=sentences, grounding=grounding,
+                             **common)
+        return tm.n_topics, tm, paths
+    if method == "ccl":
+        tm, paths = run_uctopic(path, out, n_topics=n_topics, k_range=k_range,
+                                parse_cache=phrase_cache, ccl_steps=ccl_steps,
+                                max_instances=max_instances, label_view=label_view, **common)
+        return tm.n_topics_, tm, paths
+    tm, paths = run_topics(path, out, n_topics=n_topics, k_min=k_range[0], k_max=k_range[1],
+                           min_df=min_df or 5, max_phrases=max_phrases or 5000,
+                           phrase_cache=phrase_cache, **common)
+    return tm.n_topics_, tm, paths
+
+
+@command(app, "topics")
+def topics_cmd(
+    corpus: Annotated[str, typer.Argument(help=f"{_CORPUS} (bundled arXiv abstracts).")],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
+    method: Annotated[str, typer.Option(
+        help="`clusters` (phrase-embedding clusters, K by silhouette), `pntm` (Phrase-BERT's "
+             "neural topic model; UNTM with -m glove-50d) or `ccl` (UCTopic: noun-chunk "
+             "instances in context, CCL fine-tuning; -m also takes a span model folder from "
+             "`train uctopic`).")] = "clusters",
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm "
+                              "(clusters, pntm) or uctopic-minilm (ccl).")] = None,
+    n_topics: Annotated[int | None, typer.Option(
+        "-k", "--n-topics", help="Number of topics (clusters: default chosen by silhouette; "
+                                 "pntm: default 50).")] = None,
+    k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette (clusters).")] = 5,
+    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette (clusters).")] = 25,
+    min_df: Annotated[int | None, typer.Option(
+        help="Keep terms found in at least this many documents (default: clusters 5, "
+             "pntm 6).")] = None,
+    max_phrases: Annotated[int | None, typer.Option(
+        help="At most this many terms (clusters, default 5000) or phrases (pntm, default "
+             "75000), most frequent first.")] = None,
+    phrase_cache: Annotated[Path | None, typer.Option(
+        help="A .json.gz file to reuse extracted phrases between runs.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(
+        help="pntm: folder caching document and vocabulary embeddings between runs.")] = None,
+    sentences: Annotated[int, typer.Option(
+        help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
+    ccl_steps: Annotated[int, typer.Option(
+        help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's "
+             "space).")] = 150,
+    max_instances: Annotated[int, typer.Option(
+        help="ccl: at most this many phrase instances encoded and fine-tuned on.")] = 30_000,
+    label_view: Annotated[str, typer.Option(
+        help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the paper), context "
+             "(mention masked) or both.")] = "span",
+    grounding: Annotated[float, typer.Option(
+        help="pntm: also rank a topic's terms by how often its documents contain them (0: "
+             "nearest terms only, as in the paper; the default was chosen on the bundled "
+             "sample corpus).")] = 0.1,
+    text_field: TextField = "text",
+    seed: Annotated[int, typer.Option(
+        help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
+    report: Annotated[bool, typer.Option(
+        "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
+                                     "topic overview, 2-D map of terms).")] = True,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Mine topics described by words and phrases; writes topics.json, topics.md and report.html.
+
+    Examples: phrasekit topics sample --out runs/demo
+              phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
+              phrasekit topics reviews.jsonl --method ccl --out runs/ccl
+    """
+    check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
+                         k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
+                         ccl_steps=ccl_steps, max_instances=max_instances, out=out)
+    path = resolve_corpus(corpus)
+    if not path.exists():
+        raise BadInputError(f"corpus not found: {corpus}")
+    common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report}
+    t0 = time.perf_counter()
+    k, tm, paths = mine_topics(
+        method, path, out, model=model, n_topics=n_topics, k_range=(k_min, k_max), min_df=min_df,
+        max_phrases=max_phrases, phrase_cache=phrase_cache, cache_dir=cache_dir,
+        sentences=sentences, grounding=grounding, ccl_steps=ccl_steps,
+        max_instances=max_instances, label_view=label_view, common=common)
+    secs = time.perf_counter() - t0
+    shown = paths.get("report", paths["markdown"])
+    typer.echo(f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> {shown}")
+
+
+@command(app, "keyphrases")
+def keyphrases_cmd(
+    corpus: CorpusArg,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Output JSONL file (one {id, keyphrases: [{phrase, score}]} per "
+                            "document); default: stdout.")] = None,
+    top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
+    model: ModelOpt = "minilm",
+    diversity: Annotated[float | None, typer.Option(
+        help="MMR diversity in [0, 1] (0: plain ranking; default: the dev-tuned value).")] = None,
+    candidates: Annotated[str | None, typer.Option(
+        help="Candidate spans: noun_chunks, pos (adjective/noun runs) or both (default: the "
+             "dev-tuned kind).")] = None,
+    text_field: TextField = "text",
+    split: Annotated[str | None, typer.Option(
+        help="Only documents whose `split` field equals this (e.g. `dev` for Inspec).")] = None,
+    gold_field: Annotated[str | None, typer.Option(
+        help="Score against this field's gold keyphrases (e.g. `keyphrases` for Inspec): "
+             "P/R/F1 at 5 and 10, stemmed exact match.")] = None,
+    threads: Annotated[int | None, typer.Option(
+        help="torch threads (default: torch's own).")] = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Keyphrases per document: noun phrases ranked by embedding similarity to the document.
+
+    Example: phrasekit keyphrases sample --out keyphrases.jsonl -n 10
+    Inspec dev score: phrasekit keyphrases ../shared/corpora/inspec --split dev \\
+                        --gold-field keyphrases --out dev.jsonl
+    """
+    if threads is not None:
+        if threads < 1:
+            raise BadInputError(f"--threads must be at least 1, got {threads}")
+        torch.set_num_threads(threads)
+    options: dict[str, Any] = {"encoder": model, "top_n": top_n}
+    if diversity is not None:
+        options["diversity"] = diversity
+    if candidates is not None:
+        options["candidates"] = candidates
+    extractor = KeyphraseExtractor(**options)  # validates before the corpus is read
+    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
+    if split is not None:
+        present = sorted({str(d.meta.get("split")) for d in docs})
+        docs = [d for d in docs if d.meta.get("split") == split]
+        if not docs:
+            raise BadInputError(f"no document has split {split!r} (splits present: "
+                                f"{', '.join(present)})")
+    for d in docs:
+        if not d.text.strip():
+            raise BadInputError(f"document {d.id!r} has an empty {text_field!r}")
+    golds = gold_of(docs, gold_field) if gold_field is not None else None
+    if golds is not None:  # score at 5 and 10 even when fewer are written
+        extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))
+    t0 = time.perf_counter()
+    results = extractor.extract(docs, show_progress=not quiet)
+    secs = time.perf_counter() - t0
+    lines = [json.dumps({"id": d.id, "keyphrases": [{"phrase": p, "score": round(s, 6)}
+                                                      for p, s in r[:top_n]]},
+                        ensure_ascii=False) for d, r in zip(docs, results, strict=True)]
+    if out is None:
+        typer.echo("\n".join(lines))
+    else:
+        with atomic_write(out) as fh:
+            fh.write("".join(line + "\n" for line in lines))
+        typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
+    if golds is not None:
+        metrics = score_keyphrases([[p for p, _ in r] for r in results], golds)
+        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=out is None)
+
+
+@command(app, "facets")
+def facets_cmd(
+    texts: Annotated[list[str], typer.Argument(help="One or more phrases or sentences.")],
+    k: Annotated[int, typer.Option(
+        "-k", help="Facets K: picks the packaged model facets-phrase-kK (or "
+                   "facets-sentence-kK with --sentence) when --model is not given.")] = 3,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="A facet model folder (from `train facets`) or registered "
+                              "name.")] = None,
+    sentence: Annotated[bool, typer.Option(
+        "--sentence", help="Use the sentence-level model (the default is the phrase "
+                           "model).")] = False,
+    n: Annotated[int, typer.Option("-n", help="Nearest words listed per facet.")] = 5,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print JSON instead of the table.")] = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Print each facet's nearest words with cosines for texts: what each facet stands for.
+
+    Example: phrasekit facets "real property" -k 3
+             phrasekit facets "the central bank raised interest rates" --sentence -k 10
+    """
+    if n < 1:
+        raise BadInputError(f"-n must be at least 1, got {n}")
+    if any(not t.strip() for t in texts):
+        raise BadInputError("empty text given")
+    name = model or f"facets-{'sentence' if sentence else 'phrase'}-k{k}"
+    if model is None and name not in available_models():
+        raise BadInputError(f"no packaged facet model {name!r}; train one with "
+                            f"`phrasekit train facets` and pass --model DIR")
+    enc = load(name)
+    if not isinstance(enc, FacetEncoder):
+        raise BadInputError(f"{name} is not a facet model")
+    tables = [enc.describe(t, n=n) for t in texts]
+    if as_json:
+        typer.echo(json.dumps([{"text": t, "facets": [[{"word": w, "cosine": round(c, 4)}
+                                                      for w, c in row] for row in table]}
+                               for t, table in zip(texts, tables, strict=True)],
+                              ensure_ascii=False, indent=2))
+    else:
+        typer.echo("\n\n".join(format_facet_table(t, table)
+                                for t, table in zip(texts, tables, strict=True)))
