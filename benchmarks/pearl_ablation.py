@@ -49,7 +49,8 @@ def main() -> None:
     from phrasekit.encoders.pearl import PearlEncoder
     from phrasekit.eval.runner import run_benchmark
     from phrasekit.io import write_json
-    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

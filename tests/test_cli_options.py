@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from phrasekit.cli import app, train, train_options
 from phrasekit.cli.options import ConfigOptions, with_config
 from phrasekit.training.facets import FacetTrainingConfig
-from phrasekit.training.pearl import PearlTrainingConfig
+from phrasekit.training.pearl_config import PearlTrainingConfig
 from phrasekit.training.phrase_bert import PhraseBertTrainingConfig
 from phrasekit.training.uctopic import UCTopicConfig
 

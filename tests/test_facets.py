@@ -43,10 +43,8 @@ from phrasekit.training.facets_data import (
     FacetDataset,
     build_facet_dataset,
     corpus_specs,
-    phrase_examples,
-    sentence_examples,
-    split_sentences,
 )
+from phrasekit.training.facets_examples import phrase_examples, sentence_examples, split_sentences
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -148,7 +148,8 @@ def _assert_same_checkpoint(a: Path, b: Path) -> None:
 
 
 def test_training_resumes_to_the_same_model(tmp_path):
-    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     _tiny_dataset(tmp_path / "data")
 
@@ -179,7 +180,8 @@ def test_training_resumes_to_the_same_model(tmp_path):
 
 def test_training_with_memory_resumes_to_the_same_model(tmp_path):
     """The negatives memory is part of the checkpoint, so a resumed run matches a straight one."""
-    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     _tiny_dataset(tmp_path / "data")
 
@@ -204,7 +206,7 @@ def test_training_with_memory_resumes_to_the_same_model(tmp_path):
 
 
 def test_training_validates_before_work(tmp_path):
-    from phrasekit.training.pearl import PearlTrainingConfig
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     with pytest.raises(FileNotFoundError, match="build the dataset"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "o")).validate()
@@ -216,7 +218,9 @@ def test_training_validates_before_work(tmp_path):
 
 
 def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
-    from phrasekit.training.pearl import PearlTrainingConfig, reaverage_pearl, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_averaging import reaverage_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     _tiny_dataset(tmp_path / "data")
 
@@ -243,7 +247,9 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
 
 
 def test_soup_of_runs_that_differ_in_data_seed(tmp_path):
-    from phrasekit.training.pearl import PearlTrainingConfig, recover_finetuned_pearl, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_averaging import recover_finetuned_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
     from phrasekit.training.soup import soup_models
 
     _tiny_dataset(tmp_path / "data")
@@ -312,7 +318,8 @@ def test_char_mimicry_pulls_the_char_encoder_towards_the_backbone(tmp_path):
 
 
 def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path, monkeypatch):
-    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     _tiny_dataset(tmp_path / "data")
 
@@ -374,7 +381,8 @@ def test_similarity_preservation_loss_is_zero_only_for_the_same_geometry():
 
 
 def test_preservation_keeps_the_trained_model_near_the_backbone_geometry(tmp_path):
-    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     phrases = _tiny_phrases(tmp_path)[:40]  # also writes the dataset
 
@@ -415,7 +423,8 @@ def test_length_covariance_counts_only_length_information_beyond_the_reference()
 
 
 def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
-    from phrasekit.training.pearl import PearlTrainingConfig, train_pearl
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig
 
     _tiny_dataset(tmp_path / "data")
     cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "r"),

@@ -18,8 +18,9 @@ from phrasekit.cli import app
 from phrasekit.encoders.phrase_bert import FORMAT as PHRASE_BERT_FORMAT
 from phrasekit.encoders.phrase_bert import load_phrase_bert
 from phrasekit.models.folders import model_folder_format
+from phrasekit.training.data_sources import normalize
+from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
 from phrasekit.training.losses import TripletLoss
-from phrasekit.training.pearl_data import BenchmarkStringFilter, collect_test_strings, normalize
 from phrasekit.training.phrase_bert import (
     PhraseBertTask,
     PhraseBertTrainingConfig,
@@ -27,19 +28,23 @@ from phrasekit.training.phrase_bert import (
     load_triplets,
     train_phrase_bert,
 )
+from phrasekit.training.phrase_bert_contexts import (
+    build_context_triplets,
+    masked_window,
+    vocabulary_occurrences,
+)
 from phrasekit.training.phrase_bert_data import (
     CONTEXT_FILE,
     PARAPHRASE_FILE,
-    build_context_triplets,
     build_phrase_bert_dataset,
+    read_triplets,
+)
+from phrasekit.training.phrase_bert_paraphrases import labelled_ppdb_triplets
+from phrasekit.training.phrase_bert_words import (
     content_word,
     content_words,
     corrupt_phrase,
-    labelled_ppdb_triplets,
     lexically_disjoint,
-    masked_window,
-    read_triplets,
-    vocabulary_occurrences,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -79,8 +84,8 @@ def test_lexical_diversity_rules():
 
 
 def test_binomials_are_recognised_and_dropped():
-    from phrasekit.training.pearl_data import Synset
-    from phrasekit.training.phrase_bert_data import is_binomial, without_binomials
+    from phrasekit.training.data_sources import Synset
+    from phrasekit.training.phrase_bert_paraphrases import is_binomial, without_binomials
 
     assert is_binomial("Ursus horribilis", "noun.animal")
     assert not is_binomial("grizzly bear", "noun.animal")
@@ -209,8 +214,8 @@ def test_test_strings_are_removed_and_counted(dataset, tokenizer):
 
 
 def test_labelled_ppdb_triplets_use_judged_train_pairs_only():
-    from phrasekit.training.pearl_data import read_ppdb
-    from phrasekit.training.pearl_data import strip_outer_punct as strip
+    from phrasekit.training.data_sources import read_ppdb
+    from phrasekit.training.data_sources import strip_outer_punct as strip
 
     data = PEARL / "data"
     judged = {name: {(strip(a), strip(b), y)

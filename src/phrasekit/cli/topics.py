@@ -19,7 +19,7 @@ from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.registry import available_models, load
 from phrasekit.topics import format_timings, run_pntm, run_topics, run_uctopic
-from phrasekit.training.uctopic import LABEL_VIEWS
+from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
 

@@ -22,7 +22,9 @@ from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
 from phrasekit.training.facets import FacetTrainingConfig, train_facets
 from phrasekit.training.facets_data import FacetDataConfig, build_facet_dataset, corpus_specs
-from phrasekit.training.pearl import PearlTrainingConfig, reaverage_pearl, train_pearl
+from phrasekit.training.pearl import train_pearl
+from phrasekit.training.pearl_averaging import reaverage_pearl
+from phrasekit.training.pearl_config import PearlTrainingConfig
 from phrasekit.training.pearl_data import build_pearl_dataset
 from phrasekit.training.phrase_bert import PhraseBertTrainingConfig, train_phrase_bert
 from phrasekit.training.phrase_bert_data import (

@@ -11,7 +11,7 @@ from phrasekit.cli.options import ConfigOptions
 from phrasekit.encoders.subtst import SubTSTConfig
 from phrasekit.training.facets import FacetTrainingConfig
 from phrasekit.training.facets_data import FacetDataConfig
-from phrasekit.training.pearl import PearlTrainingConfig
+from phrasekit.training.pearl_config import PearlTrainingConfig
 from phrasekit.training.phrase_bert import PhraseBertTrainingConfig
 from phrasekit.training.phrase_bert_data import build_phrase_bert_dataset
 from phrasekit.training.subtst import SubTSTTrainingConfig

@@ -68,7 +68,7 @@ from phrasekit.training.facets_examples import (
     split_sentences,
 )
 
-__all__ = [  # the builder, and the example functions that callers import from here
+__all__ = [
     "DEFAULT_CORPORA",
     "REFUSED_CORPORA",
     "CorpusSpec",
@@ -78,9 +78,6 @@ __all__ = [  # the builder, and the example functions that callers import from h
     "corpus_phrases",
     "corpus_specs",
     "eval_sentence_keys",
-    "phrase_examples",
-    "sentence_examples",
-    "split_sentences",
 ]
 
 logger = logging.getLogger(__name__)

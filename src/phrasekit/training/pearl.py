@@ -51,20 +51,17 @@ from phrasekit.training.losses import (
     TypeClassificationLoss,
 )
 from phrasekit.training.pearl_averaging import (
-    averaged_initial_weights,
-    averaging_groups,
     finish_pearl,
     pearl_dev_dir,
-    reaverage_pearl,
-    recover_finetuned_pearl,
-    soup_pearl,
 )
-from phrasekit.training.pearl_config import DATA_FILES, PearlTrainingConfig, build_model
+from phrasekit.training.pearl_config import PearlTrainingConfig, build_model
 from phrasekit.training.trainer import Trainer
 
-__all__ = ["DATA_FILES", "PearlData", "PearlTask", "PearlTrainingConfig",
-           "averaged_initial_weights", "averaging_groups", "build_model", "finish_pearl",
-           "reaverage_pearl", "recover_finetuned_pearl", "soup_pearl", "train_pearl"]
+__all__ = [
+    "PearlData",
+    "PearlTask",
+    "train_pearl",
+]
 
 logger = logging.getLogger(__name__)
 

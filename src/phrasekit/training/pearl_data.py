@@ -90,17 +90,11 @@ from phrasekit.training.mining import (
 )
 from phrasekit.training.word_synonyms import build_word_synonyms
 
-__all__ = [  # the builder, and the step-module names that callers import from here
+__all__ = [
     "ALL_SOURCES",
     "DEFAULT_MAX_WORDS",
     "OUTPUT_FILES",
-    "BenchmarkStringFilter",
-    "Synset",
     "build_pearl_dataset",
-    "collect_test_strings",
-    "normalize",
-    "read_ppdb",
-    "strip_outer_punct",
 ]
 
 logger = logging.getLogger(__name__)

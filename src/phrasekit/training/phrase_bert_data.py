@@ -71,25 +71,17 @@ from phrasekit.training.phrase_bert_contexts import (
     build_context_triplets,
     context_occurrences,
     load_phrase_vocabs,
-    masked_window,
-    vocabulary_occurrences,
 )
 from phrasekit.training.phrase_bert_paraphrases import (
     build_paraphrase_triplets,
-    is_binomial,
     labelled_ppdb_triplets,
     paraphrase_pairs,
-    without_binomials,
 )
 from phrasekit.training.phrase_bert_words import (
-    content_word,
-    content_words,
-    corrupt_phrase,
-    lexically_disjoint,
     word_vocabulary,
 )
 
-__all__ = [  # the builder, and the step-module names that callers import from here
+__all__ = [
     "CONTEXT_FILE",
     "DEFAULT_CONTEXT_CORPORA",
     "DEFAULT_MAX_CONTEXT",
@@ -99,18 +91,8 @@ __all__ = [  # the builder, and the step-module names that callers import from h
     "OUTPUT_FILES",
     "PARAPHRASE_FILE",
     "PARAPHRASE_SOURCES",
-    "build_context_triplets",
     "build_phrase_bert_dataset",
-    "content_word",
-    "content_words",
-    "corrupt_phrase",
-    "is_binomial",
-    "labelled_ppdb_triplets",
-    "lexically_disjoint",
-    "masked_window",
     "read_triplets",
-    "vocabulary_occurrences",
-    "without_binomials",
 ]
 
 logger = logging.getLogger(__name__)

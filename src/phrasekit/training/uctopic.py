@@ -18,7 +18,7 @@ The span encoder is saved to ``out_dir/model`` (:class:`~phrasekit.encoders.span
 folder) with ``out_dir/report.json``.
 
 Cluster-assisted contrastive learning (CCL, §3.2) is in
-:mod:`phrasekit.training.uctopic_ccl`; its public names are importable from here as well.
+:mod:`phrasekit.training.uctopic_ccl`.
 """
 
 from __future__ import annotations
@@ -42,31 +42,25 @@ from phrasekit.registry import load_span
 from phrasekit.training.config import budget_checks, portable_settings, raise_failed
 from phrasekit.training.losses import InfoNCELoss
 from phrasekit.training.trainer import Trainer, TrainResult
-from phrasekit.training.uctopic_ccl import (
-    LABEL_VIEWS,
-    CCLConfig,
-    CCLResult,
-    PseudoLabels,
-    assign_topics,
-    ccl_finetune,
-    label_view_embeddings,
-    pseudo_label,
-)
 from phrasekit.training.uctopic_common import (
     Item,
     freeze_word_embeddings,
     in_batch_loss,
     make_optimizer,
     masked_modes,
-    mention_key,
 )
 from phrasekit.training.uctopic_data import PairData, load_pair_data
 
-__all__ = [  # pre-training, and the CCL names re-exported from uctopic_ccl
-    "LABEL_VIEWS", "MODEL_DIR", "REPORT", "BatchSchedule", "CCLConfig", "CCLResult",
-    "PretrainTask", "PseudoLabels", "UCTopicConfig", "assign_topics", "ccl_finetune",
-    "distinct_mention_batches", "label_view_embeddings", "mention_key", "pretrain_step",
-    "pseudo_label", "train_uctopic", "warmup_constant",
+__all__ = [
+    "MODEL_DIR",
+    "REPORT",
+    "BatchSchedule",
+    "PretrainTask",
+    "UCTopicConfig",
+    "distinct_mention_batches",
+    "pretrain_step",
+    "train_uctopic",
+    "warmup_constant",
 ]
 
 logger = logging.getLogger(__name__)
