@@ -34,12 +34,13 @@ import json
 import logging
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from rapidfuzz.distance import LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
@@ -73,32 +74,14 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def lcs_length(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the longest common subsequence of two sequences (O(len(a) * len(b)) DP)."""
-    if not a or not b:
-        return 0
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, start=1):
-            cur[j] = prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1])
-        prev = cur
-    return prev[-1]
+def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """Length of the longest common subsequence of two strings or token lists."""
+    return LCSseq.similarity(a, b)
 
 
 def levenshtein(a: str, b: str) -> int:
     """Character edit distance between ``a`` and ``b`` (unit-cost insert, delete, substitute)."""
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return len(a)
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, start=1):
-        cur = [i] + [0] * len(b)
-        for j, y in enumerate(b, start=1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
-        prev = cur
-    return prev[-1]
+    return Levenshtein.distance(a, b)
 
 
 def new_unigram_share(source: str, neighbor: str) -> float:
