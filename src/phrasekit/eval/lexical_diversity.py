@@ -37,18 +37,17 @@ import re
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.io import Document
+from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
+from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.similarity.index import VectorIndex
-
-if TYPE_CHECKING:
-    from phrasekit.io import Document
-    from phrasekit.phrases import PhraseVocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -277,8 +276,6 @@ def build_vocabulary(
     entities) in its rank order, filling the rest.
     Phrase-BERT's vocabulary is built the same way (word types + most frequent phrases).
     """
-    from phrasekit.phrases import frequent_ngrams
-
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
     if not 0.0 <= word_share <= 1.0:
@@ -330,8 +327,6 @@ def corpus_vocabulary(
     show_progress: bool = False,
 ) -> list[str]:
     """``build_vocabulary`` on a corpus, its phrases extracted by spaCy (or read from ``cache``)."""
-    from phrasekit.phrases.extract import load_or_extract_vocabulary
-
     phrase_vocab = load_or_extract_vocabulary(list(docs), cache, show_progress=show_progress)
     return build_vocabulary(docs, phrase_vocab, size=size, word_share=word_share,
                             min_count=min_count)
@@ -344,8 +339,6 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
     Entries equal after ``normalize_text`` are kept once (the first); ``max_entries`` keeps the
     first that many.
     """
-    from phrasekit.phrases import PhraseVocabulary
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"vocabulary file not found: {path}")

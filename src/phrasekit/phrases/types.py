@@ -17,6 +17,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from phrasekit.phrases.extract import load_spacy
+
 logger = logging.getLogger(__name__)
 
 LEXICAL_CLASSES: tuple[str, ...] = ("NP", "VP", "PP", "ADJP", "ADVP")
@@ -173,8 +175,6 @@ def analyse_phrases(
         if not isinstance(t, str) or not t.strip():
             raise ValueError(f"texts[{i}] is not a non-empty string: {t!r:.60}")
     if nlp is None:
-        from phrasekit.phrases.extract import load_spacy
-
         nlp = load_spacy()
     out: list[tuple[str, str]] = []
     stream = nlp.pipe(items, batch_size=batch_size)

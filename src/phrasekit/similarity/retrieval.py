@@ -31,7 +31,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
-from phrasekit.registry import DEFAULT_MODEL
+from phrasekit.registry import DEFAULT_MODEL, load
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
     ANNIndex,
@@ -175,8 +175,6 @@ def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str]
 
 def _model_spec(encoder: Encoder | str) -> tuple[Encoder, str]:
     """The encoder and the name to record for re-loading it (folders as absolute paths)."""
-    from phrasekit.registry import load
-
     if isinstance(encoder, Encoder):
         return encoder, str(encoder.name)
     if not isinstance(encoder, str | Path):
@@ -363,8 +361,6 @@ class EntityIndex:
             raise EntityIndexError(f"{directory / CONFIG}: unknown index_kind {kind!r}")
         model = str(config["model"])
         if encoder is None:
-            from phrasekit.registry import load
-
             try:
                 enc = load(model)
             except ValueError as exc:

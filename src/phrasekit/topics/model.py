@@ -56,8 +56,10 @@ from sklearn.metrics import silhouette_score
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
+from phrasekit.registry import as_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -177,13 +179,6 @@ class PhraseTopicModel(BaseEstimator):
                 f"extractor must be a PhraseExtractor, got {type(self.extractor).__name__}"
             )
 
-    def _load_encoder(self) -> Encoder:
-        if isinstance(self.encoder, Encoder):
-            return self.encoder
-        from phrasekit.registry import load
-
-        return load(self.encoder)
-
     @property
     def encoder_name(self) -> str:
         enc = getattr(self, "encoder_", None) or self.encoder
@@ -216,7 +211,7 @@ class PhraseTopicModel(BaseEstimator):
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
                 f"than the {len(doc_ids)} given; re-extract it or pass the same corpus"
             )
-        encoder = self._load_encoder()  # an unknown model name fails before spaCy runs
+        encoder = as_encoder(self.encoder)  # an unknown model name fails before spaCy runs
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
@@ -368,10 +363,7 @@ class PhraseTopicModel(BaseEstimator):
         labels = np.where(member, remap[np.maximum(labels, 0)], -1)
         counts, mass = counts[:, order], mass[:, order]
 
-        centres = np.zeros((k, V.shape[1]), dtype=np.float32)
-        for t in range(k):
-            c = V[labels == t].mean(axis=0)
-            centres[t] = c / max(float(np.linalg.norm(c)), 1e-12)
+        centres = l2_normalize(np.stack([V[labels == t].mean(axis=0) for t in range(k)]))
         cos = np.einsum("ij,ij->i", V, centres[np.maximum(labels, 0)])
         df = np.asarray(vocab.doc_freq, dtype=np.float64)
         scores = np.where(member, cos * np.log1p(df), 0.0)
@@ -488,10 +480,6 @@ def doc_term_weights(vocab: PhraseVocabulary) -> sp.csr_matrix:
     return (C @ sp.diags(idf)).tocsr()
 
 
-def _unit_rows(a: np.ndarray) -> np.ndarray:
-    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-
-
 def contextualise(
     X: np.ndarray, W: sp.csr_matrix, context_weight: float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -507,7 +495,7 @@ def contextualise(
         context vector (the weighted mean of its documents' centred vectors): near 0 for terms
         spread evenly over the corpus, larger for terms whose documents share a subject.
     """
-    D = _unit_rows(np.asarray(W @ X, dtype=np.float64))
+    D = l2_normalize(W @ X, np.float64)
     has_terms = np.asarray(W.sum(axis=1)).ravel() > 0
     if has_terms.any():
         D[has_terms] -= D[has_terms].mean(axis=0)
@@ -517,8 +505,8 @@ def contextualise(
     specificity = np.linalg.norm(context, axis=1)
     if context_weight <= 0:
         return X.astype(np.float32, copy=True), specificity
-    mixed = (1.0 - context_weight) * X + context_weight * _unit_rows(context)
-    return _unit_rows(mixed).astype(np.float32), specificity
+    mixed = (1.0 - context_weight) * X + context_weight * l2_normalize(context, np.float64)
+    return l2_normalize(mixed, np.float64).astype(np.float32), specificity
 
 
 def json_params(model: PhraseTopicModel) -> dict[str, Any]:

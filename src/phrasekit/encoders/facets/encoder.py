@@ -27,6 +27,7 @@ from phrasekit.encoders.base import Encoder, validate_texts
 from phrasekit.encoders.facets import scores
 from phrasekit.encoders.facets.model import FacetModel, FacetOutput, load_facet_model, make_batch
 from phrasekit.encoders.facets.words import WordSpace
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.text import tokenize
 
 logger = logging.getLogger(__name__)
@@ -184,7 +185,7 @@ class FacetEncoder(Encoder):
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         table = self.word_space.unit[: vocab_limit or len(self.word_space)]
-        sims = scores.unit_rows(vecs) @ table.T
+        sims = l2_normalize(vecs) @ table.T
         top = np.argsort(-sims, axis=1)[:, :n]
         words = self.word_space.words
         return [[(words[j], float(sims[r, j])) for j in row] for r, row in enumerate(top)]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
@@ -51,8 +52,7 @@ class WordSpace:
         self.name = name
         self.words = list(words)
         self.vectors = vectors
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        self.unit = vectors / np.maximum(norms, 1e-12)
+        self.unit = l2_normalize(vectors)
         self.index = {w: i for i, w in enumerate(self.words)}
         self._stops = stop_words()
         self._fingerprint: str | None = None
