@@ -19,7 +19,7 @@ import csv
 import logging
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -172,11 +172,6 @@ def std_percent(values: np.ndarray) -> float:
     """Sample standard deviation (ddof=1) of fractions, in percent; 0.0 for a single value."""
     values = np.asarray(values, dtype=np.float64)
     return percent(values.std(ddof=1)) if len(values) > 1 else 0.0
-
-
-def drop_empty(strings: Iterable[str]) -> list[bool]:
-    """Mask of the items that can be embedded (non-empty after stripping)."""
-    return [bool(s and s.strip()) for s in strings]
 
 
 class Task(ABC):

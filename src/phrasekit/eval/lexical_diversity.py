@@ -46,7 +46,6 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.base import Encoder, validate_texts
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
-from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.similarity.index import VectorIndex
 
 logger = logging.getLogger(__name__)
@@ -316,20 +315,6 @@ def sample_sources(
         logger.warning("only %d multi-word candidates; using all of them as sources", len(pool))
         n = len(pool)
     return random.Random(seed).sample(pool, n)
-
-
-def corpus_vocabulary(
-    docs: Sequence[Document],
-    cache: str | Path | None = None,
-    size: int = 20_000,
-    word_share: float = 0.4,
-    min_count: int = 5,
-    show_progress: bool = False,
-) -> list[str]:
-    """``build_vocabulary`` on a corpus, its phrases extracted by spaCy (or read from ``cache``)."""
-    phrase_vocab = load_or_extract_vocabulary(list(docs), cache, show_progress=show_progress)
-    return build_vocabulary(docs, phrase_vocab, size=size, word_share=word_share,
-                            min_count=min_count)
 
 
 def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> list[str]:

@@ -58,13 +58,6 @@ def type_index(label: str) -> int:
         ) from None
 
 
-def make_type(lex: str, ent: str) -> str:
-    """Join a lexical class and an entity type into a label, validating both."""
-    label = f"{lex}-{ent}"
-    type_index(label)
-    return label
-
-
 def _as_span(span_or_doc: Any) -> Any:
     """A spaCy ``Span`` over the whole ``Doc`` (spans are returned unchanged)."""
     if hasattr(span_or_doc, "doc") and span_or_doc.doc is not span_or_doc:
@@ -156,12 +149,6 @@ def entity_type(span_or_doc: Any) -> str:
     if (holds_head and share >= MIN_HEAD_COVERAGE) or share > MIN_COVERAGE:
         return best.label_
     return "OTHER"
-
-
-
-def phrase_type(span_or_doc: Any) -> str:
-    """The ``LEX-ENT`` label of one parsed phrase (or of a span inside a parsed text)."""
-    return f"{lexical_class(span_or_doc)}-{entity_type(span_or_doc)}"
 
 
 def analyse_phrases(

@@ -262,19 +262,6 @@ class EntityIndex:
                     search_index.describe())
         return cls(names, ids, vectors, search_index, enc, model)
 
-    @classmethod
-    def from_file(
-        cls,
-        path: str | Path,
-        encoder: Encoder | str = DEFAULT_MODEL,
-        column: str | None = None,
-        id_column: str | None = None,
-        **kwargs: Any,
-    ) -> EntityIndex:
-        """``build`` from a names file (see ``read_names``); extra kwargs go to ``build``."""
-        names, ids = read_names(path, column=column, id_column=id_column)
-        return cls.build(names, encoder, ids=ids, **kwargs)
-
     def query(
         self, texts: str | Sequence[str], k: int = 5, show_progress: bool = False
     ) -> list[list[Hit]]:
