@@ -293,7 +293,7 @@ def test_unknown_task_is_rejected_before_any_model_loads(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(phrasekit, "load", boom)
+    monkeypatch.setattr(phrasekit.registry, "load", boom)
     with pytest.raises(ValueError, match="known tasks: bird, turney"):
         run_benchmark(["minilm"], tasks=["bird", "no-such-task"], data_dir=FIX)
     with pytest.raises(ValueError, match="known tasks"):
@@ -448,7 +448,7 @@ def test_noise_with_unsupported_task_is_rejected_before_loading(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(phrasekit, "load", boom)
+    monkeypatch.setattr(phrasekit.registry, "load", boom)
     with pytest.raises(ValueError, match="tasks with noise support: bird, autofj"):
         run_benchmark(["minilm"], tasks="bird,turney", data_dir=FIX, noise="typo")
     with pytest.raises(ValueError, match="unknown noise"):

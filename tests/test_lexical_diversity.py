@@ -29,7 +29,9 @@ VOCAB = ["king", "queen", "banana", "apple", "car", "truck", "Natural  Language 
 @pytest.mark.parametrize(
     ("a", "b", "dist"),
     [("kitten", "sitting", 3), ("flaw", "lawn", 2), ("", "abc", 3), ("abc", "", 3),
-     ("same", "same", 0), ("interest rates", "interest rate", 1), ("ab", "ba", 2)],
+     ("same", "same", 0), ("interest rates", "interest rate", 1), ("ab", "ba", 2),
+     ("", "", 0), ("café", "cafe", 1), ("日本語", "日本", 1), ("🙂 ok", "ok", 2),
+     ("e\u0301", "é", 2), ("Zürich", "zurich", 2)],
 )
 def test_levenshtein_hand_checked(a: str, b: str, dist: int) -> None:
     assert levenshtein(a, b) == dist
@@ -41,6 +43,10 @@ def test_lcs_length_hand_checked() -> None:
     assert lcs_length(["bank", "of", "england"], ["the", "bank", "of", "england"]) == 3
     assert lcs_length(["a", "b"], ["b", "a"]) == 1
     assert lcs_length([], ["x"]) == 0
+    assert lcs_length("", "") == 0 and lcs_length("abc", "") == 0
+    assert lcs_length("日本語", "本語日") == 2
+    assert lcs_length("🙂a🙂", "a🙂") == 2
+    assert lcs_length(["zürich", "bank"], ["bank", "of", "zürich"]) == 1
 
 
 def test_tokenize_keeps_inner_punctuation_and_lowercases() -> None:

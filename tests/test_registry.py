@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import re
+import struct
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -58,3 +63,23 @@ def test_packaged_phrase_bert_loads_offline_and_differs_from_minilm(minilm):
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-4)
     assert not np.allclose(a, b, atol=1e-3)
     assert "phrase-bert-minilm" in phrasekit.available_models()
+
+
+def _readable_bytes(path: Path) -> bytes:
+    """What a path could hide in: a safetensors file's JSON header, a gzip file's content, or
+    the file itself."""
+    data = path.read_bytes()
+    if path.suffix == ".safetensors":
+        (size,) = struct.unpack("<Q", data[:8])
+        return data[8 : 8 + size]
+    return gzip.decompress(data) if path.suffix == ".gz" else data
+
+
+def test_packaged_data_holds_no_absolute_machine_paths():
+    """Shipped configs and cards must not record where they were built (e.g. /work/shared)."""
+    root = Path(phrasekit.__file__).parent / "data"
+    files = [p for p in root.rglob("*") if p.is_file()]
+    assert len(files) > 10
+    absolute = re.compile(rb"/(?:work|home|root|tmp)/")
+    assert [str(p.relative_to(root)) for p in files
+            if absolute.search(_readable_bytes(p))] == []

@@ -195,6 +195,12 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     return loader(path, **kwargs)
 
 
+def as_encoder(model: str | Path | Encoder) -> Encoder:
+    """``model`` itself when it is an ``Encoder``, else ``load(model)``: for the APIs that take
+    either a model name / folder or a ready encoder."""
+    return model if isinstance(model, Encoder) else load(model)
+
+
 #: How each phrasekit model-folder ``format`` is loaded (anything else: a plain transformer).
 FOLDER_LOADERS: dict[str, Callable[..., Encoder]] = {
     PEARL_FORMAT: PearlEncoder.from_pretrained,

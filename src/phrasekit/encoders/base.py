@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -76,25 +76,24 @@ class Encoder(ABC):
     ) -> np.ndarray:
         """Embed ``texts`` into an (n, dim) float32 array of unit-length rows, in input order."""
         items = validate_texts(texts)
-        n = len(items)
-        if n == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.empty((len(items), self.dim), dtype=np.float32)
+        with torch_threads(self.num_threads):
+            for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
+                out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))
+        return out
+
+    def _batches(self, items: Sequence[str], batch_size: int | None, desc: str,
+                 show_progress: bool) -> Iterator[list[int]]:
+        """Indices of ``items`` in batches of similar length (longest first), so that a batch
+        carries little padding; the caller writes each batch's rows back at these indices."""
         bs = int(self.default_batch_size if batch_size is None else batch_size)
         if bs <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        order = sorted(range(n), key=lambda i: self._sort_key(items[i]), reverse=True)
-        out = np.empty((n, self.dim), dtype=np.float32)
-        starts = range(0, n, bs)
-        bar = tqdm(
-            starts, total=len(starts), desc=f"encode[{self.name}]", unit="batch",
-            disable=not show_progress, leave=False,
-        )
-        with torch_threads(self.num_threads):
-            for start in bar:
-                idx = order[start : start + bs]
-                vecs = self._encode_batch([items[i] for i in idx])
-                out[idx] = l2_normalize(vecs)
-        return out
+        order = sorted(range(len(items)), key=lambda i: self._sort_key(items[i]), reverse=True)
+        starts = range(0, len(items), bs)
+        for start in tqdm(starts, desc=desc, unit="batch", disable=not show_progress,
+                          leave=False):
+            yield order[start : start + bs]
 
     def similarity(self, a: Iterable[str], b: Iterable[str]) -> np.ndarray:
         """Cosine similarity matrix between two lists of strings."""

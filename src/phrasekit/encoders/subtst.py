@@ -20,7 +20,7 @@ one, checked by its sha256.
 from __future__ import annotations
 
 import copy
-import hashlib
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,13 +29,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import safe_open
+from safetensors.torch import save as safetensors_bytes
 from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.encoders.subword_lda import SubwordLDA
-from phrasekit.io import write_json
+from phrasekit.io import atomic_write, write_json
 from phrasekit.models.backbones import backbone_fingerprint, load_backbone
 from phrasekit.models.folders import (
     SUBTST_FORMAT,
@@ -172,12 +174,6 @@ class TokenFeatures:
 
     def save(self, path: str | Path) -> None:
         """Write all cached features to one safetensors file atomically."""
-        import json
-
-        from safetensors.torch import save
-
-        from phrasekit.io import atomic_write
-
         texts = list(self._cache)
         ids = [self._cache[t][0] for t in texts]
         hid = [self._cache[t][1] for t in texts]
@@ -187,14 +183,10 @@ class TokenFeatures:
                    "offsets": offsets}
         meta = {"key": self.key, "texts": json.dumps(texts, ensure_ascii=False)}
         with atomic_write(Path(path), mode="wb") as fh:
-            fh.write(save(tensors, metadata=meta))
+            fh.write(safetensors_bytes(tensors, metadata=meta))
 
     def load(self, path: str | Path) -> int:
         """Merge a file written by :meth:`save` (same backbone, layer and length); returns count."""
-        import json
-
-        from safetensors import safe_open
-
         with safe_open(str(path), framework="pt") as fh:
             meta = fh.metadata() or {}
             if meta.get("key") != self.key:
@@ -427,11 +419,3 @@ def build_model(config: SubTSTConfig, features: TokenFeatures, lda: Any = None) 
     topics = lda.token_topics() if config.n_topics else None
     return SubTSTModel(config, features.dim, len(features.tokenizer), topics, top)
 
-
-def texts_fingerprint(texts: Iterable[str]) -> str:
-    """Short sha256 of a text collection (names feature-cache files)."""
-    h = hashlib.sha256()
-    for t in sorted(set(texts)):
-        h.update(t.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()[:16]

@@ -20,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from safetensors.numpy import load_file
+from safetensors.numpy import save as safetensors_bytes
+from scipy.sparse import csr_matrix
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from phrasekit.encoders.base import validate_texts
+from phrasekit.io import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +36,6 @@ FORMAT = "phrasekit-subword-lda"
 
 def _excluded_token_ids(tokenizer: Any) -> np.ndarray:
     """Ids of special tokens, punctuation/digit-only pieces and English stop words."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
     vocab: dict[str, int] = tokenizer.get_vocab()
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     out = []
@@ -81,8 +86,6 @@ class SubwordLDA:
 
     def bags(self, texts: Sequence[str], tokenizer: Any) -> Any:
         """Sparse (n_texts, vocab) count matrix of the texts' topical sub-word ids."""
-        from scipy.sparse import csr_matrix
-
         vocab_size = len(tokenizer)
         excluded = np.zeros(vocab_size, dtype=bool)
         excluded[_excluded_token_ids(tokenizer)] = True
@@ -99,8 +102,6 @@ class SubwordLDA:
     def fit(self, texts: Sequence[str], tokenizer: Any) -> SubwordLDA:
         """Fit the topics on ``texts`` (e.g. every sentence of a task's training split)."""
         from sklearn.decomposition import LatentDirichletAllocation
-
-        from phrasekit.encoders.base import validate_texts
 
         texts = validate_texts(texts)
         if len(texts) < self.n_topics:
@@ -164,19 +165,13 @@ class SubwordLDA:
 
     def save(self, path: str | Path) -> None:
         """Write the topic-term matrix to a safetensors file atomically."""
-        from safetensors.numpy import save
-
-        from phrasekit.io import atomic_write
-
         tensors, meta = self.state()
         with atomic_write(Path(path), mode="wb") as fh:
-            fh.write(save(tensors, metadata=meta))
+            fh.write(safetensors_bytes(tensors, metadata=meta))
 
     @classmethod
     def load(cls, path: str | Path) -> SubwordLDA:
         """Read a matrix written by :meth:`save`."""
-        from safetensors.numpy import load_file
-
         tensors = load_file(str(path))
         if "lda.components" not in tensors:
             raise ValueError(f"{path} holds no sub-word LDA (missing 'lda.components')")

@@ -19,13 +19,16 @@ import csv
 import logging
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.phrases.augment import typo_noise
+from phrasekit.similarity.index import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +65,6 @@ def perturb(strings: Sequence[str], noise: str | None, seed: int = NOISE_SEED) -
     check_noise(noise)
     if noise is None:
         return list(strings)
-    from phrasekit.phrases.augment import typo_noise
-
     return [typo_noise(s, random.Random(f"{seed}\x00{noise}\x00{s}"), p=TYPO_P) for s in strings]
 
 
@@ -105,9 +106,10 @@ def embed_unique(
     return vecs[inverse]
 
 
-def rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine of each row of ``a`` with the same row of ``b`` (0 where either row is zero)."""
-    return np.einsum("ij,ij->i", l2_normalize(a), l2_normalize(b))
+def rowwise_cosine(a: np.ndarray, b: np.ndarray, dtype: DTypeLike = np.float32) -> np.ndarray:
+    """Cosine of each row of ``a`` with the same row of ``b`` (0 where either row is zero),
+    computed in ``dtype``."""
+    return np.einsum("ij,ij->i", l2_normalize(a, dtype), l2_normalize(b, dtype))
 
 
 def nearest(queries: np.ndarray, candidates: np.ndarray, chunk: int = 2048) -> np.ndarray:
@@ -115,8 +117,6 @@ def nearest(queries: np.ndarray, candidates: np.ndarray, chunk: int = 2048) -> n
 
     Same search as ``phrasekit.similarity.VectorIndex`` (and so as the fuzzy-join API).
     """
-    from phrasekit.similarity.index import VectorIndex
-
     index = VectorIndex(l2_normalize(candidates), chunk=chunk)
     return index.search(l2_normalize(queries), k=1)[1][:, 0]
 
@@ -148,15 +148,18 @@ def pair_correlations(
     encoder: Encoder, triples: Sequence[tuple[str, str, float]]
 ) -> dict[str, float]:
     """Pearson and Spearman (percent) between cosine(a, b) and the gold score of each triple."""
-    from scipy.stats import pearsonr, spearmanr
-
     n = len(triples)
     emb = embed_unique(encoder, [t[0] for t in triples] + [t[1] for t in triples])
-    cos = rowwise_cosine(emb[:n], emb[n:])
-    gold = [t[2] for t in triples]
+    return correlations(rowwise_cosine(emb[:n], emb[n:]), [t[2] for t in triples])
+
+
+def correlations(scores: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
+    """Pearson and Spearman (percent) between ``scores`` and ``gold``."""
+    from scipy.stats import pearsonr, spearmanr
+
     return {
-        "pearson": percent(pearsonr(cos, gold).statistic),
-        "spearman": percent(spearmanr(cos, gold).statistic),
+        "pearson": percent(pearsonr(scores, gold).statistic),
+        "spearman": percent(spearmanr(scores, gold).statistic),
     }
 
 
@@ -169,11 +172,6 @@ def std_percent(values: np.ndarray) -> float:
     """Sample standard deviation (ddof=1) of fractions, in percent; 0.0 for a single value."""
     values = np.asarray(values, dtype=np.float64)
     return percent(values.std(ddof=1)) if len(values) > 1 else 0.0
-
-
-def drop_empty(strings: Iterable[str]) -> list[bool]:
-    """Mask of the items that can be embedded (non-empty after stripping)."""
-    return [bool(s and s.strip()) for s in strings]
 
 
 class Task(ABC):

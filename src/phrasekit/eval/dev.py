@@ -4,10 +4,10 @@ Used to choose training-time knobs such as PEARL's weight-averaging coefficient.
 purpose (about half a minute for MiniLM on 2 cores):
 - ``conll2003_dev`` / ``bc5cdr_dev``: KMeans NMI over the mentions of ``dev.json`` (CoNLL
   restricted to PER/LOC/ORG as in the test set), with the test protocol's KMeans (k = #types,
-  ``n_init=10``, mean over seeds 0-4; :func:`phrasekit.eval.clustering.kmeans_scores`). Until
-  stop 19 it was one seed with ``n_init=3``: for one Phrase-BERT model BC5CDR dev then ranged
-  60.6-66.2 over five seeds (64.6-66.1 with ``n_init=10``), a swing of up to 1.4 points of
-  ``score`` that could decide the averaging coefficient by luck;
+  ``n_init=10``, mean over seeds 0-4; :func:`phrasekit.eval.clustering.kmeans_scores`). Why
+  not one cheaper run: with one seed and ``n_init=3``, BC5CDR dev of one Phrase-BERT model
+  ranged 60.6-66.2 over five seeds (64.6-66.1 with ``n_init=10``), a swing of up to 1.4
+  points of ``score`` that could decide the averaging coefficient by luck;
 - ``ppdb_dev`` / ``ppdb_filtered_dev``: ROC-AUC of the cosine between the two phrases of each
   dev-split pair (no probe: it ranks embeddings by how well similarity alone separates
   paraphrases).

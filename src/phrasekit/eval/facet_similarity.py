@@ -33,9 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from phrasekit.eval.base import percent
-from phrasekit.eval.bird import load_bird
-from phrasekit.eval.turney import TurneyItem, load_turney, tie_aware_accuracy
+from phrasekit.encoders.facets.scores import sif_weights, word_importance
+from phrasekit.eval.base import correlations, percent, rowwise_cosine
+from phrasekit.eval.bird import BirdTask, load_bird
+from phrasekit.eval.pairs import load_pair_task
+from phrasekit.eval.turney import TurneyItem, TurneyTask, load_turney, tie_aware_accuracy
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +51,9 @@ PairScore = Callable[[list[str], list[str]], np.ndarray]
 # ---------------------------------------------------------------------------------- phrases
 def bird_sc(encoder, data_dir: str | Path) -> dict[str, float]:
     """Pearson / Spearman (percent) of -SC (Eq. 5) with BiRD's relatedness, all pairs."""
-    from scipy.stats import pearsonr, spearmanr
-
     triples = load_bird(Path(data_dir))
     sims = encoder.sc_similarity([t[0] for t in triples], [t[1] for t in triples])
-    gold = [t[2] for t in triples]
-    return {"pearson": percent(pearsonr(sims, gold).statistic),
-            "spearman": percent(spearmanr(sims, gold).statistic)}
+    return correlations(sims, [t[2] for t in triples])
 
 
 def turney_pair_scores(score: PairScore, items: Sequence[TurneyItem], with_reversed: bool
@@ -89,9 +87,6 @@ def phrase_similarity(encoder, data_dir: str | Path, score: str = "emb") -> dict
     facet model)."""
     data_dir = Path(data_dir)
     if score == "emb":
-        from phrasekit.eval.bird import BirdTask
-        from phrasekit.eval.turney import TurneyTask
-
         return {"turney5": TurneyTask().evaluate(encoder, data_dir)["acc"],
                 "turney10": TurneyTask(with_reversed=True).evaluate(encoder, data_dir)["acc"],
                 "bird": BirdTask().evaluate(encoder, data_dir)["pearson"]}
@@ -113,8 +108,6 @@ class WeightedAverager:
 
     def __init__(self, word_space, probabilities: np.ndarray | None = None,
                  alpha: float = ALPHA) -> None:
-        from phrasekit.encoders.facets.scores import sif_weights
-
         self.word_space = word_space
         p = word_space.zipf_probabilities() if probabilities is None else probabilities
         self.sif = sif_weights(np.asarray(p, dtype=np.float64), alpha)
@@ -135,8 +128,6 @@ class WeightedAverager:
     def embed(self, texts: Sequence[str], scheme: str, facet_encoder=None) -> np.ndarray:
         """(n, d) weighted averages (before any principal-component removal); zero rows for
         texts without a known word (or with all weights 0)."""
-        from phrasekit.encoders.facets.scores import word_importance
-
         ws = self.word_space
         out = np.zeros((len(texts), ws.dim), dtype=np.float64)
         facets = None
@@ -175,12 +166,6 @@ def remove_component(vectors: np.ndarray, u: np.ndarray) -> np.ndarray:
     return x - np.outer(x @ u, u)
 
 
-def _rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    na = np.linalg.norm(a, axis=1)
-    nb = np.linalg.norm(b, axis=1)
-    return np.einsum("ij,ij->i", a, b) / np.maximum(na * nb, 1e-12)
-
-
 def pearson_all_low(sims: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Pearson r (percent) over all pairs and over the pairs whose gold score is below the
     median gold score ("Low")."""
@@ -196,8 +181,6 @@ def pearson_all_low(sims: np.ndarray, gold: np.ndarray) -> dict[str, float]:
 def load_stsb_splits(data_dir: str | Path) -> dict[str, tuple[list[str], list[str], np.ndarray]]:
     """``{split: (sentences1, sentences2, gold)}`` for train / dev / test (STS-B loader of
     :mod:`phrasekit.eval.pairs`)."""
-    from phrasekit.eval.pairs import load_pair_task
-
     data = load_pair_task("stsb", data_dir)
     return {split: ([e.a for e in ex], [e.b for e in ex],
                     np.array([e.label for e in ex], dtype=np.float64))
@@ -219,7 +202,7 @@ def stsb_weighted(averager: WeightedAverager, data: dict, scheme: str, facet_enc
         vb = averager.embed(b, scheme, facet_encoder)
         if u is not None:
             va, vb = remove_component(va, u), remove_component(vb, u)
-        r = pearson_all_low(_rowwise_cosine(va, vb), gold)
+        r = pearson_all_low(rowwise_cosine(va, vb, np.float64), gold)
         out[f"{split}_all"], out[f"{split}_low"] = r["all"], r["low"]
     return out
 

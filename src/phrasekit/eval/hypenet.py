@@ -189,8 +189,3 @@ def evaluate_asym(encoder, pairs: list[HypernymPair]) -> dict[str, float]:
     out = hypernymy_metrics(pairs, scores)
     out["oov_pairs"] = float(oov)
     return out
-
-
-def evaluate_cosine(encoder: Encoder, pairs: list[HypernymPair]) -> dict[str, float]:
-    """Table 4 metrics of cosine similarity (symmetric: direction accuracy 50)."""
-    return hypernymy_metrics(pairs, cosine_scores(encoder, pairs), symmetric=True)

@@ -31,13 +31,11 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from phrasekit.io import Document
-from phrasekit.phrases.keyphrases import phrase_key
-
-if TYPE_CHECKING:
-    from phrasekit.phrases.keyphrases import KeyphraseExtractor
+from phrasekit.io import Document, read_corpus
+from phrasekit.phrases.keyphrases import KeyphraseExtractor, phrase_key
+from phrasekit.settings import SharedDataMissingError, corpora_dir
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +47,6 @@ GOLD_FIELD = "keyphrases"
 
 def inspec_path(corpora: str | Path | None = None) -> Path:
     """``documents.jsonl`` of the shared Inspec corpus (``SharedDataMissingError`` if absent)."""
-    from phrasekit.settings import SharedDataMissingError, corpora_dir
-
     root = Path(corpora) if corpora is not None else corpora_dir(required=True)
     assert root is not None
     path = root / INSPEC / "documents.jsonl"
@@ -64,8 +60,6 @@ def load_inspec(
 ) -> list[Document]:
     """Inspec documents of one split, in file order (the first ``limit`` when given); gold
     keyphrases are in ``doc.meta["keyphrases"]``."""
-    from phrasekit.io import read_corpus
-
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     if limit is not None and limit < 1:

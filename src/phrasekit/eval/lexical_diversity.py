@@ -34,20 +34,19 @@ import json
 import logging
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from rapidfuzz.distance import LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.io import Document
+from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
 from phrasekit.similarity.index import VectorIndex
-
-if TYPE_CHECKING:
-    from phrasekit.io import Document
-    from phrasekit.phrases import PhraseVocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -73,32 +72,14 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def lcs_length(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Length of the longest common subsequence of two sequences (O(len(a) * len(b)) DP)."""
-    if not a or not b:
-        return 0
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, start=1):
-            cur[j] = prev[j - 1] + 1 if x == y else max(prev[j], cur[j - 1])
-        prev = cur
-    return prev[-1]
+def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
+    """Length of the longest common subsequence of two strings or token lists."""
+    return LCSseq.similarity(a, b)
 
 
 def levenshtein(a: str, b: str) -> int:
     """Character edit distance between ``a`` and ``b`` (unit-cost insert, delete, substitute)."""
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return len(a)
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, start=1):
-        cur = [i] + [0] * len(b)
-        for j, y in enumerate(b, start=1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
-        prev = cur
-    return prev[-1]
+    return Levenshtein.distance(a, b)
 
 
 def new_unigram_share(source: str, neighbor: str) -> float:
@@ -294,8 +275,6 @@ def build_vocabulary(
     entities) in its rank order, filling the rest.
     Phrase-BERT's vocabulary is built the same way (word types + most frequent phrases).
     """
-    from phrasekit.phrases import frequent_ngrams
-
     if size < 1:
         raise ValueError(f"size must be >= 1, got {size}")
     if not 0.0 <= word_share <= 1.0:
@@ -338,22 +317,6 @@ def sample_sources(
     return random.Random(seed).sample(pool, n)
 
 
-def corpus_vocabulary(
-    docs: Sequence[Document],
-    cache: str | Path | None = None,
-    size: int = 20_000,
-    word_share: float = 0.4,
-    min_count: int = 5,
-    show_progress: bool = False,
-) -> list[str]:
-    """``build_vocabulary`` on a corpus, its phrases extracted by spaCy (or read from ``cache``)."""
-    from phrasekit.phrases.extract import load_or_extract_vocabulary
-
-    phrase_vocab = load_or_extract_vocabulary(list(docs), cache, show_progress=show_progress)
-    return build_vocabulary(docs, phrase_vocab, size=size, word_share=word_share,
-                            min_count=min_count)
-
-
 def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> list[str]:
     """Vocabulary texts from a file: a ``PhraseVocabulary`` JSON (``.json`` / ``.json.gz``:
     most frequent surface forms, in rank order) or plain text (one entry per non-empty line).
@@ -361,8 +324,6 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
     Entries equal after ``normalize_text`` are kept once (the first); ``max_entries`` keeps the
     first that many.
     """
-    from phrasekit.phrases import PhraseVocabulary
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"vocabulary file not found: {path}")

@@ -24,6 +24,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from phrasekit import __version__
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.autofj import AutoFJTask
 from phrasekit.eval.base import Task, check_noise
@@ -33,6 +34,9 @@ from phrasekit.eval.ppdb import PPDBTask
 from phrasekit.eval.stsb import STSBTask
 from phrasekit.eval.turney import TurneyTask
 from phrasekit.eval.yago import YagoProxyTask
+from phrasekit.io import write_json
+from phrasekit.registry import as_encoder, check_model_name
+from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import torch_threads
 
 logger = logging.getLogger(__name__)
@@ -177,8 +181,6 @@ class BenchmarkResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN -> None): settings, per-task metrics + seconds, summary."""
-        from phrasekit import __version__
-
         return _json_safe({
             "phrasekit_version": __version__,
             "quick": self.quick,
@@ -254,8 +256,6 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
 
     Raises FileNotFoundError (naming PHRASEKIT_DATA / PHRASEKIT_SHARED) when it is missing.
     """
-    from phrasekit.settings import data_dir as default_data_dir
-
     if data_dir is None:
         return default_data_dir(required=True)  # type: ignore[return-value]
     path = Path(data_dir).expanduser()
@@ -271,17 +271,7 @@ def _check_model(model: str | Path | Encoder) -> None:
     """Fail fast on a model name that ``phrasekit.load`` would not accept."""
     if isinstance(model, Encoder):
         return
-    from phrasekit.registry import check_model_name
-
     check_model_name(model)
-
-
-def _load(model: str | Path | Encoder) -> Encoder:
-    if isinstance(model, Encoder):
-        return model
-    import phrasekit
-
-    return phrasekit.load(model)
 
 
 def run_benchmark(
@@ -345,7 +335,7 @@ def _run_all(
     try:
         for model in models:
             t0 = time.perf_counter()
-            encoder = _load(model)
+            encoder = as_encoder(model)
             load_s = time.perf_counter() - t0
             logger.info("loaded %s (dim %d) in %.1f s", encoder.name, encoder.dim, load_s)
             mres = ModelResult(model=encoder.name, dim=encoder.dim, load_seconds=load_s)
@@ -369,8 +359,6 @@ def _run_all(
 
 def write_report(result: BenchmarkResult, path: str | Path) -> None:
     """Write ``result.to_dict()`` as JSON, atomically."""
-    from phrasekit.io import write_json
-
     write_json(path, result.to_dict())
 
 

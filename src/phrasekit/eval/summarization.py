@@ -46,12 +46,15 @@ import gzip
 import json
 import logging
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from phrasekit.encoders.facets.scores import greedy_summary, sif_weights
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.eval.base import require_path
 
 logger = logging.getLogger(__name__)
@@ -209,8 +212,6 @@ def random_selection(n_sentences: int, budget: int, rng: np.random.Generator) ->
 
 def article_rng(article_id: str, seed: int = SEED) -> np.random.Generator:
     """A generator that depends only on the seed and the article id."""
-    import zlib
-
     return np.random.default_rng([seed, zlib.crc32(article_id.encode("utf-8"))])
 
 
@@ -219,8 +220,6 @@ class Eq8Selector:
 
     def __init__(self, word_space, probabilities: np.ndarray | None = None,
                  alpha: float = ALPHA) -> None:
-        from phrasekit.encoders.facets.scores import sif_weights
-
         self.word_space = word_space
         p = word_space.zipf_probabilities() if probabilities is None else probabilities
         self.gamma_table = sif_weights(np.asarray(p, dtype=np.float64), alpha)
@@ -239,11 +238,9 @@ class Eq8Selector:
     def sentence_sets(self, method: str, sent_ids: list[list[int]],
                       facets: np.ndarray | None = None) -> list[np.ndarray]:
         """C(A_t) of every sentence for ``sent_emb``, ``w_emb`` or ``facets``."""
-        from phrasekit.encoders.facets.scores import unit_rows
-
         ws = self.word_space
         if method == "sent_emb":
-            return [unit_rows(ws.vectors[ids].mean(axis=0, keepdims=True)) if ids
+            return [l2_normalize(ws.vectors[ids].mean(axis=0, keepdims=True)) if ids
                     else np.zeros((0, ws.dim), np.float32) for ids in sent_ids]
         if method == "w_emb":
             return [ws.unit[ids] if ids else np.zeros((0, ws.dim), np.float32)
@@ -251,14 +248,12 @@ class Eq8Selector:
         if method == "facets":
             if facets is None or len(facets) != len(sent_ids):
                 raise ValueError("facets must give one (K, d) array per sentence")
-            return [unit_rows(f) for f in facets]
+            return [l2_normalize(f) for f in facets]
         raise ValueError(f"method must be sent_emb, w_emb or facets, got {method!r}")
 
     def select(self, sentences: Sequence[str], budget: int, method: str,
                facets: np.ndarray | None = None) -> list[int]:
         """Indices (sorted) of ``budget`` sentences chosen greedily by Eq. 8."""
-        from phrasekit.encoders.facets.scores import greedy_summary
-
         doc, gamma, sent_ids = self.document(sentences)
         if not len(doc):
             return lead_selection(len(sentences), budget)

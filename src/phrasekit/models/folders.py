@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 from phrasekit.io import atomic_write, write_json
@@ -129,17 +132,12 @@ def add_backbone_deltas(backbone: nn.Module, tensors: dict[str, torch.Tensor],
 
 def save_weights(path: Path, tensors: dict[str, torch.Tensor], fmt: str) -> None:
     """Write ``tensors`` to ``path`` as safetensors (atomically), tagged with ``fmt``."""
-    from safetensors.torch import save
-
     with atomic_write(path, mode="wb") as fh:
-        fh.write(save(tensors, metadata={"format": fmt}))
+        fh.write(safetensors_bytes(tensors, metadata={"format": fmt}))
 
 
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
     """Read a safetensors file (never a pickle); a damaged file raises ``ValueError``."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     try:
         return load_file(str(path))
     except (SafetensorError, OSError) as exc:
@@ -172,9 +170,6 @@ def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
     ``dst`` with int8 deltas (:func:`quantize_deltas`); returns sizes in MB. ``config.json``
     records it and gets ``format_version`` 2, which older phrasekit versions refuse instead of
     misreading."""
-    from safetensors import safe_open
-    from safetensors.torch import save
-
     src, dst = Path(src), Path(dst)
     if src.resolve() == dst.resolve():
         raise ValueError("quantize into another folder (the source stays as the reference)")
@@ -190,7 +185,7 @@ def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
         raise ValueError(f"{src}: no float16 backbone deltas to quantize")
     dst.mkdir(parents=True, exist_ok=True)
     with atomic_write(dst / WEIGHTS, mode="wb") as fh:
-        fh.write(save(quantize_deltas(tensors), metadata=metadata))
+        fh.write(safetensors_bytes(quantize_deltas(tensors), metadata=metadata))
     config.update({"format_version": max(int(config.get("format_version", 1)),
                                          QUANTIZED_FORMAT_VERSION), "delta_precision": "int8"})
     write_json(dst / CONFIG, config)

@@ -51,6 +51,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases.extract import (
     DEFAULT_REJECT_PATTERN,
@@ -60,6 +61,7 @@ from phrasekit.phrases.extract import (
     load_spacy,
     split_long_text,
 )
+from phrasekit.registry import as_encoder, check_model_name
 
 logger = logging.getLogger(__name__)
 
@@ -201,8 +203,6 @@ class KeyphraseExtractor:
         batch_size: int | None = None,
     ) -> None:
         if isinstance(encoder, str):
-            from phrasekit.registry import check_model_name
-
             check_model_name(encoder)
         elif not isinstance(encoder, Encoder):
             raise TypeError(
@@ -270,9 +270,7 @@ class KeyphraseExtractor:
     def encoder_(self) -> Encoder:
         """The encoder (loaded from the registry on first use)."""
         if self._encoder is None:
-            from phrasekit.registry import load
-
-            self._encoder = load(self.encoder)
+            self._encoder = as_encoder(self.encoder)
         return self._encoder
 
     @property
@@ -416,9 +414,9 @@ class KeyphraseExtractor:
         for i, c in enumerate(cands):
             n = len(c.windows)
             if n:
-                v = wvecs[pos : pos + n].mean(axis=0)
-                doc_vecs[i] = v / max(float(np.linalg.norm(v)), 1e-12)
+                doc_vecs[i] = wvecs[pos : pos + n].mean(axis=0)
             pos += n
+        doc_vecs = l2_normalize(doc_vecs)
         cand_vecs = [vecs[[phrase_ids[p] for p in c.phrases]] if len(c) else
                      np.zeros((0, enc.dim), dtype=np.float32) for c in cands]
         return doc_vecs, cand_vecs

@@ -17,6 +17,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from phrasekit.phrases.extract import load_spacy
+
 logger = logging.getLogger(__name__)
 
 LEXICAL_CLASSES: tuple[str, ...] = ("NP", "VP", "PP", "ADJP", "ADVP")
@@ -54,13 +56,6 @@ def type_index(label: str) -> int:
             f"unknown phrase type {label!r}: expected LEX-ENT with LEX in {LEXICAL_CLASSES} "
             f"and ENT in {ENTITY_TYPES}"
         ) from None
-
-
-def make_type(lex: str, ent: str) -> str:
-    """Join a lexical class and an entity type into a label, validating both."""
-    label = f"{lex}-{ent}"
-    type_index(label)
-    return label
 
 
 def _as_span(span_or_doc: Any) -> Any:
@@ -156,12 +151,6 @@ def entity_type(span_or_doc: Any) -> str:
     return "OTHER"
 
 
-
-def phrase_type(span_or_doc: Any) -> str:
-    """The ``LEX-ENT`` label of one parsed phrase (or of a span inside a parsed text)."""
-    return f"{lexical_class(span_or_doc)}-{entity_type(span_or_doc)}"
-
-
 def analyse_phrases(
     texts: Sequence[str], nlp: Any = None, batch_size: int = 256, show_progress: bool = False
 ) -> list[tuple[str, str]]:
@@ -173,8 +162,6 @@ def analyse_phrases(
         if not isinstance(t, str) or not t.strip():
             raise ValueError(f"texts[{i}] is not a non-empty string: {t!r:.60}")
     if nlp is None:
-        from phrasekit.phrases.extract import load_spacy
-
         nlp = load_spacy()
     out: list[tuple[str, str]] = []
     stream = nlp.pipe(items, batch_size=batch_size)

@@ -183,11 +183,6 @@ class PhraseVocabulary:
         """Keys of the multi-token phrases, in rank order."""
         return [p for i, p in enumerate(self.phrases) if not self.is_word(i)]
 
-    def entity_label(self, i: int) -> str | None:
-        """The most frequent entity label of phrase ``i`` (None if only seen as a noun chunk)."""
-        labels = {k: v for k, v in self.sources[i].items() if k != NOUN_CHUNK}
-        return most_frequent(labels)
-
     def top(self, n: int = 20) -> list[tuple[str, int, int]]:
         """The ``n`` highest-ranked phrases as ``(surface, count, doc_freq)``."""
         surf = self.surface

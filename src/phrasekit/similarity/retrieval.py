@@ -31,7 +31,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
-from phrasekit.registry import DEFAULT_MODEL
+from phrasekit.registry import DEFAULT_MODEL, load
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
     ANNIndex,
@@ -175,8 +175,6 @@ def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str]
 
 def _model_spec(encoder: Encoder | str) -> tuple[Encoder, str]:
     """The encoder and the name to record for re-loading it (folders as absolute paths)."""
-    from phrasekit.registry import load
-
     if isinstance(encoder, Encoder):
         return encoder, str(encoder.name)
     if not isinstance(encoder, str | Path):
@@ -264,19 +262,6 @@ class EntityIndex:
                     search_index.describe())
         return cls(names, ids, vectors, search_index, enc, model)
 
-    @classmethod
-    def from_file(
-        cls,
-        path: str | Path,
-        encoder: Encoder | str = DEFAULT_MODEL,
-        column: str | None = None,
-        id_column: str | None = None,
-        **kwargs: Any,
-    ) -> EntityIndex:
-        """``build`` from a names file (see ``read_names``); extra kwargs go to ``build``."""
-        names, ids = read_names(path, column=column, id_column=id_column)
-        return cls.build(names, encoder, ids=ids, **kwargs)
-
     def query(
         self, texts: str | Sequence[str], k: int = 5, show_progress: bool = False
     ) -> list[list[Hit]]:
@@ -363,8 +348,6 @@ class EntityIndex:
             raise EntityIndexError(f"{directory / CONFIG}: unknown index_kind {kind!r}")
         model = str(config["model"])
         if encoder is None:
-            from phrasekit.registry import load
-
             try:
                 enc = load(model)
             except ValueError as exc:

@@ -15,8 +15,10 @@ Example::
 
 from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.topics.lda import LDATopics
-from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
+from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.output import (
+    format_timings,
+    json_params,
     pntm_to_dict,
     snippet,
     topics_to_dict,

@@ -56,8 +56,11 @@ from sklearn.metrics import silhouette_score
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
+from phrasekit.registry import as_encoder
+from phrasekit.topics.context import contextualise, doc_term_counts, doc_term_weights
 
 logger = logging.getLogger(__name__)
 
@@ -177,13 +180,6 @@ class PhraseTopicModel(BaseEstimator):
                 f"extractor must be a PhraseExtractor, got {type(self.extractor).__name__}"
             )
 
-    def _load_encoder(self) -> Encoder:
-        if isinstance(self.encoder, Encoder):
-            return self.encoder
-        from phrasekit.registry import load
-
-        return load(self.encoder)
-
     @property
     def encoder_name(self) -> str:
         enc = getattr(self, "encoder_", None) or self.encoder
@@ -205,18 +201,8 @@ class PhraseTopicModel(BaseEstimator):
         """
         del y  # scikit-learn signature
         self.check_params()
-        documents = as_documents(docs)
-        if not documents:
-            raise ValueError("the corpus is empty: no documents to find topics in")
-        if all(not d.text.strip() for d in documents):
-            raise ValueError("every document of the corpus is empty")
-        doc_ids = [d.id for d in documents]
-        if vocabulary is not None and vocabulary.doc_ids != doc_ids:
-            raise ValueError(
-                f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
-                f"than the {len(doc_ids)} given; re-extract it or pass the same corpus"
-            )
-        encoder = self._load_encoder()  # an unknown model name fails before spaCy runs
+        documents = _check_corpus(docs, vocabulary)
+        encoder = as_encoder(self.encoder)  # an unknown model name fails before spaCy runs
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
@@ -229,49 +215,14 @@ class PhraseTopicModel(BaseEstimator):
             min_df=self.min_df, max_df=self.max_df, max_phrases=self.max_phrases
         )
         self._check_enough_terms(len(vocab), vocabulary, "pass the filters")
-
         t0 = time.perf_counter()
-        X = encoder.encode(vocab.surface, batch_size=self.batch_size, show_progress=show_progress)
-        known = np.linalg.norm(X, axis=1) > 0.5
-        if not known.all():
-            logger.info("dropping %d term(s) the encoder has no vector for", int((~known).sum()))
-            vocab = vocab.subset([p for p, k in zip(vocab.phrases, known, strict=True) if k])
-            X = X[known]
-            self._check_enough_terms(len(vocab), vocabulary, "have a vector")
+        vocab, X = self._encode_terms(encoder, vocab, vocabulary, show_progress)
         timings["encoding"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         W = doc_term_weights(vocab)
         V, specificity = contextualise(X, W, self.context_weight)
-        topical = self._topical_mask(specificity, vocab)
-        self._check_enough_terms(int(topical.sum()), vocabulary, "remain after generic_share")
-        idx = np.flatnonzero(topical)
-        Vt = V[idx]
-        df = np.asarray(vocab.doc_freq, dtype=np.float64)[idx]
-        weights = np.log1p(df) if self.weight_by_df else np.ones_like(df)
-        silhouettes: dict[int, float] = {}
-        if self.n_topics is not None:
-            chosen = self.n_topics
-            sub = self._kmeans(Vt, chosen, weights)
-            if len(idx) > chosen:
-                silhouettes[chosen] = self._silhouette(Vt, sub)
-        else:
-            best: tuple[float, int, np.ndarray] | None = None
-            ks = self._candidate_ks(len(idx))
-            bar = tqdm(
-                ks, desc="topics[choose K]", unit="K", disable=not show_progress, leave=False
-            )
-            for k in bar:
-                labels_k = self._kmeans(Vt, k, weights)
-                score = self._silhouette(Vt, labels_k)
-                silhouettes[k] = score
-                logger.info("K=%d silhouette=%.4f", k, score)
-                if best is None or score > best[0] + 1e-12:
-                    best = (score, k, labels_k)
-            assert best is not None
-            _, chosen, sub = best
-        labels = np.full(len(vocab), -1, dtype=np.int64)
-        labels[idx] = sub
+        labels, k, silhouettes = self._cluster(V, specificity, vocab, vocabulary, show_progress)
         timings["clustering"] = time.perf_counter() - t0
 
         self.encoder_ = encoder
@@ -282,20 +233,67 @@ class PhraseTopicModel(BaseEstimator):
         self.specificity_ = specificity
         self.silhouette_ = silhouettes
         self.timings_ = timings
-        self.doc_ids_ = doc_ids
-        self._describe(V, labels, chosen, vocab, W)
+        self.doc_ids_ = [d.id for d in documents]
+        self._describe(V, labels, k, vocab, W)
         logger.info(
             "%d topics from %d terms (%d generic) over %d docs "
-            "(extraction %.1fs, encoding %.1fs, clustering %.1fs)",
-            self.n_topics_,
-            len(vocab),
-            len(self.generic_terms_),
-            len(doc_ids),
-            timings["extraction"],
-            timings["encoding"],
-            timings["clustering"],
+            "(extraction %.1fs, encoding %.1fs, clustering %.1fs)", self.n_topics_, len(vocab),
+            len(self.generic_terms_), len(documents), timings["extraction"],
+            timings["encoding"], timings["clustering"],
         )
         return self
+
+    def _encode_terms(self, encoder: Encoder, vocab: PhraseVocabulary, full: PhraseVocabulary,
+                      show_progress: bool) -> tuple[PhraseVocabulary, np.ndarray]:
+        """Step 3: unit embeddings of the terms; terms the encoder has no vector for (all-zero
+        rows, e.g. GloVe out-of-vocabulary) are dropped from ``vocab``."""
+        X = encoder.encode(vocab.surface, batch_size=self.batch_size, show_progress=show_progress)
+        known = np.linalg.norm(X, axis=1) > 0.5
+        if not known.all():
+            logger.info("dropping %d term(s) the encoder has no vector for", int((~known).sum()))
+            vocab = vocab.subset([p for p, k in zip(vocab.phrases, known, strict=True) if k])
+            X = X[known]
+            self._check_enough_terms(len(vocab), full, "have a vector")
+        return vocab, X
+
+    def _cluster(self, V: np.ndarray, specificity: np.ndarray, vocab: PhraseVocabulary,
+                 full: PhraseVocabulary, show_progress: bool
+                 ) -> tuple[np.ndarray, int, dict[int, float]]:
+        """Steps 5-7: KMeans label of every term (-1: generic), the K used and the silhouette
+        of every K scored."""
+        topical = self._topical_mask(specificity, vocab)
+        self._check_enough_terms(int(topical.sum()), full, "remain after generic_share")
+        idx = np.flatnonzero(topical)
+        Vt = V[idx]
+        df = np.asarray(vocab.doc_freq, dtype=np.float64)[idx]
+        weights = np.log1p(df) if self.weight_by_df else np.ones_like(df)
+        if self.n_topics is not None:
+            k = self.n_topics
+            sub = self._kmeans(Vt, k, weights)
+            silhouettes = {k: self._silhouette(Vt, sub)} if len(idx) > k else {}
+        else:
+            k, sub, silhouettes = self._choose_k(Vt, weights, show_progress)
+        labels = np.full(len(vocab), -1, dtype=np.int64)
+        labels[idx] = sub
+        return labels, k, silhouettes
+
+    def _choose_k(self, X: np.ndarray, weights: np.ndarray, show_progress: bool
+                  ) -> tuple[int, np.ndarray, dict[int, float]]:
+        """Step 6: the K of ``k_range`` with the highest silhouette (ties: the smaller K), its
+        labels, and the silhouette of every K tried."""
+        silhouettes: dict[int, float] = {}
+        best: tuple[float, int, np.ndarray] | None = None
+        ks = self._candidate_ks(len(X))
+        for k in tqdm(ks, desc="topics[choose K]", unit="K", disable=not show_progress,
+                      leave=False):
+            labels_k = self._kmeans(X, k, weights)
+            score = self._silhouette(X, labels_k)
+            silhouettes[k] = score
+            logger.info("K=%d silhouette=%.4f", k, score)
+            if best is None or score > best[0] + 1e-12:
+                best = (score, k, labels_k)
+        assert best is not None
+        return best[1], best[2], silhouettes
 
     def _topical_mask(self, specificity: np.ndarray, vocab: PhraseVocabulary) -> np.ndarray:
         n = len(specificity)
@@ -349,78 +347,24 @@ class PhraseTopicModel(BaseEstimator):
     def _describe(
         self, V: np.ndarray, labels: np.ndarray, k: int, vocab: PhraseVocabulary, W: sp.csr_matrix
     ) -> None:
-        # documents x topics: raw occurrence counts and idf-weighted mass of topic terms
+        """Steps 8-9: number the topics, rank their terms and place the documents."""
         member = labels >= 0
-        onehot = sp.csr_matrix(
-            (np.ones(int(member.sum())), (np.flatnonzero(member), labels[member])),
-            shape=(len(vocab), k),
-        )
-        counts = np.asarray((doc_term_counts(vocab) @ onehot).todense(), dtype=np.float64)
-        mass = np.asarray((W @ onehot).todense(), dtype=np.float64)
-        totals = counts.sum(axis=1)
-        placed = mass.sum(axis=1) > 0
-        docs_per_topic = np.bincount(np.argmax(mass, axis=1)[placed], minlength=k)
-        terms_per_topic = np.bincount(labels[member], minlength=k)
-        # number topics by decreasing number of documents, then of terms, then old id
-        order = sorted(range(k), key=lambda t: (-docs_per_topic[t], -terms_per_topic[t], t))
-        remap = np.empty(k, dtype=np.int64)
-        remap[order] = np.arange(k)
-        labels = np.where(member, remap[np.maximum(labels, 0)], -1)
-        counts, mass = counts[:, order], mass[:, order]
-
-        centres = np.zeros((k, V.shape[1]), dtype=np.float32)
-        for t in range(k):
-            c = V[labels == t].mean(axis=0)
-            centres[t] = c / max(float(np.linalg.norm(c)), 1e-12)
-        cos = np.einsum("ij,ij->i", V, centres[np.maximum(labels, 0)])
-        df = np.asarray(vocab.doc_freq, dtype=np.float64)
-        scores = np.where(member, cos * np.log1p(df), 0.0)
-
-        surfaces = vocab.surface
-        topics, words, phrases = [], [], []
-        for t in range(k):
-            members = np.flatnonzero(labels == t)
-            ranked = sorted(members.tolist(), key=lambda i: (-scores[i], vocab.phrases[i]))
-            entry = [(surfaces[i], round(float(scores[i]), 4)) for i in ranked]
-            topics.append(entry[: 2 * self.top_n])
-            words.append(
-                [e for i, e in zip(ranked, entry, strict=True) if vocab.is_word(i)][: self.top_n]
-            )
-            phrases.append(
-                [e for i, e in zip(ranked, entry, strict=True) if not vocab.is_word(i)][
-                    : self.top_n
-                ]
-            )
-
+        labels, counts, mass = _doc_topic_matrices(labels, k, vocab, W)
+        centres, scores = _term_scores(V, labels, k, vocab)
         row_mass = mass.sum(axis=1, keepdims=True)
         shares = np.divide(mass, row_mass, out=np.zeros_like(mass), where=row_mass > 0)
-        doc_labels = np.where(placed, np.argmax(mass, axis=1), -1)
-        typical: list[list[tuple[int, float]]] = []
-        eligible_all = np.flatnonzero(totals >= self.min_doc_phrases)
-        if eligible_all.size == 0:
-            eligible_all = np.flatnonzero(totals > 0)
-        for t in range(k):
-            eligible = eligible_all[shares[eligible_all, t] > 0]
-            ranked_docs = sorted(eligible.tolist(), key=lambda d: (-shares[d, t], -counts[d, t], d))
-            chosen_docs: list[tuple[int, float]] = []
-            for d in ranked_docs:
-                if len(chosen_docs) >= self.n_typical:
-                    break
-                # skip duplicates (same phrases with the same counts: a repeated document)
-                if any(vocab.doc_phrases[d] == vocab.doc_phrases[e] for e, _ in chosen_docs):
-                    continue
-                chosen_docs.append((d, round(float(shares[d, t]), 4)))
-            typical.append(chosen_docs)
-
+        doc_labels = np.where(row_mass[:, 0] > 0, np.argmax(mass, axis=1), -1)
+        totals = counts.sum(axis=1)
+        df = np.asarray(vocab.doc_freq, dtype=np.float64)
         generic = sorted(np.flatnonzero(~member).tolist(), key=lambda i: (-df[i], vocab.phrases[i]))
         self.n_topics_ = k
         self.labels_ = labels
         self.cluster_centers_ = centres
         self.term_scores_ = scores
-        self.generic_terms_ = [surfaces[i] for i in generic]
-        self.topics_ = topics
-        self.topic_words_ = words
-        self.topic_phrases_ = phrases
+        self.generic_terms_ = [vocab.surface[i] for i in generic]
+        self.topics_, self.topic_words_, self.topic_phrases_ = self._ranked_terms(
+            labels, scores, k, vocab
+        )
         self.topic_sizes_ = [int(x) for x in np.bincount(labels[member], minlength=k)]
         self.topic_doc_counts_ = [
             int(x) for x in np.bincount(doc_labels[doc_labels >= 0], minlength=k)
@@ -429,7 +373,45 @@ class PhraseTopicModel(BaseEstimator):
         self.doc_topic_counts_ = counts.astype(np.int64)
         self.doc_labels_ = doc_labels
         self.doc_n_phrases_ = totals.astype(np.int64)
-        self.typical_docs_ = typical
+        self.typical_docs_ = self._typical_docs(shares, counts, totals, vocab)
+
+    def _ranked_terms(self, labels: np.ndarray, scores: np.ndarray, k: int,
+                      vocab: PhraseVocabulary) -> tuple[list, list, list]:
+        """Per topic, its best ``(surface, score)`` terms: ``2 * top_n`` of all kinds, and
+        ``top_n`` words and ``top_n`` phrases (ties: term key order)."""
+        surfaces = vocab.surface
+        topics, words, phrases = [], [], []
+        for t in range(k):
+            members = np.flatnonzero(labels == t)
+            ranked = sorted(members.tolist(), key=lambda i: (-scores[i], vocab.phrases[i]))
+            entry = [(surfaces[i], round(float(scores[i]), 4)) for i in ranked]
+            is_word = [vocab.is_word(i) for i in ranked]
+            topics.append(entry[: 2 * self.top_n])
+            words.append([e for e, w in zip(entry, is_word, strict=True) if w][: self.top_n])
+            phrases.append([e for e, w in zip(entry, is_word, strict=True) if not w][: self.top_n])
+        return topics, words, phrases
+
+    def _typical_docs(self, shares: np.ndarray, counts: np.ndarray, totals: np.ndarray,
+                      vocab: PhraseVocabulary) -> list[list[tuple[int, float]]]:
+        """Per topic, up to ``n_typical`` ``(doc, share)`` with the highest share among the
+        documents with ``min_doc_phrases`` topic-term occurrences (all placed documents when
+        none has), skipping repeats of a listed document (same phrase counts)."""
+        eligible_all = np.flatnonzero(totals >= self.min_doc_phrases)
+        if eligible_all.size == 0:
+            eligible_all = np.flatnonzero(totals > 0)
+        typical: list[list[tuple[int, float]]] = []
+        for t in range(shares.shape[1]):
+            eligible = eligible_all[shares[eligible_all, t] > 0]
+            ranked = sorted(eligible.tolist(), key=lambda d: (-shares[d, t], -counts[d, t], d))
+            chosen: list[tuple[int, float]] = []
+            for d in ranked:
+                if len(chosen) >= self.n_typical:
+                    break
+                if any(vocab.doc_phrases[d] == vocab.doc_phrases[e] for e, _ in chosen):
+                    continue
+                chosen.append((d, round(float(shares[d, t]), 4)))
+            typical.append(chosen)
+        return typical
 
     # ------------------------------------------------------------------ helpers
     def topic_label(self, topic: int, n: int = 3) -> str:
@@ -464,87 +446,50 @@ class PhraseTopicModel(BaseEstimator):
         }
 
 
-def doc_term_counts(vocab: PhraseVocabulary) -> sp.csr_matrix:
-    """Sparse documents x terms matrix of occurrence counts."""
-    index = {p: i for i, p in enumerate(vocab.phrases)}
-    rows, cols, vals = [], [], []
-    for d, phrases in enumerate(vocab.doc_phrases):
-        for p, c in phrases.items():
-            rows.append(d)
-            cols.append(index[p])
-            vals.append(c)
-    return sp.csr_matrix(
-        (np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(vocab.n_docs, len(vocab))
+def _check_corpus(docs: Iterable[Document | str], vocabulary: PhraseVocabulary | None
+                  ) -> list[Document]:
+    """``docs`` as documents; a ``ValueError`` for an empty corpus or a vocabulary extracted
+    from other documents."""
+    documents = as_documents(docs)
+    if not documents:
+        raise ValueError("the corpus is empty: no documents to find topics in")
+    if all(not d.text.strip() for d in documents):
+        raise ValueError("every document of the corpus is empty")
+    if vocabulary is not None and vocabulary.doc_ids != [d.id for d in documents]:
+        raise ValueError(
+            f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
+            f"than the {len(documents)} given; re-extract it or pass the same corpus"
+        )
+    return documents
+
+
+def _doc_topic_matrices(labels: np.ndarray, k: int, vocab: PhraseVocabulary, W: sp.csr_matrix
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Term labels and documents x topics matrices of topic-term occurrence counts and tf-idf
+    mass, with the topics renumbered by decreasing number of documents (then of terms, then
+    old id)."""
+    member = labels >= 0
+    onehot = sp.csr_matrix(
+        (np.ones(int(member.sum())), (np.flatnonzero(member), labels[member])),
+        shape=(len(vocab), k),
     )
+    counts = np.asarray((doc_term_counts(vocab) @ onehot).todense(), dtype=np.float64)
+    mass = np.asarray((W @ onehot).todense(), dtype=np.float64)
+    placed = mass.sum(axis=1) > 0
+    docs_per_topic = np.bincount(np.argmax(mass, axis=1)[placed], minlength=k)
+    terms_per_topic = np.bincount(labels[member], minlength=k)
+    order = sorted(range(k), key=lambda t: (-docs_per_topic[t], -terms_per_topic[t], t))
+    remap = np.empty(k, dtype=np.int64)
+    remap[order] = np.arange(k)
+    labels = np.where(member, remap[np.maximum(labels, 0)], -1)
+    return labels, counts[:, order], mass[:, order]
 
 
-def doc_term_weights(vocab: PhraseVocabulary) -> sp.csr_matrix:
-    """Sparse documents x terms tf-idf weights ``(1 + log tf) * idf``, with the smoothed
-    ``idf = 1 + log((1 + N) / (1 + df))`` (never 0, so even a one-document corpus works)."""
-    C = doc_term_counts(vocab)
-    C.data = 1.0 + np.log(C.data)
+def _term_scores(V: np.ndarray, labels: np.ndarray, k: int, vocab: PhraseVocabulary
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Unit topic centres (k, d) and each term's ``cos(term, centre) * log(1 + df)`` (0 for
+    generic terms)."""
+    centres = l2_normalize(np.stack([V[labels == t].mean(axis=0) for t in range(k)]))
+    cos = np.einsum("ij,ij->i", V, centres[np.maximum(labels, 0)])
     df = np.asarray(vocab.doc_freq, dtype=np.float64)
-    idf = 1.0 + np.log((1.0 + vocab.n_docs) / (1.0 + df))
-    return (C @ sp.diags(idf)).tocsr()
-
-
-def _unit_rows(a: np.ndarray) -> np.ndarray:
-    return a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
-
-
-def contextualise(
-    X: np.ndarray, W: sp.csr_matrix, context_weight: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mix each term's embedding with the context of the documents it occurs in.
-
-    Args:
-        X: (terms, d) unit term embeddings.
-        W: (docs, terms) non-negative weights of terms in documents.
-        context_weight: weight ``w`` of the context in ``(1 - w) * x + w * context``.
-
-    Returns:
-        ``(V, specificity)``: the unit mixed vectors, and per term the length of its raw
-        context vector (the weighted mean of its documents' centred vectors): near 0 for terms
-        spread evenly over the corpus, larger for terms whose documents share a subject.
-    """
-    D = _unit_rows(np.asarray(W @ X, dtype=np.float64))
-    has_terms = np.asarray(W.sum(axis=1)).ravel() > 0
-    if has_terms.any():
-        D[has_terms] -= D[has_terms].mean(axis=0)
-    D[~has_terms] = 0.0
-    col_mass = np.asarray(W.sum(axis=0)).ravel()
-    context = np.asarray(W.T @ D) / np.maximum(col_mass, 1e-12)[:, None]
-    specificity = np.linalg.norm(context, axis=1)
-    if context_weight <= 0:
-        return X.astype(np.float32, copy=True), specificity
-    mixed = (1.0 - context_weight) * X + context_weight * _unit_rows(context)
-    return _unit_rows(mixed).astype(np.float32), specificity
-
-
-def json_params(model: PhraseTopicModel) -> dict[str, Any]:
-    """``get_params()`` made JSON-ready (encoder and extractor given by name / settings)."""
-    out: dict[str, Any] = {}
-    for key, value in model.get_params(deep=False).items():
-        if isinstance(value, Encoder):
-            value = value.name
-        elif isinstance(value, PhraseExtractor):
-            value = value.get_params()
-        elif value is None and key == "extractor":
-            value = PhraseExtractor().get_params()
-        elif isinstance(value, tuple):
-            value = list(value)
-        elif isinstance(value, np.integer):
-            value = int(value)
-        out[key] = value
-    return out
-
-
-def _fmt_seconds(seconds: float) -> str:
-    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
-
-
-def format_timings(timings: dict[str, float]) -> str:
-    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``."""
-    parts = [f"{k} {_fmt_seconds(v)}" for k, v in timings.items()]
-    total = sum(timings.values())
-    return ", ".join(parts) + f" (total {_fmt_seconds(total)})"
+    return centres, np.where(labels >= 0, cos * np.log1p(df), 0.0)

@@ -12,8 +12,8 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, write_json, write_text
-from phrasekit.phrases import as_documents
-from phrasekit.topics.model import PhraseTopicModel, format_timings, json_params
+from phrasekit.phrases import PhraseExtractor, as_documents
+from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.report import write_report
 from phrasekit.topics.uctopic import UCTopicModel
@@ -385,3 +385,32 @@ def write_uctopic_outputs(model: UCTopicModel, docs: Iterable[Document | str],
         paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
                                        title=title)
     return paths
+
+
+def json_params(model: PhraseTopicModel) -> dict[str, Any]:
+    """``get_params()`` made JSON-ready (encoder and extractor given by name / settings)."""
+    out: dict[str, Any] = {}
+    for key, value in model.get_params(deep=False).items():
+        if isinstance(value, Encoder):
+            value = value.name
+        elif isinstance(value, PhraseExtractor):
+            value = value.get_params()
+        elif value is None and key == "extractor":
+            value = PhraseExtractor().get_params()
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, np.integer):
+            value = int(value)
+        out[key] = value
+    return out
+
+
+def _fmt_seconds(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
+
+
+def format_timings(timings: dict[str, float]) -> str:
+    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``."""
+    parts = [f"{k} {_fmt_seconds(v)}" for k, v in timings.items()]
+    total = sum(timings.values())
+    return ", ".join(parts) + f" (total {_fmt_seconds(total)})"

@@ -12,6 +12,7 @@ from typing import Any
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases.extract import load_or_extract_vocabulary
+from phrasekit.registry import as_encoder
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.output import (
     write_pntm_outputs,
@@ -56,10 +57,7 @@ def run_topics(
         **model_kwargs,
     )
     estimator.check_params()
-    if not isinstance(model, Encoder):
-        from phrasekit.registry import load
-
-        estimator.set_params(encoder=load(model))  # an unknown name fails before long work
+    estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     vocabulary = None
@@ -136,10 +134,7 @@ def run_pntm(
     estimator.check_params()
     if n_sentences < 0:
         raise ValueError(f"n_sentences must be >= 0, got {n_sentences}")
-    if not isinstance(model, Encoder):
-        from phrasekit.registry import load
-
-        estimator.set_params(encoder=load(model))  # an unknown name fails before long work
+    estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     phrases = load_or_extract_vocabulary(docs, phrase_cache, show_progress=not quiet) \

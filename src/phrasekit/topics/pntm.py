@@ -36,8 +36,10 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import encode_cached
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
+from phrasekit.registry import as_encoder
 from phrasekit.text import tokenize
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
@@ -87,8 +89,7 @@ def encode_documents(
         return out
     E = cached_encode(encoder, chunks, cache_dir, "docs", show_progress)
     np.add.at(out, np.asarray(owner), E * np.asarray(weight, dtype=np.float32)[:, None])
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    return l2_normalize(out)
 
 
 class PNTM(BaseEstimator):
@@ -198,13 +199,6 @@ class PNTM(BaseEstimator):
         if not isinstance(self.grounding, (int, float)) or self.grounding < 0:
             raise ValueError(f"grounding must be a number >= 0, got {self.grounding!r}")
 
-    def _load_encoder(self) -> Encoder:
-        if isinstance(self.encoder, Encoder):
-            return self.encoder
-        from phrasekit.registry import load
-
-        return load(self.encoder)
-
     # ------------------------------------------------------------------ fitting
     def fit(
         self,
@@ -225,7 +219,7 @@ class PNTM(BaseEstimator):
             raise ValueError("every document of the corpus is empty")
         if phrases is not None and phrases.doc_ids != [d.id for d in documents]:
             raise ValueError("the phrase vocabulary was extracted from other documents")
-        encoder = self._load_encoder()
+        encoder = as_encoder(self.encoder)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         if phrases is None:
@@ -291,8 +285,7 @@ class PNTM(BaseEstimator):
 
             seeds, _ = kmeans_plusplus(X[valid], self.n_topics,
                                        random_state=int(self.random_state))
-            R0 = torch.from_numpy(seeds.astype(np.float32))
-            R0 = R0 / R0.norm(dim=1, keepdim=True).clamp_min(1e-12)
+            R0 = torch.nn.functional.normalize(torch.from_numpy(seeds.astype(np.float32)), dim=1)
         else:
             R0 = torch.randn(self.n_topics, d, generator=gen) / d**0.5
         R = torch.nn.Parameter(R0)
@@ -328,9 +321,7 @@ class PNTM(BaseEstimator):
         if getattr(self, "doc_mean_", None) is None:
             return X
         keep = np.linalg.norm(X, axis=1, keepdims=True) > 0
-        C = np.where(keep, X - self.doc_mean_, 0.0)
-        n = np.linalg.norm(C, axis=1, keepdims=True)
-        return np.divide(C, n, out=np.zeros_like(C), where=n > 0).astype(np.float32)
+        return l2_normalize(np.where(keep, X - self.doc_mean_, 0.0))
 
     def _prepare_terms(self, L: np.ndarray) -> np.ndarray:
         """Centre term vectors (kept unnormalised: terms near the mean are generic)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
 from phrasekit.text import tokenize
@@ -54,8 +55,7 @@ def project_2d(X: np.ndarray, random_state: int = 0) -> np.ndarray:
         return np.array([[0.5, 0.5], [0.25, 0.75]])[:n]
     from sklearn.decomposition import PCA
 
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    X = X / np.maximum(norms, 1e-12)
+    X = l2_normalize(X, np.float64)
     dims = min(50, X.shape[1], n - 1)
     Z = PCA(n_components=dims, random_state=random_state).fit_transform(X)
     if n >= 10:

@@ -53,9 +53,6 @@ class TermVocabulary:
     def index(self, term: str) -> int:
         return self._index[term]
 
-    def is_phrase(self, i: int) -> bool:
-        return i >= self.n_words
-
     @property
     def phrases(self) -> list[str]:
         return self.terms[self.n_words :]

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
 from phrasekit.encoders.facets import scores
 from phrasekit.encoders.facets.model import FacetModel, FacetOutput, load_facet_model, make_batch
 from phrasekit.encoders.facets.words import WordSpace
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.settings import torch_threads
 from phrasekit.text import tokenize
 
 logger = logging.getLogger(__name__)
@@ -89,14 +90,8 @@ class FacetEncoder(Encoder):
 
     def _forward(self, texts: Sequence[str]) -> FacetOutput:
         ids = [self.word_space.text_ids(t) for t in texts]
-        threads = torch.get_num_threads()
-        if self.num_threads:
-            torch.set_num_threads(self.num_threads)
-        try:
-            with torch.inference_mode():
-                return self.model(make_batch(ids, self.model.config.max_len))
-        finally:
-            torch.set_num_threads(threads)
+        with torch.inference_mode(), torch_threads(self.num_threads):
+            return self.model(make_batch(ids, self.model.config.max_len))
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         return self._forward(texts).embedding.numpy()
@@ -105,18 +100,8 @@ class FacetEncoder(Encoder):
                show_progress: bool = False) -> np.ndarray:
         """(n, K, word_dim) float32 unit facets F_u of each text, in input order."""
         items = validate_texts(texts)
-        k, d = self.n_facets, self.word_space.dim
-        out = np.zeros((len(items), k, d), dtype=np.float32)
-        if not items:
-            return out
-        bs = int(batch_size or self.default_batch_size)
-        if bs <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        order = sorted(range(len(items)), key=lambda i: self._sort_key(items[i]), reverse=True)
-        starts = range(0, len(items), bs)
-        for start in tqdm(starts, desc=f"facets[{self.name}]", unit="batch", leave=False,
-                          disable=not show_progress):
-            idx = order[start : start + bs]
+        out = np.zeros((len(items), self.n_facets, self.word_space.dim), dtype=np.float32)
+        for idx in self._batches(items, batch_size, f"facets[{self.name}]", show_progress):
             out[idx] = self._forward([items[i] for i in idx]).unit_facets.numpy()
         return out
 
@@ -184,7 +169,7 @@ class FacetEncoder(Encoder):
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         table = self.word_space.unit[: vocab_limit or len(self.word_space)]
-        sims = scores.unit_rows(vecs) @ table.T
+        sims = l2_normalize(vecs) @ table.T
         top = np.argsort(-sims, axis=1)[:, :n]
         words = self.word_space.words
         return [[(words[j], float(sims[r, j])) for j in row] for r, row in enumerate(top)]

@@ -65,7 +65,7 @@ def lipschitz(gram: torch.Tensor, iterations: int = 20) -> torch.Tensor:
     v = torch.ones(b, k, 1, dtype=gram.dtype, device=gram.device)
     for _ in range(iterations):
         v = gram @ v
-        v = v / v.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        v = torch.nn.functional.normalize(v, dim=1)
     lam_max = (v.transpose(1, 2) @ gram @ v).squeeze(-1).squeeze(-1)
     trace = gram.diagonal(dim1=1, dim2=2).sum(-1)
     return (2.0 * torch.minimum(1.05 * lam_max, trace)).clamp_min(1e-6).view(b, 1, 1)

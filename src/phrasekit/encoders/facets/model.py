@@ -42,6 +42,7 @@ import torch
 from torch import nn
 
 from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_space
+from phrasekit.encoders.pooling import mean_pool
 from phrasekit.errors import raise_failed
 from phrasekit.io import write_json
 from phrasekit.models.folders import (
@@ -204,10 +205,8 @@ class FacetModel(nn.Module):
         else:
             out = self.decoder(queries)
         facets = self.output(out)
-        unit = facets / facets.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-        w = word_mask.unsqueeze(-1).to(states.dtype)
-        embedding = (states * w).sum(1) / w.sum(1).clamp_min(1.0)
-        return FacetOutput(facets, unit, states, embedding)
+        unit = nn.functional.normalize(facets, dim=-1)
+        return FacetOutput(facets, unit, states, mean_pool(states, word_mask))
 
 
 # ---------------------------------------------------------------------------------- folders

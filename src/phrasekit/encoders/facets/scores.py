@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from phrasekit.encoders.facets.loss import DEFAULT_LAMBDA, reconstruction_error
+from phrasekit.encoders.pooling import l2_normalize
 
 #: Steps of the coefficient solver at scoring time (more than in training: it is cheap here).
 SCORE_STEPS = 100
@@ -39,12 +40,6 @@ SCORE_STEPS = 100
 def _as_tensor(x: np.ndarray | torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(np.asarray(x, dtype=np.float32)) if not isinstance(
         x, torch.Tensor) else x.float()
-
-
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """L2-normalise the last axis (zero vectors stay zero)."""
-    x = np.asarray(x, dtype=np.float32)
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
 def set_error(basis: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tensor,
@@ -61,7 +56,7 @@ def set_error(basis: np.ndarray | torch.Tensor, targets: np.ndarray | torch.Tens
 def sc_distance(facets_a: np.ndarray, facets_b: np.ndarray, lam: float = DEFAULT_LAMBDA,
                 steps: int = SCORE_STEPS) -> np.ndarray:
     """Eq. 5 for aligned pairs of facet sets (n, K, d) (normalised here): symmetric, >= 0."""
-    a, b = unit_rows(facets_a), unit_rows(facets_b)
+    a, b = l2_normalize(facets_a), l2_normalize(facets_b)
     if a.shape != b.shape or a.ndim != 3:
         raise ValueError(f"need two (n, K, d) arrays of one shape, got {a.shape}, {b.shape}")
     return set_error(a, b, lam=lam, steps=steps) + set_error(b, a, lam=lam, steps=steps)
@@ -89,14 +84,14 @@ def asym_scores(facets_hypo: np.ndarray, words_hypo: Sequence[np.ndarray],
     d = facets_hypo.shape[-1]
     w_hypo, m_hypo = pad_sets(words_hypo, d)
     w_hyper, m_hyper = pad_sets(words_hyper, d)
-    down = set_error(unit_rows(facets_hyper), w_hypo, m_hypo, lam, steps)
-    up = set_error(unit_rows(facets_hypo), w_hyper, m_hyper, lam, steps)
+    down = set_error(l2_normalize(facets_hyper), w_hypo, m_hypo, lam, steps)
+    up = set_error(l2_normalize(facets_hypo), w_hyper, m_hyper, lam, steps)
     return down - up
 
 
 def word_importance(word_vectors: np.ndarray, facets: np.ndarray) -> np.ndarray:
     """Eq. 6: (N,) importance of N words given one text's (K, d) facets."""
-    w, f = unit_rows(word_vectors), unit_rows(facets)
+    w, f = l2_normalize(word_vectors), l2_normalize(facets)
     if w.ndim != 2 or f.ndim != 2 or w.shape[1] != f.shape[1]:
         raise ValueError(f"need (N, d) words and (K, d) facets, got {w.shape}, {f.shape}")
     return np.maximum(0.0, w @ f.T).sum(axis=1)

