@@ -1,15 +1,39 @@
-"""The package's layers: imports point down only (the import-linter contract in pyproject.toml)."""
+"""The house rules that keep the package readable: layers, file and function sizes."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+MAX_FILE_LINES = 600
+MAX_FUNCTION_LINES = 80
 
 
 def test_layers_contract_is_kept():
     """A module importing from a higher layer (at module top or inside a function) fails."""
     cli = pytest.importorskip("importlinter.cli", reason="import-linter is a dev dependency")
     assert cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True) == 0
+
+
+def _python_files() -> list[Path]:
+    return sorted((ROOT / "src" / "phrasekit").rglob("*.py"))
+
+
+def test_files_and_functions_fit_on_a_screen():
+    """No module over 600 lines and no function over 80: the house's size limits."""
+    long_files, long_funcs = [], []
+    for path in _python_files():
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(ROOT)
+        if text.count("\n") > MAX_FILE_LINES:
+            long_files.append(f"{rel}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_funcs.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
+    assert not long_files, long_files
+    assert not long_funcs, long_funcs
