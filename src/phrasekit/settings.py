@@ -82,7 +82,7 @@ def corpora_dir(required: bool = True) -> Path | None:
 
 @contextlib.contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
-    """Run a block with torch's intra-op thread count at ``n``, then restore it (None: as is).
+    """Set torch's intra-op thread count to ``n`` inside a block, then restore it (None: as is).
 
     Encoders and commands scope their thread setting with this instead of changing it for the
     whole process.
