@@ -51,9 +51,19 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.encoders.span import SpanEncoder
+from phrasekit.errors import raise_failed
+from phrasekit.eval.entity_clustering import kmeans_labels
 from phrasekit.io import Document, atomic_write
 from phrasekit.phrases import as_documents
+from phrasekit.phrases.extract import (
+    DEFAULT_SPACY_MODEL,
+    PhraseExtractor,
+    load_spacy,
+    split_long_text,
+)
 from phrasekit.registry import load_span
+from phrasekit.training.uctopic_ccl import LABEL_VIEWS, CCLConfig, ccl_finetune
+from phrasekit.training.uctopic_data import sentence_mentions
 
 logger = logging.getLogger(__name__)
 
@@ -143,9 +153,6 @@ class UCTopicModel(BaseEstimator):
     # ------------------------------------------------------------------ checks
     def check_params(self) -> None:
         """Raise ValueError on nonsense settings, before any long work."""
-        from phrasekit.training.config import raise_failed
-        from phrasekit.training.uctopic_ccl import LABEL_VIEWS
-
         k_lo, k_hi = self.k_range
         raise_failed([
             (self.n_topics is None or self.n_topics >= 2, "n_topics must be >= 2"),
@@ -185,8 +192,6 @@ class UCTopicModel(BaseEstimator):
     def fit(self, docs: Iterable[Document | str], show_progress: bool = False
             ) -> UCTopicModel:
         """Mine topical phrases of ``docs``; see the module docstring for the steps."""
-        from phrasekit.training.uctopic_ccl import CCLConfig, ccl_finetune
-
         self.check_params()
         documents = as_documents(docs)
         if not documents:
@@ -228,8 +233,6 @@ class UCTopicModel(BaseEstimator):
             self.ccl_report_ = result.summary()
             self.ccl_report_.pop("history", None)
         else:
-            from phrasekit.eval.entity_clustering import kmeans_labels
-
             final = emb
             centroids = l2_normalize(kmeans_labels(emb, k, seed=self.random_state,
                                                    n_init=3)[1])
@@ -255,14 +258,6 @@ class UCTopicModel(BaseEstimator):
                                "re-parsing", cache)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 logger.warning("ignoring unreadable parse cache %s (%s)", cache, exc)
-        from phrasekit.phrases.extract import (
-            DEFAULT_SPACY_MODEL,
-            PhraseExtractor,
-            load_spacy,
-            split_long_text,
-        )
-        from phrasekit.training.uctopic_data import sentence_mentions
-
         nlp = load_spacy(self.spacy_model or DEFAULT_SPACY_MODEL)
         extractor = PhraseExtractor(spacy_model=nlp, entities=False)
         pieces = [(piece, i) for i, d in enumerate(documents)

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.training.data_sources import english_stop_words, normalize
 
 logger = logging.getLogger(__name__)
@@ -281,7 +282,7 @@ def mine_hard_negatives(
     if n < 2:
         return {}
     emb = np.asarray(embeddings, dtype=np.float32)
-    emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    emb = l2_normalize(emb)
     index = _SurfaceIndex.build(phrases, exclude, max_df, max_trigram_df)
     logger.info("mining hard negatives for %d phrases (%d token / %d trigram features, "
                 "%d excluded pairs)", n, index.tok.shape[1], index.tri.shape[1],

@@ -30,6 +30,7 @@ from phrasekit.encoders.subtst import (
     build_model,
     pad_features,
 )
+from phrasekit.encoders.subword_lda import SubwordLDA
 from phrasekit.eval.pairs import MAIN_METRIC, PairExample, pair_metrics, task_kind
 from phrasekit.training.checkpoint import checkpoint_folder
 from phrasekit.training.config import config_hash
@@ -68,8 +69,6 @@ def seed_everything(seed: int) -> None:
 def fit_lda(texts: list[str], features: TokenFeatures, n_topics: int, seed: int, max_iter: int
             ) -> Any:
     """Sub-word LDA over the training sentences with the backbone's tokenizer."""
-    from phrasekit.encoders.subword_lda import SubwordLDA
-
     return SubwordLDA(n_topics=n_topics, max_iter=max_iter, seed=seed).fit(
         texts, features.tokenizer)
 

@@ -471,5 +471,5 @@ def _fine_tuned_centroids(encoder: SpanEncoder, rows: Sequence[Item], pseudo: Ps
         members = pseudo.clusters == c
         confident = pseudo.selected & members
         mean = final[confident if confident.any() else members].mean(axis=0)
-        centroids.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
+        centroids.append(l2_normalize(mean))
     return final, np.stack(centroids).astype(np.float32)

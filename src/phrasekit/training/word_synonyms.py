@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.training.data_sources import Synset, english_stop_words
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class _SynonymFinder:
                  wordnet_min_cos: float, threshold: float, max_per_word: int) -> None:
         self.index: dict[str, int] = glove.index
         vectors = np.asarray(glove.vectors, dtype=np.float32)
-        self.unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        self.unit = l2_normalize(vectors)
         self.member_of: dict[str, list[Synset]] = defaultdict(list)
         for s in synsets:
             for m in s.members:
