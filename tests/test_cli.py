@@ -95,16 +95,41 @@ def test_encode_writes_npy(tmp_path):
     src.write_text("heart attack\n\nmyocardial infarction\nprotein folding\n", encoding="utf-8")
     out = tmp_path / "v.npy"
     res = invoke("encode", src, "--out", out, "--model", "glove-50d", "--quiet")
+    assert res.exit_code == 2 and "p.txt:2: blank line" in res.output
+    assert not out.exists()
+    res = invoke("encode", src, "--out", out, "--model", "glove-50d", "--quiet", "--skip-blank")
     assert res.exit_code == 0, res.output
+    assert "skipped 1 blank line" in res.output
     vecs = np.load(out)
     assert vecs.shape == (3, 50) and vecs.dtype == np.float32
+
+
+def test_encode_rows_follow_newlines_only(tmp_path):
+    src = tmp_path / "p.txt"
+    lines = ["heart\u2028attack", "protein\x85folding", "form\x0cfeed", "new york city",
+             "paris"]
+    src.write_text("\r\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "v.npy"
+    res = invoke("encode", src, "--out", out, "--model", "glove-50d", "--quiet")
+    assert res.exit_code == 0, res.output
+    assert np.load(out).shape == (5, 50)  # 5 lines, 5 rows
+
+
+@pytest.mark.parametrize("where", ["folder", "under_file", "same_as_input"])
+def test_encode_bad_out_refused_before_work(tmp_path, where):
+    src = tmp_path / "p.txt"
+    src.write_text("paris\n", encoding="utf-8")
+    out = {"folder": tmp_path, "under_file": src / "v.npy", "same_as_input": src}[where]
+    res = invoke("encode", src, "--out", out, "--model", "glove-50d", "--quiet")
+    assert res.exit_code == 2 and str(out) in res.output, res.output
+    assert src.read_text(encoding="utf-8") == "paris\n"
 
 
 @pytest.mark.parametrize(
     ("setup", "fragment"),
     [
         ("missing", "not found"),
-        ("empty", "no phrases"),
+        ("empty", "blank line"),
         ("latin1", "UTF-8"),
     ],
 )

@@ -215,14 +215,23 @@ def test_encode_cached_stores_digests_not_texts(tmp_path: Path) -> None:
         assert "texts" not in z and z["keys"].shape == (50,)
 
 
-def test_encode_cached_reads_the_first_format(tmp_path: Path) -> None:
-    cache = tmp_path / "old.npz"
+def test_encode_cached_rebuilds_unchecked_or_damaged_caches(tmp_path: Path) -> None:
+    cache = tmp_path / "old.npz"  # the first format: texts, no checksum
     np.savez(cache, encoder=np.asarray("counting"), texts=np.asarray(["ab", "abc"]),
              embeddings=np.asarray([[2.0, 1.0], [3.0, 1.0]], dtype=np.float32))
     enc = _CountingEncoder()
     enc.name = "counting"
-    out = encode_cached(enc, ["abc", "xy"], cache, show_progress=False)
-    assert enc.seen == ["xy"] and out.tolist() == [[3.0, 1.0], [2.0, 1.0]]
+    first = encode_cached(enc, ["abc", "xy"], cache, show_progress=False)
+    assert enc.seen == ["abc", "xy"]  # nothing trusted from a cache without a checksum
+    enc.seen = []
+    assert encode_cached(enc, ["abc", "xy"], cache, show_progress=False).tolist() == \
+        first.tolist() and enc.seen == []
+    with np.load(cache) as z:
+        parts = dict(z)
+    parts["embeddings"] = parts["embeddings"][::-1].copy()  # rows swapped, checksum kept
+    np.savez(cache, **parts)
+    assert encode_cached(enc, ["abc", "xy"], cache, show_progress=False).tolist() == \
+        first.tolist() and enc.seen == ["abc", "xy"]
 
 
 # ------------------------------------------------------------------------------ end to end

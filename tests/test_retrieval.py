@@ -102,8 +102,8 @@ def test_save_load_round_trip(tmp_path, kind):
     names = _dictionary()
     ents = EntityIndex.build(names, "string", index=kind)
     out = ents.save(tmp_path / "ents")
-    expected = {"config.json", "names.jsonl", "vectors.npy"} | ({"index.faiss"} if kind == "ann"
-                                                               else set())
+    expected = {"config.json", "names.jsonl", "vectors.npy", "manifest.json"} | (
+        {"index.faiss"} if kind == "ann" else set())
     assert {p.name for p in out.iterdir()} == expected
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["model"] == "string" and config["count"] == len(names)
@@ -126,7 +126,7 @@ def test_load_errors(tmp_path, string_enc):
     with pytest.raises(EntityIndexError, match="1024-d"):
         EntityIndex.load(out, encoder=CharNgramEncoder(n_features=1024))
     (out / "names.jsonl").write_text('{"name": "x", "id": "0"}\n', encoding="utf-8")
-    with pytest.raises(EntityIndexError, match="1 entries, config says"):
+    with pytest.raises(EntityIndexError, match=r"names\.jsonl: contents differ from manifest"):
         EntityIndex.load(out)
     other = tmp_path / "other"
     other.mkdir()

@@ -186,7 +186,8 @@ def test_index_save_load_round_trip(tmp_path, name_vectors, kind):
     index.save(tmp_path / "idx")  # replacing an earlier save is fine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp folders left
     files = {p.name for p in (tmp_path / "idx").iterdir()}
-    assert files == {"index.json", "vectors.npy" if kind == "exact" else "index.faiss"}
+    assert files == {"index.json", "manifest.json",
+                     "vectors.npy" if kind == "exact" else "index.faiss"}
     back = load_index(tmp_path / "idx")
     assert back.kind == kind and back.params() == index.params() and len(back) == len(vecs)
     s1, i1 = index.search(queries, k=3)
@@ -208,7 +209,7 @@ def test_index_load_and_save_errors(tmp_path, name_vectors):
     assert (other / "keep.txt").is_file()
     build_index(vecs[:50], kind="ann").save(tmp_path / "a")
     (tmp_path / "a" / "index.faiss").write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="cannot read the faiss index"):
+    with pytest.raises(ValueError, match=r"index\.faiss: contents differ from manifest"):
         load_index(tmp_path / "a")
 
 

@@ -3,21 +3,43 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 
-def _umask() -> int:
+def umask() -> int:
     """The process umask (read by setting and restoring it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs (leftovers of dead ones may be removed)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete ``atomic_write`` temp files beside ``path`` whose writer was killed."""
+    with contextlib.suppress(OSError):
+        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+            pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
+            if pid.isdigit() and not pid_alive(int(pid)):
+                tmp.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -27,14 +49,16 @@ def atomic_write(
     """Open a temp file next to ``path`` and move it into place only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                               dir=path.parent)
     try:
         kwargs = {} if "b" in mode else {"encoding": encoding, "newline": newline}
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; give the usual file mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -43,10 +67,14 @@ def atomic_write(
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as pretty UTF-8 JSON, atomically."""
+    """Write ``obj`` as pretty UTF-8 JSON, atomically; NaN or infinity is refused (it is not
+    JSON, and a number that went wrong must not be written as if it were a result)."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False)
+    except ValueError as exc:
+        raise ValueError(f"{path}: refusing to write a non-finite number ({exc})") from exc
     with atomic_write(path) as fh:
-        json.dump(obj, fh, ensure_ascii=False, indent=2)
-        fh.write("\n")
+        fh.write(text + "\n")
 
 
 def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Any]:
@@ -85,6 +113,39 @@ class CorpusError(ValueError):
     """A corpus file that cannot be read: missing, wrong encoding, malformed lines."""
 
 
+def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], int]:
+    """The lines of a UTF-8 text file split on ``\\n`` only (a ``\\r`` before it dropped), so
+    line i is row i; other separators (U+2028, form feed...) stay inside their line. Blank
+    lines raise ``CorpusError`` naming the line, or are skipped and counted with ``skip_blank``.
+
+    Returns ``(lines stripped of surrounding whitespace, blank lines skipped)``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"{path}: not found" if not path.exists() else f"{path}: not a file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path}: not valid UTF-8 ({exc})") from exc
+    raw = text.removeprefix("\ufeff").split("\n")
+    if raw and raw[-1] == "":  # the final newline ends the last line
+        raw.pop()
+    lines: list[str] = []
+    skipped = 0
+    for lineno, line in enumerate(raw, start=1):
+        line = line.removesuffix("\r").strip()
+        if line:
+            lines.append(line)
+        elif skip_blank:
+            skipped += 1
+        else:
+            raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
+                              "--skip-blank drops them)")
+    if not lines:
+        raise CorpusError(f"{path}: no lines to read (empty file)")
+    return lines, skipped
+
+
 @dataclass(frozen=True)
 class Document:
     """One corpus document: an id, its text and any extra fields (label, keyphrases...)."""
@@ -95,9 +156,11 @@ class Document:
 
 
 def _open_text(path: Path):
+    """Open a (gzipped) UTF-8 file whose lines end at ``\\n`` only (a CR or U+2028 inside a
+    document does not split it)."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
+    return open(path, encoding="utf-8", newline="\n")
 
 
 def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id") -> list[Document]:
@@ -131,7 +194,7 @@ def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
                     docs.append(Document(id=str(len(docs)), text=line, meta={}))
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path}: not valid UTF-8 ({exc})") from exc
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise CorpusError(f"{path}: cannot read ({exc})") from exc
     if not docs:
         raise CorpusError(f"{path}: no documents found")

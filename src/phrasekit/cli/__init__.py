@@ -11,7 +11,7 @@ import typer
 
 from phrasekit.cli import eval as eval_group
 from phrasekit.cli import match, models, topics, train
-from phrasekit.cli.common import BadInputError
+from phrasekit.cli.common import DEBUG, BadInputError
 
 __all__ = ["BadInputError", "app", "main"]
 
@@ -25,6 +25,14 @@ app = typer.Typer(
 for group in (models, eval_group, topics, match):
     app.add_typer(group.app)
 app.add_typer(train.app, name="train")
+
+
+@app.callback()
+def root(debug: bool = typer.Option(
+        False, "--debug", help="On an error, show the full traceback instead of one line.")
+         ) -> None:
+    """Phrase embeddings, phrase benchmark and phrase-based topic mining (offline, CPU)."""
+    DEBUG["on"] = DEBUG["on"] or debug
 
 
 def main() -> None:

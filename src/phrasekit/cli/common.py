@@ -5,11 +5,15 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from safetensors import SafetensorError
 
+from phrasekit.artifacts import check_parent_writable
 from phrasekit.io import CorpusError
 from phrasekit.settings import SharedDataMissingError
 
@@ -22,11 +26,25 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m",
                                        help="Model name (see `phrasekit models`) or folder.")]
 
 #: Exceptions that mean "bad input": one line on stderr and exit code 2, no traceback.
-USER_ERRORS = (ValueError, TypeError, FileNotFoundError, CorpusError, SharedDataMissingError)
+USER_ERRORS = (ValueError, TypeError, OSError, EOFError, zlib.error, SafetensorError, CorpusError,
+               SharedDataMissingError, typer.BadParameter)
+#: Set by the root ``--debug`` option (or PHRASEKIT_DEBUG=1): errors show their traceback.
+DEBUG = {"on": os.environ.get("PHRASEKIT_DEBUG", "") not in ("", "0")}
 
 
 class BadInputError(Exception):
     """Raised by commands for user errors that should exit with code 2."""
+
+
+def check_output_file(out: Path, inputs: tuple[Path, ...] = ()) -> None:
+    """Refuse, before any long work, an output file path that is a folder, sits under a file,
+    cannot be written, or is one of the command's ``inputs`` (it would overwrite its input)."""
+    if out.is_dir():
+        raise BadInputError(f"--out {out} is a folder; give a file path")
+    check_parent_writable(out)
+    for path in inputs:
+        if out.exists() and path.exists() and os.path.samefile(out, path):
+            raise BadInputError(f"--out {out} is the input file {path}; write elsewhere")
 
 
 def setup_logging(quiet: bool, verbose: bool = False) -> None:
@@ -46,27 +64,77 @@ def setup_logging(quiet: bool, verbose: bool = False) -> None:
         pass
 
 
+def _one_line(exc: BaseException) -> str:
+    """The exception's message on one line (multi-line library messages folded)."""
+    message = exc.format_message() if isinstance(exc, typer.BadParameter) else str(exc)
+    text = " ".join(message.split()) or type(exc).__name__
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
 def run_command(body: Callable[[], Any]) -> Any:
-    """Call a command body, mapping user errors to exit code 2 with a one-line message."""
+    """Call a command body: user errors end in one line and exit code 2, anything else in one
+    line and exit code 1; the traceback only with ``--debug``."""
     try:
         return body()
-    except (BadInputError, *USER_ERRORS) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(code=2) from None
+    except (typer.Exit, typer.Abort):  # a command's own exit code
+        raise
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(code=130) from None
+    except BrokenPipeError:  # `phrasekit ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        raise typer.Exit(code=0) from None
+    except (BadInputError, *USER_ERRORS) as exc:
+        if DEBUG["on"]:
+            raise
+        typer.echo(f"error: {_one_line(exc)}", err=True)
+        raise typer.Exit(code=2) from None
+    except Exception as exc:
+        if DEBUG["on"]:
+            raise
+        typer.echo(f"error: internal error ({type(exc).__name__}: {_one_line(exc)}); rerun "
+                   "with `phrasekit --debug ...` for the traceback", err=True)
+        raise typer.Exit(code=1) from None
 
 
-def command(group: typer.Typer, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def check_output_folder_path(out: Path) -> None:
+    """Refuse, before any long work, an output folder path that is a file or sits where no
+    folder can be made."""
+    if out.exists() and not out.is_dir():
+        raise BadInputError(f"--out {out} exists and is not a folder")
+    check_parent_writable(out)
+
+
+def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
+    """Validate a command's ``--out``/``--output`` path (``out_kind`` "file" or "folder")
+    against the other path arguments, before the command body runs."""
+    name = "out" if "out" in kwargs else "output"
+    out = kwargs.get(name)
+    if out_kind is None or not isinstance(out, Path):
+        return
+    if out_kind == "folder":
+        check_output_folder_path(out)
+        return
+    inputs = tuple(v for k, v in kwargs.items() if isinstance(v, Path) and k != name)
+    check_output_file(out, inputs=inputs)
+
+
+def command(group: typer.Typer, name: str, out: str | None = None
+            ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as command ``name`` of ``group``: logging set up from its --quiet and
-    --verbose options, then ``fn`` runs through ``run_command``."""
+    --verbose options, its output path checked (``out``: "file" or "folder"), then ``fn`` runs
+    through ``run_command``."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
             setup_logging(kwargs.get("quiet", False), kwargs.get("verbose", False))
-            return run_command(lambda: fn(**kwargs))
+
+            def body() -> Any:
+                check_paths(kwargs, out)
+                return fn(**kwargs)
+
+            return run_command(body)
 
         group.command(name)(wrapper)
         return fn

@@ -16,7 +16,7 @@ from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.registry import DEFAULT_MODEL, check_model_name, load
 from phrasekit.similarity.index import INDEX_KINDS
 from phrasekit.similarity.join import fuzzy_join, read_column, write_matches
-from phrasekit.similarity.retrieval import EntityIndex, read_names
+from phrasekit.similarity.retrieval import EntityIndex, check_index_out, read_names
 
 app = typer.Typer()
 index_app = typer.Typer(
@@ -61,7 +61,7 @@ def neighbors_cmd(
         typer.echo(f"{rank}\t{text}\t{score:.4f}")
 
 
-@command(app, "pairs")
+@command(app, "pairs", out="file")
 def pairs_cmd(
     model: Annotated[str, typer.Option(
         "--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
@@ -103,7 +103,7 @@ def pairs_cmd(
         typer.echo(f"{len(pairs)} pairs scored -> {output}")
 
 
-@command(app, "join")
+@command(app, "join", out="file")
 def join_cmd(
     left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],
     right: Annotated[Path, typer.Argument(help="Right CSV whose rows are matched to left rows.")],
@@ -138,7 +138,7 @@ def join_cmd(
     typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows -> {out}")
 
 
-@command(index_app, "build")
+@command(index_app, "build", out="folder")
 def index_build_cmd(
     names_file: Annotated[Path, typer.Argument(
         help="Names: .txt (one per line) or .csv/.tsv with a header row.")],
@@ -160,13 +160,14 @@ def index_build_cmd(
     """
     check_model_name(model)
     _check_index_kind(index)
+    check_index_out(out)
     names, ids = read_names(names_file, column=column, id_column=id_column)
     ent = EntityIndex.build(names, model, ids=ids, index=index, show_progress=not quiet)
     ent.save(out)
     typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}) -> {out}")
 
 
-@command(index_app, "query")
+@command(index_app, "query", out="file")
 def index_query_cmd(
     directory: Annotated[Path, typer.Argument(help="Folder written by `phrasekit index build`.")],
     texts: Annotated[list[str] | None, typer.Argument(help="Query texts.")] = None,

@@ -8,10 +8,10 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command, logger
-from phrasekit.io import atomic_write
+from phrasekit.cli.common import ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.io import atomic_write, read_lines
 from phrasekit.models.folders import quantize_model_folder
-from phrasekit.registry import DEFAULT_MODEL, available_models, load
+from phrasekit.registry import DEFAULT_MODEL, available_models, check_model_name, load
 
 app = typer.Typer()
 
@@ -33,7 +33,7 @@ def models_cmd(quiet: Quiet = False) -> None:
         typer.echo(line)
 
 
-@command(app, "quantize")
+@command(app, "quantize", out="folder")
 def quantize_cmd(
     model_dir: Annotated[Path, typer.Argument(
         help="A PEARL, Phrase-BERT or UCTopic model folder (float16 backbone deltas).")],
@@ -48,7 +48,7 @@ def quantize_cmd(
     typer.echo(f"{model_dir} ({sizes['source_mb']} MB) -> {out} ({sizes['int8_mb']} MB)")
 
 
-@command(app, "encode")
+@command(app, "encode", out="file")
 def encode_cmd(
     input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output .npy file (float32, n x d).")],
@@ -56,22 +56,21 @@ def encode_cmd(
     batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
     precision: Annotated[str, typer.Option(
         help="fp32, bf16 or int8 (transformer models).")] = "fp32",
+    skip_blank: Annotated[bool, typer.Option(
+        help="Drop blank lines (and say how many) instead of refusing the file; row i of the "
+             "output is then the i-th non-blank line.")] = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Embed phrases (one per line) and save an L2-normalised float32 matrix.
+    """Embed phrases (one per line; row i of the output is line i) and save an L2-normalised
+    float32 matrix. Lines are split on newline characters only.
 
     Example: phrasekit encode phrases.txt --out phrases.npy --model minilm
     """
-    if not input_file.is_file():
-        raise BadInputError(f"input file not found: {input_file}")
-    try:
-        lines = input_file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise BadInputError(f"{input_file}: not valid UTF-8 ({exc})") from exc
-    phrases = [ln.strip() for ln in lines if ln.strip()]
-    if not phrases:
-        raise BadInputError(f"{input_file}: no phrases (empty file)")
+    check_model_name(model)
+    phrases, skipped = read_lines(input_file, skip_blank=skip_blank)
+    if skipped:
+        typer.echo(f"skipped {skipped} blank line(s) of {input_file}", err=True)
     kwargs = {"precision": precision} if precision != "fp32" else {}
     encoder = load(model, **kwargs)
     vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)

@@ -18,7 +18,7 @@ from phrasekit.io import atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.registry import available_models, load
-from phrasekit.topics import format_timings, run_pntm, run_topics, run_uctopic
+from phrasekit.topics import check_topics_out, format_timings, run_pntm, run_topics, run_uctopic
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
@@ -29,7 +29,7 @@ TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
 METHODS = ("clusters", "pntm", "ccl")
 
 
-@command(app, "phrases")
+@command(app, "phrases", out="file")
 def phrases_cmd(
     corpus: CorpusArg,
     out: Annotated[Path, typer.Option(
@@ -76,8 +76,7 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None, 
         raise BadInputError(f"--sentences must be >= 0, got {sentences}")
     if grounding < 0:
         raise BadInputError(f"--grounding must be >= 0, got {grounding}")
-    if out.exists() and not out.is_dir():
-        raise BadInputError(f"--out {out} exists and is not a folder")
+    check_topics_out(out)
 
 
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
@@ -104,7 +103,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     return tm.n_topics_, tm, paths
 
 
-@command(app, "topics")
+@command(app, "topics", out="folder")
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(help=f"{_CORPUS} (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option(
@@ -179,7 +178,7 @@ def topics_cmd(
     typer.echo(f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> {shown}")
 
 
-@command(app, "keyphrases")
+@command(app, "keyphrases", out="file")
 def keyphrases_cmd(
     corpus: CorpusArg,
     out: Annotated[Path | None, typer.Option(

@@ -55,7 +55,7 @@ def _dev_data(shared: Path | None) -> Path | None:
     return Path(shared) / "data" if shared else None
 
 
-@command(app, "pearl-data")
+@command(app, "pearl-data", out="folder")
 def train_pearl_data_cmd(
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Folder for the PEARL training dataset.")],
@@ -71,7 +71,7 @@ def train_pearl_data_cmd(
     typer.echo(f"PEARL dataset -> {out} ({report['phrases']} phrases)")
 
 
-@command(app, "pearl-reaverage")
+@command(app, "pearl-reaverage", out="folder")
 def train_pearl_reaverage_cmd(
     model: Annotated[Path, typer.Option(
         "--model", "-m", help="A PEARL model folder saved by `train pearl` (e.g. OUT/model).")],
@@ -104,7 +104,7 @@ def train_pearl_reaverage_cmd(
                f"{report['alpha_proj']}) -> {report['model_dir']}")
 
 
-@command(app, "soup")
+@command(app, "soup", out="folder")
 def train_soup_cmd(
     models: Annotated[list[Path], typer.Argument(
         help="Two or more PEARL or Phrase-BERT model folders (OUT/model) of one recipe.")],
@@ -135,7 +135,7 @@ def train_soup_cmd(
                f"{report['model_mb']} MB -> {report['model_dir']}")
 
 
-@command(app, "pearl")
+@command(app, "pearl", out="folder")
 @with_config(settings=opts.PEARL)
 def train_pearl_cmd(
     out: RunOut,
@@ -165,7 +165,7 @@ def train_pearl_cmd(
                f"{report['model_mb']} MB -> {report['model_dir']}")
 
 
-@command(app, "subtst")
+@command(app, "subtst", out="folder")
 @with_config(model_settings=opts.SUBTST_MODEL, training=opts.SUBTST_TRAINING)
 def train_subtst_cmd(
     task: Annotated[str, typer.Option(
@@ -214,7 +214,7 @@ def _phrase_vocabs(items: list[str]) -> dict[str, str]:
     return vocabs
 
 
-@command(app, "phrase-bert-data")
+@command(app, "phrase-bert-data", out="folder")
 @with_config(settings=opts.PHRASE_BERT_DATA)
 def train_phrase_bert_data_cmd(
     out: Annotated[Path, typer.Option(
@@ -259,7 +259,7 @@ def _source_repeats(specs: list[str]) -> dict[str, int]:
     return out
 
 
-@command(app, "phrase-bert")
+@command(app, "phrase-bert", out="folder")
 @with_config(settings=opts.PHRASE_BERT)
 def train_phrase_bert_cmd(
     out: RunOut,
@@ -298,7 +298,7 @@ def train_phrase_bert_cmd(
                f"alpha {report['alpha']}, {report['model_mb']} MB -> {report['model_dir']}")
 
 
-@command(app, "facets-data")
+@command(app, "facets-data", out="folder")
 @with_config(settings=opts.FACETS_DATA)
 def train_facets_data_cmd(
     out: Annotated[Path, typer.Option(
@@ -323,7 +323,7 @@ def train_facets_data_cmd(
                f"{len(data.indices('val'))} validation examples -> {out}")
 
 
-@command(app, "facets")
+@command(app, "facets", out="folder")
 @with_config(settings=opts.FACETS)
 def train_facets_cmd(
     data: Annotated[Path, typer.Option(
@@ -352,7 +352,7 @@ def train_facets_cmd(
                f"{last.get('val_loss', '?')} -> {report['model_dir']}")
 
 
-@command(app, "uctopic-data")
+@command(app, "uctopic-data", out="folder")
 @with_config(settings=opts.UCTOPIC_DATA)
 def train_uctopic_data_cmd(
     out: Annotated[Path, typer.Option(
@@ -375,7 +375,7 @@ def train_uctopic_data_cmd(
     typer.echo(f"{report['counts']['pairs']} pairs -> {out}")
 
 
-@command(app, "uctopic")
+@command(app, "uctopic", out="folder")
 @with_config(settings=opts.UCTOPIC)
 def train_uctopic_cmd(
     data: Annotated[Path, typer.Option("--data", help="A pair folder from `train uctopic-data`.")],

@@ -9,6 +9,7 @@ item fails before any long work starts.
 from __future__ import annotations
 
 import logging
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -19,6 +20,7 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.settings import torch_threads
 
 logger = logging.getLogger(__name__)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def validate_texts(texts: str | Iterable[str]) -> list[str]:
@@ -44,7 +46,22 @@ def validate_texts(texts: str | Iterable[str]) -> list[str]:
             raise TypeError(f"texts[{i}] is {type(t).__name__}, not str: {t!r:.60}")
         if not t.strip():
             raise ValueError(f"texts[{i}] is empty or whitespace only; cannot embed it")
+        if (lone := _SURROGATE.search(t)) is not None:
+            raise ValueError(f"texts[{i}] holds a lone surrogate (U+{ord(lone[0]):04X}), which "
+                             "is not a character; fix the text's decoding")
     return items
+
+
+def check_finite(vectors: np.ndarray, name: str) -> np.ndarray:
+    """Return ``vectors`` if every value is finite, else raise naming the first bad row: a
+    model with damaged weights must fail, not hand back NaN rows."""
+    bad = ~np.isfinite(vectors).all(axis=1) if vectors.ndim == 2 else ~np.isfinite(vectors)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"model {name} produced non-finite vectors for {int(bad.sum())} of "
+                         f"{len(vectors)} texts (first: row {first}); its weights may be "
+                         "damaged")
+    return vectors
 
 
 class Encoder(ABC):
@@ -80,7 +97,7 @@ class Encoder(ABC):
         with torch_threads(self.num_threads):
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
                 out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))
-        return out
+        return check_finite(out, self.name)
 
     def _batches(self, items: Sequence[str], batch_size: int | None, desc: str,
                  show_progress: bool) -> Iterator[list[int]]:

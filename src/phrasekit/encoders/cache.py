@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,18 +23,33 @@ def text_key(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def _digest(name: str, keys: np.ndarray, embeddings: np.ndarray) -> str:
+    """sha256 over a cache's encoder name, keys and embeddings (stored with them, checked at
+    read, so a damaged cache is rebuilt instead of handing back wrong vectors)."""
+    digest = hashlib.sha256(name.encode("utf-8"))
+    digest.update(np.ascontiguousarray(keys).tobytes())
+    digest.update(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
 def _read_cache(cache: Path, name: str) -> tuple[list[bytes], np.ndarray | None]:
-    """Keys and embeddings of a cache file written for encoder ``name`` (else nothing)."""
-    with np.load(cache, allow_pickle=False) as z:
-        if str(z["encoder"]) != name:
-            logger.warning("embedding cache %s is for %s, not %s: ignored", cache,
-                           z["encoder"], name)
-            return [], None
-        if "keys" in z:
-            keys = [bytes(k) for k in z["keys"]]
-        else:  # first format: the texts themselves
-            keys = [text_key(t) for t in z["texts"].tolist()]
-        return keys, np.asarray(z["embeddings"])
+    """Keys and embeddings of a cache file written for encoder ``name`` (else nothing: another
+    encoder's, unreadable or failing its checksum)."""
+    try:
+        with np.load(cache, allow_pickle=False) as z:
+            if str(z["encoder"]) != name:
+                logger.warning("embedding cache %s is for %s, not %s: ignored", cache,
+                               z["encoder"], name)
+                return [], None
+            keys, emb = z["keys"], np.asarray(z["embeddings"], dtype=np.float32)
+            ok = "sha256" in z and str(z["sha256"]) == _digest(name, keys, emb)
+    except (OSError, ValueError, KeyError, EOFError, zlib.error) as exc:
+        logger.warning("embedding cache %s is unreadable (%s): rebuilt", cache, exc)
+        return [], None
+    if not ok or len(keys) != len(emb):
+        logger.warning("embedding cache %s fails its checksum: rebuilt", cache)
+        return [], None
+    return [bytes(k) for k in keys], emb
 
 
 def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None = None,
@@ -70,7 +86,8 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     for k in new_keys:
         row[k] = len(row)
     if cache is not None and missing:
+        all_keys = np.asarray(old_keys + new_keys, dtype="S16")
         with atomic_write(cache, "wb") as fh:
-            np.savez(fh, encoder=np.asarray(name),
-                     keys=np.asarray(old_keys + new_keys, dtype="S16"), embeddings=all_emb)
+            np.savez(fh, encoder=np.asarray(name), keys=all_keys, embeddings=all_emb,
+                     sha256=np.asarray(_digest(name, all_keys, all_emb)))
     return all_emb[[row[k] for k in keys]]

@@ -43,6 +43,7 @@ from phrasekit.models.folders import (
     load_weights,
     read_model_config,
     save_weights,
+    saves_model_folder,
 )
 from phrasekit.settings import torch_threads
 
@@ -159,6 +160,7 @@ class PearlModel(nn.Module):
         return (("char.", self.char), ("proj.", self.proj), ("head.", self.head),
                 ("sense_head.", self.sense_head))
 
+    @saves_model_folder
     def save_pretrained(self, out_dir: str | Path, extra_config: dict[str, Any] | None = None
                         ) -> Path:
         """Write config.json + model.safetensors (backbone as fp16 deltas) atomically."""

@@ -30,6 +30,7 @@ from phrasekit.models.folders import (
     load_weights,
     read_model_config,
     save_weights,
+    saves_model_folder,
 )
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class PhraseBertModel(nn.Module):
         return mean_pool(out, enc["attention_mask"])
 
 
+@saves_model_folder
 def save_phrase_bert(model: PhraseBertModel, out_dir: str | Path,
                      extra_config: dict[str, Any] | None = None) -> Path:
     """Write ``config.json`` + ``model.safetensors`` (fp16 backbone deltas) atomically."""

@@ -57,6 +57,7 @@ from phrasekit.models.folders import (
     load_weights,
     read_model_config,
     save_weights,
+    saves_model_folder,
 )
 from phrasekit.settings import torch_threads
 
@@ -387,6 +388,7 @@ class SpanEncoder(Encoder):
         return self.model.embed_batched(rows, "mention", len(rows) or 1, desc=self.name)
 
     # ---- persistence ------------------------------------------------------------------------
+    @saves_model_folder
     def save_pretrained(self, out_dir: str | Path, extra_config: dict[str, Any] | None = None
                         ) -> Path:
         """Write ``config.json`` + weights (fp16 deltas over the packaged MiniLM, or the whole

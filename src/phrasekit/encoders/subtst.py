@@ -46,6 +46,7 @@ from phrasekit.models.folders import (
     load_weights,
     read_model_config,
     save_weights,
+    saves_model_folder,
 )
 
 logger = logging.getLogger(__name__)
@@ -362,6 +363,7 @@ class SubTST(Encoder):
 
     # ---- persistence -------------------------------------------------------------------------
 
+    @saves_model_folder
     def save_pretrained(self, out_dir: str | Path) -> Path:
         """Write config.json + model.safetensors (trained modules + LDA) atomically."""
         out = Path(out_dir)

@@ -65,6 +65,10 @@ class TransformerEncoder(Encoder):
         path = Path(model_path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a transformer model folder (no config.json)")
+        if not any(path.glob("*.safetensors")):
+            raise ValueError(f"{path}: no .safetensors weights; phrasekit loads safetensors only "
+                             "(never pickled weights such as pytorch_model.bin); convert the "
+                             "folder with transformers' save_pretrained(safe_serialization=True)")
         self.num_threads = num_threads
         self.name = name
         self.model_path = path

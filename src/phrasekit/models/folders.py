@@ -10,9 +10,11 @@ with one float16 scale per row (:func:`quantize_model_folder`), so a trained mod
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -20,6 +22,7 @@ from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
+from phrasekit.artifacts import MANIFEST, staged_folder, verify_folder
 from phrasekit.io import atomic_write, write_json
 from phrasekit.models.backbones import backbone_fingerprint, backbone_state
 
@@ -39,6 +42,30 @@ SUBTST_FORMAT = "phrasekit-subtst"
 FACETS_FORMAT = "phrasekit-facets"
 #: The model-folder kinds ``phrasekit.load`` understands.
 FORMATS = (PEARL_FORMAT, PHRASE_BERT_FORMAT, SPAN_FORMAT, SUBTST_FORMAT, FACETS_FORMAT)
+
+
+#: Manifest kind of a model folder.
+MODEL_KIND = "model"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _is_model_folder(path: Path) -> bool:
+    """Whether ``path`` holds a phrasekit model folder saved before folders had manifests."""
+    return model_folder_format(path) in FORMATS
+
+
+def saves_model_folder(fn: _F) -> _F:
+    """Decorate a save function ``fn(obj, out_dir, ...)``: it writes into a staged folder that
+    then replaces ``out_dir`` whole, with a manifest that loading checks. Returns what ``fn``
+    returns, with its staged path replaced by ``out_dir``."""
+
+    @functools.wraps(fn)
+    def wrapper(obj: Any, out_dir: str | Path, *args: Any, **kwargs: Any) -> Any:
+        with staged_folder(out_dir, MODEL_KIND, legacy=_is_model_folder) as tmp:
+            result = fn(obj, tmp, *args, **kwargs)
+        return Path(out_dir) if result is None or isinstance(result, Path) else result
+
+    return wrapper  # type: ignore[return-value]
 
 
 def model_folder_format(path: str | Path) -> str | None:
@@ -78,6 +105,7 @@ def read_model_config(path: str | Path, fmt: str, kind: str,
     if found_version > version:
         raise ValueError(f"{path}: written by a newer phrasekit (format_version "
                          f"{found_version}); upgrade phrasekit")
+    verify_folder(path, MODEL_KIND, required=(CONFIG, WEIGHTS) if need_weights else (CONFIG,))
     return config
 
 
@@ -170,9 +198,16 @@ def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
     ``dst`` with int8 deltas (:func:`quantize_deltas`); returns sizes in MB. ``config.json``
     records it and gets ``format_version`` 2, which older phrasekit versions refuse instead of
     misreading."""
-    src, dst = Path(src), Path(dst)
-    if src.resolve() == dst.resolve():
+    if Path(src).resolve() == Path(dst).resolve():
         raise ValueError("quantize into another folder (the source stays as the reference)")
+    read_model_config(src, str(model_folder_format(src)), "fine-tuned")
+    return _write_quantized(src, dst)
+
+
+@saves_model_folder
+def _write_quantized(src: str | Path, dst: str | Path) -> dict[str, Any]:
+    """Write the int8 copy of ``src`` into ``dst`` (a staged folder)."""
+    src, dst = Path(src), Path(dst)
     config_path = src / CONFIG
     if not config_path.is_file() or not (src / WEIGHTS).is_file():
         raise FileNotFoundError(f"{src} is not a model folder ({CONFIG} + {WEIGHTS})")
@@ -190,7 +225,7 @@ def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
                                          QUANTIZED_FORMAT_VERSION), "delta_precision": "int8"})
     write_json(dst / CONFIG, config)
     for extra in src.iterdir():  # README and the like travel along
-        if extra.is_file() and extra.name not in (CONFIG, WEIGHTS):
+        if extra.is_file() and extra.name not in (CONFIG, WEIGHTS, MANIFEST):
             (dst / extra.name).write_bytes(extra.read_bytes())
     mb = 1024 * 1024
     return {"source_mb": round((src / WEIGHTS).stat().st_size / mb, 1),

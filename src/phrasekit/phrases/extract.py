@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -362,7 +363,7 @@ def load_or_extract_vocabulary(
     if cache is not None and Path(cache).is_file():
         try:
             vocab = PhraseVocabulary.from_json(cache)
-        except (ValueError, KeyError, OSError) as exc:
+        except (ValueError, KeyError, OSError, EOFError, zlib.error) as exc:
             logger.warning("ignoring unreadable phrase cache %s (%s)", cache, exc)
         else:
             if vocab.doc_ids != [d.id for d in docs]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -319,8 +320,15 @@ class PhraseVocabulary:
         if isinstance(source, str) and source.lstrip().startswith("{"):
             return cls.from_dict(json.loads(source))
         path = Path(source)
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return cls.from_dict(json.load(fh))
-        with open(path, encoding="utf-8") as fh:
-            return cls.from_dict(json.load(fh))
+        try:
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt", encoding="utf-8") as fh:
+                obj = json.load(fh)
+            if not isinstance(obj, dict):
+                raise TypeError(f"a JSON {type(obj).__name__}, not an object")
+            return cls.from_dict(obj)
+        except FileNotFoundError:
+            raise
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, EOFError,
+                zlib.error) as exc:
+            raise ValueError(f"{path}: not a readable phrase vocabulary ({exc})") from exc

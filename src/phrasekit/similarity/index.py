@@ -15,17 +15,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import sys
-import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from phrasekit.artifacts import staged_folder, verify_folder
 from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
 
 logger = logging.getLogger(__name__)
@@ -33,6 +32,14 @@ logger = logging.getLogger(__name__)
 INDEX_KINDS = ("auto", "exact", "ann")
 INDEX_FORMAT = 1
 INDEX_CONFIG = "index.json"
+#: Manifest kind of a saved search index.
+INDEX_KIND = "search-index"
+
+
+def _is_index_dir(path: Path) -> bool:
+    """Whether ``path`` holds an index saved without a manifest (only index files in it)."""
+    files = {p.name for p in path.iterdir()}
+    return INDEX_CONFIG in files and files <= {INDEX_CONFIG, "vectors.npy", "index.faiss"}
 
 # Measured with benchmarks/join_ann.py and a size sweep on 2 (busy) CPU cores, all-MiniLM-L6-v2
 # vectors (384d) of real AutoFJ titles, k=10, HNSW M=32 / efConstruction=80 / efSearch=128:
@@ -54,6 +61,18 @@ ANN_MIN_QUERIES = 40_000
 DEFAULT_M = 32
 DEFAULT_EF_CONSTRUCTION = 80
 DEFAULT_EF_SEARCH = 128
+
+
+def check_rows(vectors: np.ndarray, what: str = "vectors") -> np.ndarray:
+    """Refuse rows an index cannot rank: non-finite values or all zeros (no direction), naming
+    the first such row; returns ``vectors``."""
+    norms = np.linalg.norm(vectors, axis=1) if len(vectors) else np.zeros(0)
+    for bad, why in ((~np.isfinite(norms), "non-finite values"), (norms == 0, "all zeros")):
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{what}: {int(bad.sum())} row(s) with {why} (first: row {first}); "
+                             "an index needs a direction for every entry")
+    return vectors
 
 
 def _as_matrix(x: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
@@ -94,42 +113,6 @@ def faiss_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(before)
-
-
-@contextlib.contextmanager
-def atomic_directory(
-    path: str | Path, replaceable: Callable[[Path], bool], what: str = "a saved index"
-) -> Iterator[Path]:
-    """Yield a temp folder beside ``path`` and move it into place only if the block succeeds.
-
-    An existing ``path`` is replaced only when it is empty or ``replaceable(path)`` says it holds
-    an earlier save of the same kind (``what``), so a typo cannot wipe an unrelated folder.
-    """
-    path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise ValueError(f"{path} exists and is not a directory")
-        if any(path.iterdir()) and not replaceable(path):
-            raise ValueError(f"{path} exists, is not empty and is not {what}; not replacing it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        yield tmp
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            os.replace(path, old / "x")
-            try:
-                os.replace(tmp, path)
-            except BaseException:
-                os.replace(old / "x", path)  # put the earlier save back
-                raise
-            finally:
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 class SearchIndex(ABC):
@@ -190,8 +173,9 @@ class SearchIndex(ABC):
         write_json(directory / INDEX_CONFIG, self.config())
 
     def save(self, directory: str | Path) -> None:
-        """Save to ``directory`` atomically (a temp folder renamed into place)."""
-        with atomic_directory(directory, lambda p: (p / INDEX_CONFIG).is_file()) as tmp:
+        """Save to ``directory`` whole or not at all (staged beside it, swapped in at once, with
+        a manifest that ``load_index`` checks)."""
+        with staged_folder(directory, INDEX_KIND, legacy=_is_index_dir) as tmp:
             self.write(tmp)
         logger.info("saved %s to %s", self.describe(), directory)
 
@@ -216,7 +200,7 @@ class VectorIndex(SearchIndex):
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2:
             raise ValueError(f"vectors must be 2-D (n, d), got shape {vectors.shape}")
-        self.vectors = vectors
+        self.vectors = check_rows(vectors)
         self.chunk = int(chunk)
 
     @property
@@ -229,7 +213,7 @@ class VectorIndex(SearchIndex):
 
     def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
         """Append ``vectors`` (n, dim); their ids continue from ``len(self)``."""
-        vectors = _as_matrix(vectors, "vectors", self.dim)
+        vectors = check_rows(_as_matrix(vectors, "vectors", self.dim))
         self.vectors = np.concatenate([self.vectors, vectors]) if len(self) else vectors
 
     def search(
@@ -336,7 +320,7 @@ class ANNIndex(SearchIndex):
 
     def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
         """Insert ``vectors`` into the graph (in chunks, for the progress bar)."""
-        vectors = _as_matrix(vectors, "vectors", self.dim)
+        vectors = check_rows(_as_matrix(vectors, "vectors", self.dim))
         step = max(self.chunk * 4, 1)
         with faiss_threads(self.num_threads), tqdm(
             total=len(vectors), desc="index[hnsw]", unit="vec", disable=not show_progress,
@@ -420,6 +404,7 @@ def load_index(directory: str | Path, num_threads: int | None = None) -> SearchI
     cfg_path = directory / INDEX_CONFIG
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{directory}: no {INDEX_CONFIG} (not a saved phrasekit index)")
+    verify_folder(directory, INDEX_KIND, required=(INDEX_CONFIG,))
     config = read_json_object(cfg_path)
     if config.get("format") != INDEX_FORMAT:
         raise ValueError(f"{cfg_path}: unsupported index format {config.get('format')!r}")

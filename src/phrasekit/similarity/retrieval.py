@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from phrasekit.artifacts import IntegrityError, check_output_folder, staged_folder, verify_folder
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
 from phrasekit.registry import DEFAULT_MODEL, load
@@ -37,8 +38,8 @@ from phrasekit.similarity.index import (
     ANNIndex,
     SearchIndex,
     VectorIndex,
-    atomic_directory,
     build_index,
+    check_rows,
     resolve_kind,
 )
 
@@ -49,6 +50,17 @@ TYPE = "phrasekit.EntityIndex"
 CONFIG = "config.json"
 NAMES = "names.jsonl"
 VECTORS = "vectors.npy"
+#: Manifest kind of a saved EntityIndex.
+ENTITY_KIND = "entity-index"
+
+
+def _is_entity_dir(path: Path) -> bool:
+    """Whether ``path`` holds an EntityIndex saved without a manifest (so a save may replace
+    it)."""
+    try:
+        return json.loads((path / CONFIG).read_text(encoding="utf-8")).get("type") == TYPE
+    except (OSError, ValueError, AttributeError):
+        return False
 # A re-created encoder must reproduce the stored first vector to this cosine (bf16 vs fp32
 # encodings of the same model agree to > 0.999; different models are far apart).
 PROBE_MIN_COSINE = 0.99
@@ -186,12 +198,9 @@ def _model_spec(encoder: Encoder | str) -> tuple[Encoder, str]:
     return load(spec), spec
 
 
-def _is_entity_dir(path: Path) -> bool:
-    """Whether ``path`` holds a saved EntityIndex (so a new save may replace it)."""
-    try:
-        return json.loads((path / CONFIG).read_text(encoding="utf-8")).get("type") == TYPE
-    except (OSError, ValueError, AttributeError):
-        return False
+def check_index_out(path: str | Path) -> Path:
+    """Validate where an EntityIndex will be saved, before the names are embedded."""
+    return check_output_folder(path, ENTITY_KIND, legacy=_is_entity_dir)
 
 
 class EntityIndex:
@@ -257,6 +266,11 @@ class EntityIndex:
         uniq, inverse = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
         vectors = enc.encode(uniq.tolist(), batch_size=batch_size, show_progress=show_progress)
         vectors = np.ascontiguousarray(vectors[inverse.reshape(-1)], dtype=np.float32)
+        dead = np.flatnonzero(np.linalg.norm(vectors, axis=1) == 0)
+        if len(dead):
+            raise EntityIndexError(f"{len(dead)} name(s) get an all-zero vector from {model} "
+                                   f"(first: {names[int(dead[0])]!r}); remove them or use "
+                                   "another model")
         search_index = build_index(vectors, kind=kind, show_progress=show_progress)
         logger.info("indexed %d names (%d distinct) with %s: %s", len(names), len(uniq), model,
                     search_index.describe())
@@ -289,9 +303,10 @@ class EntityIndex:
         }
 
     def save(self, directory: str | Path) -> Path:
-        """Write the index to ``directory`` atomically (replacing an earlier EntityIndex there)."""
+        """Write the index to ``directory`` whole or not at all (staged beside it and swapped in
+        at once, replacing an earlier EntityIndex), with a manifest ``load`` checks."""
         directory = Path(directory)
-        with atomic_directory(directory, _is_entity_dir, "a saved EntityIndex") as tmp:
+        with staged_folder(directory, ENTITY_KIND, legacy=_is_entity_dir) as tmp:
             with atomic_write(tmp / NAMES) as fh:
                 for name, ident in zip(self.names, self.ids, strict=True):
                     fh.write(json.dumps({"name": name, "id": ident}, ensure_ascii=False) + "\n")
@@ -321,6 +336,10 @@ class EntityIndex:
         if not directory.is_dir():
             raise EntityIndexError(f"entity index directory not found: {directory}")
         config = _read_config(directory)
+        try:
+            verify_folder(directory, ENTITY_KIND, required=(CONFIG, NAMES, VECTORS))
+        except IntegrityError as exc:
+            raise EntityIndexError(str(exc)) from exc
         count, dim = int(config["count"]), int(config["dim"])
         names, ids = _read_names_file(directory / NAMES, count)
         vpath = directory / VECTORS
@@ -329,6 +348,10 @@ class EntityIndex:
             raise EntityIndexError(
                 f"{vpath}: {vectors.dtype} {vectors.shape}, expected float32 ({count}, {dim})"
             )
+        try:
+            check_rows(vectors, str(vpath))
+        except ValueError as exc:
+            raise EntityIndexError(str(exc)) from exc
         kind = config.get("index_kind")
         index: SearchIndex
         if kind == "exact":
@@ -380,6 +403,10 @@ def _read_config(directory: Path) -> dict[str, Any]:
     missing = [k for k in ("model", "count", "dim", "index_kind") if k not in config]
     if missing:
         raise EntityIndexError(f"{path}: missing keys {missing}")
+    for key in ("count", "dim"):
+        if not isinstance(config[key], int) or isinstance(config[key], bool) or config[key] < 0:
+            raise EntityIndexError(f"{path}: {key} must be a non-negative integer, got "
+                                   f"{config[key]!r}")
     return config
 
 

@@ -17,6 +17,7 @@ from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.topics.lda import LDATopics
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.output import (
+    check_topics_out,
     format_timings,
     json_params,
     pntm_to_dict,
@@ -40,6 +41,7 @@ __all__ = [
     "LDATopics",
     "PhraseTopicModel",
     "UCTopicModel",
+    "check_topics_out",
     "format_timings",
     "json_params",
     "load_or_extract_vocabulary",

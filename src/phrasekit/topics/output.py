@@ -1,5 +1,5 @@
 """Write fitted topic models (``PhraseTopicModel``, ``PNTM``, ``UCTopicModel``) as ``topics.json``
-(machine-readable) and ``topics.md`` (for people), atomically."""
+(machine-readable) and ``topics.md`` (for people), as one set."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from phrasekit.artifacts import check_output_folder, staged_folder
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, write_json, write_text
 from phrasekit.phrases import PhraseExtractor, as_documents
@@ -192,21 +193,38 @@ def write_topic_outputs(
     """
     documents = as_documents(docs)
     data = topics_to_dict(model, documents, snippet_chars=snippet_chars)
-    paths = _write_pair(out_dir, data, topics_to_markdown(data))
-    if report:
-        paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
-                                       title=title)
-    return paths
+    return _write_set(out_dir, data, topics_to_markdown(data), model, documents, report, title)
 
 
-def _write_pair(out_dir: str | Path, data: dict[str, Any], markdown: str) -> dict[str, Path]:
-    """Write ``topics.json`` and ``topics.md`` into ``out_dir`` (created), each atomically."""
+#: Manifest kind of a topic output set, and the files one holds.
+TOPICS_KIND = "topics"
+TOPIC_FILES = ("topics.json", "topics.md", "report.html")
+
+
+def is_topic_set(path: Path) -> bool:
+    """Whether ``path`` holds only the files of a topic set written before sets had manifests."""
+    return all(p.name in TOPIC_FILES for p in path.iterdir())
+
+
+def check_topics_out(out_dir: str | Path) -> Path:
+    """Validate a topics output folder before long work (absent, empty or an earlier set)."""
+    return check_output_folder(out_dir, TOPICS_KIND, legacy=is_topic_set)
+
+
+def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: Any,
+               documents: list[Document], report: bool, title: str | None) -> dict[str, Path]:
+    """Write ``topics.json``, ``topics.md`` (and ``report.html``) as one set: built beside
+    ``out_dir`` and swapped in at once, so a crash leaves the old set or the new, never a mix."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
-    write_json(paths["json"], data)
-    write_text(paths["markdown"], markdown)
-    logger.info("wrote %s and %s", paths["json"], paths["markdown"])
+    if report:
+        paths["report"] = out / "report.html"
+    with staged_folder(out, TOPICS_KIND, legacy=is_topic_set) as tmp:
+        write_json(tmp / "topics.json", data)
+        write_text(tmp / "topics.md", markdown)
+        if report:
+            write_report(model, documents, data, tmp / "report.html", title=title)
+    logger.info("wrote %s", ", ".join(str(p) for p in paths.values()))
     return paths
 
 
@@ -310,11 +328,7 @@ def write_pntm_outputs(
     fitted ``PNTM`` into ``out_dir``."""
     documents = as_documents(docs)
     data = pntm_to_dict(model, documents, sentences)
-    paths = _write_pair(out_dir, data, pntm_to_markdown(data))
-    if report:
-        paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
-                                       title=title)
-    return paths
+    return _write_set(out_dir, data, pntm_to_markdown(data), model, documents, report, title)
 
 
 # ---------------------------------------------------------------------- UCTopic
@@ -380,11 +394,7 @@ def write_uctopic_outputs(model: UCTopicModel, docs: Iterable[Document | str],
     fitted ``UCTopicModel`` into ``out_dir``."""
     documents = as_documents(docs)
     data = uctopic_to_dict(model, documents)
-    paths = _write_pair(out_dir, data, uctopic_to_markdown(data))
-    if report:
-        paths["report"] = write_report(model, documents, data, Path(out_dir) / "report.html",
-                                       title=title)
-    return paths
+    return _write_set(out_dir, data, uctopic_to_markdown(data), model, documents, report, title)
 
 
 def json_params(model: PhraseTopicModel) -> dict[str, Any]:

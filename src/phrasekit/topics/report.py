@@ -12,14 +12,16 @@ Works for all three topic models: ``PhraseTopicModel`` (``--method clusters``), 
 from __future__ import annotations
 
 import datetime as _dt
-import html
+import functools
 import json
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import numpy as np
+from markupsafe import Markup
 
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, write_text
@@ -174,9 +176,16 @@ def render_report(data: dict[str, Any], points: Sequence[dict[str, Any]],
         "points": list(points),
         "metrics": metrics or {},
     }
-    return (_TEMPLATE.replace("__TITLE__", html.escape(title))
-            .replace("__CSS__", _CSS).replace("__JS__", _JS)
-            .replace("__DATA__", _json_for_script(payload)))
+    return _page_template().render(title=title, css=Markup(_CSS), js=Markup(_JS),
+                                   data=Markup(_json_for_script(payload)))
+
+
+@functools.cache
+def _page_template() -> jinja2.Template:
+    """The page as a jinja2 template with HTML autoescaping: values are filled in one pass
+    and escaped, so nothing in a title or a topic can become markup or script."""
+    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined
+                              ).from_string(_TEMPLATE)
 
 
 def write_report(model: TopicModel, docs: Iterable[Document | str],
@@ -198,11 +207,11 @@ _TEMPLATE = """<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>__TITLE__ — phrasekit</title>
-<style>__CSS__</style>
+<title>{{ title }} — phrasekit</title>
+<style>{{ css }}</style>
 </head>
 <body>
-<header><h1 id="title">__TITLE__</h1><p id="subtitle"></p></header>
+<header><h1 id="title">{{ title }}</h1><p id="subtitle"></p></header>
 <main>
 <section id="metrics-section"><h2>Run</h2><table id="metrics"></table></section>
 <section id="overview"><h2>Topics</h2>
@@ -220,8 +229,8 @@ aria-label="2-D map of terms coloured by topic"></svg><div id="tip" hidden></div
 <section id="topics"><h2>Topic by topic</h2></section>
 </main>
 <footer>Made by phrasekit. Self-contained: data and code are in this file.</footer>
-<script type="application/json" id="report-data">__DATA__</script>
-<script>__JS__</script>
+<script type="application/json" id="report-data">{{ data }}</script>
+<script>{{ js }}</script>
 </body>
 </html>
 """

@@ -38,6 +38,7 @@ import hashlib
 import json
 import logging
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -256,7 +257,7 @@ class UCTopicModel(BaseEstimator):
                             for d, t, spans in data["sentences"]]
                 logger.warning("parse cache %s is for other documents or settings; "
                                "re-parsing", cache)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+            except (OSError, ValueError, KeyError, TypeError, EOFError, zlib.error) as exc:
                 logger.warning("ignoring unreadable parse cache %s (%s)", cache, exc)
         nlp = load_spacy(self.spacy_model or DEFAULT_SPACY_MODEL)
         extractor = PhraseExtractor(spacy_model=nlp, entities=False)

@@ -7,6 +7,7 @@ written atomically, so an interrupted save leaves the previous checkpoint intact
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import tempfile
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from torch import nn
 
 from phrasekit.io import atomic_write
@@ -31,6 +33,18 @@ def checkpoint_folder(out_dir: str | Path | None, prefix: str = "phrasekit-"
     if out_dir is None:
         return tempfile.TemporaryDirectory(prefix=prefix)
     return nullcontext(str(out_dir))
+
+
+def checkpoint_digest(tensors: dict[str, torch.Tensor], blob: dict[str, Any]) -> str:
+    """sha256 over the metadata ``blob`` and the tensors' names, dtypes, shapes and bytes:
+    stored in the checkpoint and recomputed at load, so flipped bytes are refused, not trained
+    on."""
+    digest = hashlib.sha256(json.dumps(blob, sort_keys=True).encode("utf-8"))
+    for name in sorted(tensors):
+        value = tensors[name].detach().contiguous()
+        digest.update(f"{name}|{value.dtype}|{tuple(value.shape)}|".encode())
+        digest.update(value.view(torch.uint8).reshape(-1).numpy())
+    return digest.hexdigest()
 
 
 def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,
@@ -55,7 +69,8 @@ def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
             steps[name] = float(state["step"])
     for name, value in (extra or {}).items():
         tensors["extra." + name] = value.detach().contiguous()
-    blob = json.dumps({"meta": meta, "adam_steps": steps})
+    core = {"meta": meta, "adam_steps": steps}
+    blob = json.dumps({**core, "sha256": checkpoint_digest(tensors, core)})
     with atomic_write(path, mode="wb") as fh:
         fh.write(save(tensors, metadata={"phrasekit": blob}))
 
@@ -68,9 +83,17 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     from safetensors import safe_open
 
     path = Path(path)
-    with safe_open(str(path), framework="pt") as fh:
-        blob = json.loads((fh.metadata() or {}).get("phrasekit", "{}"))
-        tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            blob = json.loads((fh.metadata() or {}).get("phrasekit", "{}"))
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") \
+            from exc
+    core = {k: blob.get(k) for k in ("meta", "adam_steps")} if isinstance(blob, dict) else {}
+    if not core or blob.get("sha256") != checkpoint_digest(tensors, core):
+        raise ValueError(f"{path}: checkpoint contents fail their checksum (damaged file); "
+                         "delete it to start over")
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:

@@ -135,6 +135,9 @@ class Trainer:
         if restore is not None:
             restore(meta.get("task", {}), extra)
         step, seconds = int(meta["step"]), float(meta["elapsed_s"])
+        if self.total_steps is not None and step > self.total_steps:
+            raise ValueError(f"{path} is at step {step}, past the {self.total_steps} steps asked "
+                             "for; raise the step budget or use another output folder")
         logger.info("resuming from step %d (%.1f min already spent)", step, seconds / 60)
         return step, TrainResult(step, seconds, list(meta.get("history", [])))
 

@@ -51,6 +51,7 @@ from phrasekit.models.folders import (
     load_weights,
     read_model_config,
     save_weights,
+    saves_model_folder,
 )
 
 logger = logging.getLogger(__name__)
@@ -210,6 +211,7 @@ class FacetModel(nn.Module):
 
 
 # ---------------------------------------------------------------------------------- folders
+@saves_model_folder
 def save_facet_model(model: FacetModel, out_dir: str | Path, word_space: WordSpace,
                      word_counts: np.ndarray | None = None,
                      extra_config: dict[str, Any] | None = None) -> Path:

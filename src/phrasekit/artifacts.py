@@ -1,0 +1,232 @@
+"""Saved artefacts that are whole or absent, and checked when read back.
+
+An artefact folder (model folder, entity index, topic output set) carries ``manifest.json``:
+each file's sha256 and size (and the shape of ``.npy`` arrays), written last. Readers call
+:func:`verify_folder`, which refuses a folder whose files do not match, naming the file.
+
+:func:`staged_folder` builds a folder beside its target and swaps it in with one atomic
+``renameat2(RENAME_EXCHANGE)`` (two renames with recovery where the kernel lacks it), so a crash
+leaves the old set or the new one, never a mix; leftovers of killed processes are removed on
+the next write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from phrasekit.io import pid_alive, read_json_object, umask, write_json
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "phrasekit-manifest"
+_STAGING, _OLD = "staging", "old"
+
+
+class IntegrityError(ValueError):
+    """A saved artefact whose files do not match its manifest (corrupt, swapped or partial)."""
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    """Manifest entry of one file: sha256, bytes, and dtype/shape of an ``.npy`` array."""
+    entry: dict[str, Any] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    if path.suffix == ".npy":
+        import numpy as np
+
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        entry.update(dtype=str(arr.dtype), shape=list(arr.shape))
+    return entry
+
+
+def _files(folder: Path) -> list[str]:
+    """Relative POSIX names of the regular files under ``folder`` (the manifest excluded)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and p.name != MANIFEST)
+
+
+def write_manifest(folder: str | Path, kind: str) -> dict[str, Any]:
+    """Hash every file of ``folder`` into its ``manifest.json`` (written last, atomically)."""
+    folder = Path(folder)
+    manifest = {"format": MANIFEST_FORMAT, "kind": kind,
+                "files": {name: _entry(folder / name) for name in _files(folder)}}
+    write_json(folder / MANIFEST, manifest)
+    return manifest
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+    """The folder's manifest, or None when it has none or an unreadable one."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = read_json_object(path)
+    except (OSError, ValueError):
+        return None
+    ok = manifest.get("format") == MANIFEST_FORMAT and isinstance(manifest.get("files"), dict)
+    return manifest if ok else None
+
+
+def verify_folder(folder: str | Path, kind: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Check ``folder`` against its manifest: every listed file present with its size and
+    sha256, ``required`` files listed; raise :class:`IntegrityError` naming the first bad file."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        what = "an unreadable" if (folder / MANIFEST).exists() else "no"
+        raise IntegrityError(f"{folder}: {what} {MANIFEST}, so its files cannot be checked "
+                             "(an interrupted save, or not written by this phrasekit); save it "
+                             "again")
+    if manifest.get("kind") != kind:
+        raise IntegrityError(f"{folder / MANIFEST}: holds a {manifest.get('kind')!r}, "
+                             f"expected a {kind!r}")
+    files: dict[str, Any] = manifest["files"]
+    for name in required:
+        if name not in files:
+            raise IntegrityError(f"{folder / MANIFEST}: does not list {name}")
+    for name, entry in files.items():
+        path = folder / name
+        if not path.is_file():
+            raise IntegrityError(f"{path}: listed in {MANIFEST} but missing")
+        if path.stat().st_size != entry.get("bytes") or sha256_file(path) != entry.get("sha256"):
+            raise IntegrityError(f"{path}: contents differ from {MANIFEST} (corrupt, edited or "
+                                 "swapped file)")
+    return manifest
+
+
+# ---------------------------------------------------------------- atomic folder replacement
+def _libc_renameat2() -> Any:
+    name = ctypes.util.find_library("c")
+    func = getattr(ctypes.CDLL(name, use_errno=True), "renameat2", None) if name else None
+    if func is not None:
+        func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]
+    return func
+
+
+_RENAMEAT2 = _libc_renameat2()
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one atomic step; False where the system cannot."""
+    if _RENAMEAT2 is None:
+        return False
+    rc = _RENAMEAT2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return rc == 0
+
+
+def _sibling(path: Path, tag: str) -> Path:
+    """A fresh folder beside ``path`` named for this process (``.NAME.TAG-PID-XXXX``)."""
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{tag}-{os.getpid()}-", dir=path.parent))
+
+
+def remove_stale_siblings(path: Path) -> None:
+    """Delete staging/old folders beside ``path`` left by processes that no longer run, and
+    put an old set back where a killed two-rename swap left none at ``path``."""
+    if not path.parent.is_dir():
+        return
+    for tag in (_OLD, _STAGING):
+        for sib in path.parent.glob(f".{path.name}.{tag}-*"):
+            pid = sib.name[len(path.name) + len(tag) + 3:].split("-", 1)[0]
+            if not pid.isdigit() or pid_alive(int(pid)):
+                continue
+            if tag == _OLD and not path.exists() and (sib / "set").is_dir():
+                os.replace(sib / "set", path)
+                logger.warning("restored %s from an interrupted replacement", path)
+            shutil.rmtree(sib, ignore_errors=True)
+
+
+def _swap_in(staged: Path, path: Path) -> None:
+    """Move ``staged`` to ``path``, replacing what is there in one step where possible."""
+    if not path.exists():
+        os.replace(staged, path)
+        return
+    if exchange(staged, path):
+        shutil.rmtree(staged, ignore_errors=True)  # now holds the old set
+        return
+    old = _sibling(path, _OLD)
+    os.replace(path, old / "set")
+    os.replace(staged, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+#: Recognises a set of the same kind saved before sets carried manifests.
+Legacy = Callable[[Path], bool] | None
+
+
+def replaceable(path: Path, kind: str, legacy: Legacy = None) -> bool:
+    """Whether an existing ``path`` may be replaced by a new ``kind`` set: it is empty, holds
+    a set of that kind, or ``legacy(path)`` recognises an older set of that kind."""
+    if not any(path.iterdir()):
+        return True
+    manifest = read_manifest(path)
+    if manifest is not None:
+        return manifest.get("kind") == kind
+    return legacy is not None and legacy(path)
+
+
+def check_output_folder(path: str | Path, kind: str, legacy: Legacy = None) -> Path:
+    """Validate an output folder before long work: absent, or a folder ``staged_folder`` may
+    replace; its parent creatable. Raises ``ValueError`` naming the path."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{path} exists and is not a folder")
+        if not replaceable(path, kind, legacy):
+            raise ValueError(f"{path} holds other files (not a phrasekit {kind}); not replacing "
+                             "it: choose a new or empty folder")
+    check_parent_writable(path)
+    return path
+
+
+def check_parent_writable(path: Path) -> None:
+    """Raise ``ValueError`` unless ``path``'s nearest existing ancestor is a writable folder."""
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{path}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{path}: folder {parent} is not writable")
+
+
+@contextlib.contextmanager
+def staged_folder(path: str | Path, kind: str, legacy: Legacy = None,
+                  validate: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    """Yield an empty folder beside ``path``; when the block succeeds, write its manifest and
+    swap it in for ``path`` at once (an existing ``path`` must pass :func:`replaceable`).
+    ``validate(folder)`` may check the staged files before they replace anything."""
+    path = check_output_folder(path, kind, legacy)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_siblings(path)
+    staged = _sibling(path, _STAGING)
+    try:
+        yield staged
+        if validate is not None:
+            validate(staged)
+        write_manifest(staged, kind)
+        os.chmod(staged, 0o777 & ~umask())
+        _swap_in(staged, path)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+

@@ -1,0 +1,176 @@
+"""Whole-or-nothing artefact folders, manifests, stale leftovers and line reading."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from phrasekit.artifacts import (
+    MANIFEST,
+    IntegrityError,
+    exchange,
+    remove_stale_siblings,
+    staged_folder,
+    verify_folder,
+    write_manifest,
+)
+from phrasekit.io import CorpusError, atomic_write, read_lines
+
+
+def _dead_pid() -> int:
+    """The id of a process that has exited."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _set(folder, text: str) -> None:
+    (folder / "a.txt").write_text(text, encoding="utf-8")
+    np.save(folder / "v.npy", np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+def test_manifest_lists_files_and_catches_flips_truncation_swaps(tmp_path):
+    with staged_folder(tmp_path / "out", "demo") as tmp:
+        _set(tmp, "one")
+    out = tmp_path / "out"
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    assert set(manifest["files"]) == {"a.txt", "v.npy"}
+    assert manifest["files"]["v.npy"]["shape"] == [2, 3]
+    assert verify_folder(out, "demo")["kind"] == "demo"
+    with pytest.raises(IntegrityError, match="holds a 'demo'"):
+        verify_folder(out, "other")
+    with pytest.raises(IntegrityError, match=r"does not list b\.txt"):
+        verify_folder(out, "demo", required=("b.txt",))
+    raw = (out / "v.npy").read_bytes()
+    (out / "v.npy").write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))  # one flipped bit
+    with pytest.raises(IntegrityError, match=r"v\.npy: contents differ"):
+        verify_folder(out, "demo")
+    (out / "v.npy").write_bytes(raw[:-4])  # truncated
+    with pytest.raises(IntegrityError, match=r"v\.npy: contents differ"):
+        verify_folder(out, "demo")
+    (out / "v.npy").unlink()
+    with pytest.raises(IntegrityError, match=r"v\.npy: listed in manifest\.json but missing"):
+        verify_folder(out, "demo")
+    (out / MANIFEST).unlink()
+    with pytest.raises(IntegrityError, match=r"no manifest\.json"):
+        verify_folder(out, "demo")
+
+
+def test_staged_folder_replaces_whole_sets_and_never_mixes(tmp_path):
+    out = tmp_path / "out"
+    with staged_folder(out, "demo") as tmp:
+        _set(tmp, "first")
+    with pytest.raises(RuntimeError), staged_folder(out, "demo") as tmp:
+        _set(tmp, "second")
+        raise RuntimeError("killed half-way")
+    assert (out / "a.txt").read_text(encoding="utf-8") == "first"  # the old set, untouched
+    verify_folder(out, "demo")
+    with staged_folder(out, "demo") as tmp:
+        (tmp / "b.txt").write_text("third", encoding="utf-8")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt", MANIFEST]  # no a.txt left over
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folders left
+
+
+def test_staged_folder_refuses_foreign_folders_before_work(tmp_path):
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds other files"), staged_folder(other, "demo"):
+        pytest.fail("the block must not run")
+    assert (other / "notes.txt").read_text(encoding="utf-8") == "keep me"
+    with staged_folder(tmp_path / "x", "kind-a") as tmp:
+        _set(tmp, "a")
+    with pytest.raises(ValueError, match="not a phrasekit kind-b"), \
+            staged_folder(tmp_path / "x", "kind-b"):
+        pass
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match="is not a folder"), staged_folder(tmp_path / "file", "k"):
+        pass
+    with pytest.raises(ValueError, match="is a file, not a folder"), \
+            staged_folder(tmp_path / "file" / "sub", "k"):
+        pass
+
+
+def test_exchange_swaps_two_folders_atomically(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "x").write_text("a", encoding="utf-8")
+    (b / "x").write_text("b", encoding="utf-8")
+    if not exchange(a, b):
+        pytest.skip("renameat2(RENAME_EXCHANGE) not available here; the two-rename path is used")
+    assert (a / "x").read_text(encoding="utf-8") == "b"
+    assert (b / "x").read_text(encoding="utf-8") == "a"
+
+
+def test_leftovers_of_killed_writers_are_removed_and_old_sets_restored(tmp_path):
+    pid = _dead_pid()
+    out = tmp_path / "out"
+    staging = tmp_path / f".out.staging-{pid}-abc"
+    staging.mkdir()
+    old = tmp_path / f".out.old-{pid}-abc"
+    (old / "set").mkdir(parents=True)
+    (old / "set" / "a.txt").write_text("old", encoding="utf-8")
+    live = tmp_path / f".out.staging-{os.getpid()}-live"
+    live.mkdir()
+    remove_stale_siblings(out)
+    assert (out / "a.txt").read_text(encoding="utf-8") == "old"  # the interrupted swap undone
+    assert not staging.exists() and not old.exists()
+    assert live.exists()  # a running writer's folder stays
+    stale_tmp = tmp_path / f".f.txt.{pid}.xyz.tmp"
+    stale_tmp.write_bytes(b"x" * 10)
+    with atomic_write(tmp_path / "f.txt") as fh:
+        fh.write("new")
+    assert not stale_tmp.exists()
+
+
+def test_write_manifest_round_trip_in_subfolders(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "w.bin").write_bytes(b"\x00\x01")
+    (tmp_path / "c.json").write_text("{}", encoding="utf-8")
+    manifest = write_manifest(tmp_path, "demo")
+    assert set(manifest["files"]) == {"c.json", "sub/w.bin"}
+    verify_folder(tmp_path, "demo")
+
+
+# ------------------------------------------------------------------ line reading
+_LINE = st.text(st.characters(exclude_characters="\n", exclude_categories=("Cs",)),
+                max_size=40).filter(lambda s: s.strip() != "")
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(_LINE, min_size=1, max_size=30), crlf=st.booleans(),
+       final_newline=st.booleans())
+def test_read_lines_row_i_is_line_i(tmp_path_factory, lines, crlf, final_newline):
+    lines = [ln.rstrip("\r") for ln in lines]
+    if not all(ln.strip() for ln in lines):
+        return
+    sep = "\r\n" if crlf else "\n"
+    path = tmp_path_factory.mktemp("lines") / "in.txt"
+    path.write_bytes((sep.join(lines) + (sep if final_newline else "")).encode("utf-8"))
+    got, skipped = read_lines(path)
+    assert skipped == 0
+    assert got == [ln.strip() for ln in lines]  # U+2028, U+0085, form feeds stay inside lines
+
+
+def test_read_lines_blank_lines_refused_or_counted(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("a\u2028b\n\n c \n\u000c\nd", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"in\.txt:2: blank line"):
+        read_lines(path)
+    assert read_lines(path, skip_blank=True) == (["a\u2028b", "c", "d"], 2)
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(CorpusError, match="not valid UTF-8"):
+        read_lines(path)
+    path.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="no lines"):
+        read_lines(path, skip_blank=True)
+    with pytest.raises(CorpusError, match="not a file"):
+        read_lines(tmp_path)
