@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -43,6 +44,20 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
             digest.update(block)
+    return digest.hexdigest()
+
+
+def tensors_digest(tensors: dict[str, Any], meta: dict[str, Any]) -> str:
+    """sha256 over ``meta`` (as sorted JSON) and each torch tensor's name, dtype, shape and
+    bytes: stored inside a single-file artefact (checkpoint, feature cache) and recomputed at
+    load, so flipped bytes are refused instead of used."""
+    import torch
+
+    digest = hashlib.sha256(json.dumps(meta, sort_keys=True).encode("utf-8"))
+    for name in sorted(tensors):
+        value = tensors[name].detach().contiguous()
+        digest.update(f"{name}|{value.dtype}|{tuple(value.shape)}|".encode())
+        digest.update(value.view(torch.uint8).reshape(-1).numpy())
     return digest.hexdigest()
 
 

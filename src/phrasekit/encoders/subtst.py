@@ -29,11 +29,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as safetensors_bytes
 from torch import nn
 from tqdm.auto import tqdm
 
+from phrasekit.artifacts import tensors_digest
 from phrasekit.encoders.base import Encoder, validate_texts
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.encoders.subword_lda import SubwordLDA
@@ -183,17 +184,26 @@ class TokenFeatures:
                    "hidden": torch.cat(hid) if hid else torch.zeros(0, self.dim).half(),
                    "offsets": offsets}
         meta = {"key": self.key, "texts": json.dumps(texts, ensure_ascii=False)}
+        meta["sha256"] = tensors_digest(tensors, meta)
         with atomic_write(Path(path), mode="wb") as fh:
             fh.write(safetensors_bytes(tensors, metadata=meta))
 
     def load(self, path: str | Path) -> int:
         """Merge a file written by :meth:`save` (same backbone, layer and length); returns count."""
-        with safe_open(str(path), framework="pt") as fh:
-            meta = fh.metadata() or {}
-            if meta.get("key") != self.key:
-                raise ValueError(f"{path}: features for {meta.get('key')!r}, need {self.key!r}")
-            texts = json.loads(meta["texts"])
-            ids, hid, off = fh.get_tensor("ids"), fh.get_tensor("hidden"), fh.get_tensor("offsets")
+        try:
+            with safe_open(str(path), framework="pt") as fh:
+                meta = fh.metadata() or {}
+                tensors = {k: fh.get_tensor(k) for k in ("ids", "hidden", "offsets")}
+        except (SafetensorError, OSError) as exc:
+            raise ValueError(f"{path}: unreadable feature cache ({exc})") from exc
+        if meta.get("key") != self.key:
+            raise ValueError(f"{path}: features for {meta.get('key')!r}, need {self.key!r}")
+        stored = meta.pop("sha256", None)
+        if stored != tensors_digest(tensors, meta):
+            raise ValueError(f"{path}: feature cache fails its checksum (damaged, or written "
+                             "by an older phrasekit); delete it")
+        texts = json.loads(meta["texts"])
+        ids, hid, off = tensors["ids"], tensors["hidden"], tensors["offsets"]
         if len(off) != len(texts) + 1 or int(off[-1]) != len(ids) or len(ids) != len(hid):
             raise ValueError(f"{path}: inconsistent feature cache")
         for i, text in enumerate(texts):

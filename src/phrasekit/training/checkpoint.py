@@ -7,7 +7,6 @@ written atomically, so an interrupted save leaves the previous checkpoint intact
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import tempfile
@@ -19,6 +18,7 @@ import torch
 from safetensors import SafetensorError
 from torch import nn
 
+from phrasekit.artifacts import tensors_digest
 from phrasekit.io import atomic_write
 
 logger = logging.getLogger(__name__)
@@ -33,18 +33,6 @@ def checkpoint_folder(out_dir: str | Path | None, prefix: str = "phrasekit-"
     if out_dir is None:
         return tempfile.TemporaryDirectory(prefix=prefix)
     return nullcontext(str(out_dir))
-
-
-def checkpoint_digest(tensors: dict[str, torch.Tensor], blob: dict[str, Any]) -> str:
-    """sha256 over the metadata ``blob`` and the tensors' names, dtypes, shapes and bytes:
-    stored in the checkpoint and recomputed at load, so flipped bytes are refused, not trained
-    on."""
-    digest = hashlib.sha256(json.dumps(blob, sort_keys=True).encode("utf-8"))
-    for name in sorted(tensors):
-        value = tensors[name].detach().contiguous()
-        digest.update(f"{name}|{value.dtype}|{tuple(value.shape)}|".encode())
-        digest.update(value.view(torch.uint8).reshape(-1).numpy())
-    return digest.hexdigest()
 
 
 def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.Optimizer,
@@ -70,7 +58,7 @@ def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     for name, value in (extra or {}).items():
         tensors["extra." + name] = value.detach().contiguous()
     core = {"meta": meta, "adam_steps": steps}
-    blob = json.dumps({**core, "sha256": checkpoint_digest(tensors, core)})
+    blob = json.dumps({**core, "sha256": tensors_digest(tensors, core)})
     with atomic_write(path, mode="wb") as fh:
         fh.write(save(tensors, metadata={"phrasekit": blob}))
 
@@ -91,7 +79,7 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
         raise ValueError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") \
             from exc
     core = {k: blob.get(k) for k in ("meta", "adam_steps")} if isinstance(blob, dict) else {}
-    if not core or blob.get("sha256") != checkpoint_digest(tensors, core):
+    if not core or blob.get("sha256") != tensors_digest(tensors, core):
         raise ValueError(f"{path}: checkpoint contents fail their checksum (damaged file); "
                          "delete it to start over")
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from phrasekit.artifacts import verify_folder, write_manifest
 from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_space
 from phrasekit.errors import raise_failed
 from phrasekit.eval.stsb import load_stsb
@@ -83,6 +84,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 FORMAT = "phrasekit-facet-data"
+#: Manifest kind of a facet dataset folder.
+DATASET_KIND = "facet-dataset"
 FORMAT_VERSION = 1
 GRANULARITIES = ("phrase", "sentence")
 ARRAYS = ("inputs", "input_offsets", "targets", "target_offsets", "split")
@@ -241,13 +244,15 @@ class FacetDataset:
         return inp, [words[j] for j in self.target_ids(i)]
 
     def save(self, out_dir: str | Path) -> None:
-        """Write the ``.npy`` arrays and ``meta.json`` (atomically, meta last)."""
+        """Write the ``.npy`` arrays, ``meta.json`` and the folder's manifest (last), which
+        ``load`` checks."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         for name in (*ARRAYS, "word_counts"):
             with atomic_write(out / f"{name}.npy", mode="wb") as fh:
                 np.save(fh, getattr(self, name), allow_pickle=False)
         write_json(out / "meta.json", self.meta)
+        write_manifest(out, DATASET_KIND)
 
     @classmethod
     def load(cls, path: str | Path) -> FacetDataset:
@@ -256,6 +261,7 @@ class FacetDataset:
         if not (path / "meta.json").is_file():
             raise FileNotFoundError(f"{path} is not a facet dataset (no meta.json); build it "
                                     "with build_facet_dataset")
+        verify_folder(path, DATASET_KIND, required=("meta.json", *(f"{n}.npy" for n in ARRAYS)))
         meta = read_json_object(path / "meta.json")
         if meta.get("format") != FORMAT:
             raise ValueError(f"{path}: not a facet dataset (format {meta.get('format')!r})")
