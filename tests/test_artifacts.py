@@ -174,3 +174,12 @@ def test_read_lines_blank_lines_refused_or_counted(tmp_path):
         read_lines(path, skip_blank=True)
     with pytest.raises(CorpusError, match="not a file"):
         read_lines(tmp_path)
+
+
+def test_topics_refuse_a_cache_inside_the_output_folder(tmp_path):
+    from phrasekit.topics import check_topics_out
+
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="inside the output folder"):
+        check_topics_out(out, caches=(out / "cache" / "phrases.json.gz",))
+    assert check_topics_out(out, caches=(tmp_path / "phrases.json.gz", None)) == out

@@ -187,6 +187,18 @@ def test_kill_9_leaves_old_or_whole_new_output_and_rerun_matches(
     else:
         assert after in (before, expected), f"mixed or partial output (exit {code})"
     run_cli(case.args(out))
-    assert case.state(out) == expected
+    rerun_equal = case.state(out) == expected
     leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
+    _report(command=command, point=point, kill_after_s=round(kill_after, 2), exit=code,
+            left=("nothing" if after is None else "new set" if after == expected
+                  else "old set"), rerun_equal=rerun_equal, leftovers=len(leftovers))
+    assert rerun_equal
     assert leftovers == [], leftovers
+
+
+def _report(**row: Any) -> None:
+    """Append one kill's outcome to $PHRASEKIT_CRASH_REPORT (JSON lines) when it is set."""
+    path = os.environ.get("PHRASEKIT_CRASH_REPORT")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")

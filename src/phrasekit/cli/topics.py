@@ -163,6 +163,7 @@ def topics_cmd(
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
                          ccl_steps=ccl_steps, max_instances=max_instances, out=out)
+    check_topics_out(out, caches=(phrase_cache, cache_dir))
     path = resolve_corpus(corpus)
     if not path.exists():
         raise BadInputError(f"corpus not found: {corpus}")

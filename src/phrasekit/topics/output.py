@@ -206,8 +206,14 @@ def is_topic_set(path: Path) -> bool:
     return all(p.name in TOPIC_FILES for p in path.iterdir())
 
 
-def check_topics_out(out_dir: str | Path) -> Path:
-    """Validate a topics output folder before long work (absent, empty or an earlier set)."""
+def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = ()) -> Path:
+    """Validate a topics output folder before long work (absent, empty or an earlier set); no
+    cache may live inside it, since the folder is replaced as a whole."""
+    out = Path(out_dir).absolute()
+    for cache in caches:
+        if cache is not None and Path(cache).absolute().is_relative_to(out):
+            raise ValueError(f"cache {cache} is inside the output folder {out_dir}, which is "
+                             "replaced as a whole; keep caches outside it")
     return check_output_folder(out_dir, TOPICS_KIND, legacy=is_topic_set)
 
 

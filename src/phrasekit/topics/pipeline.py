@@ -59,7 +59,7 @@ def run_topics(
     )
     estimator.check_params()
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
-    check_topics_out(out_dir)
+    check_topics_out(out_dir, caches=(phrase_cache,))
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     vocabulary = None
@@ -137,7 +137,7 @@ def run_pntm(
     if n_sentences < 0:
         raise ValueError(f"n_sentences must be >= 0, got {n_sentences}")
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
-    check_topics_out(out_dir)
+    check_topics_out(out_dir, caches=(phrase_cache, cache_dir))
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     phrases = load_or_extract_vocabulary(docs, phrase_cache, show_progress=not quiet) \
@@ -169,7 +169,7 @@ def run_uctopic(
     estimator = UCTopicModel(encoder=model, **model_kwargs)
     estimator.check_params()
     estimator.set_params(encoder=estimator._load_encoder())  # a bad model fails before parsing
-    check_topics_out(out_dir)
+    check_topics_out(out_dir, caches=(estimator.parse_cache,))
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     estimator.fit(docs, show_progress=not quiet)
