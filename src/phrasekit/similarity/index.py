@@ -165,18 +165,12 @@ class SearchIndex(ABC):
         return {"format": INDEX_FORMAT, "kind": self.kind, "dim": self.dim, "count": len(self),
                 "metric": "inner_product", **self.params()}
 
-    def write(self, directory: str | Path) -> None:
-        """Write the index into ``directory`` (created if missing), not atomically."""
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self._write(directory)
-        write_json(directory / INDEX_CONFIG, self.config())
-
     def save(self, directory: str | Path) -> None:
         """Save to ``directory`` whole or not at all (staged beside it, swapped in at once, with
         a manifest that ``load_index`` checks)."""
         with staged_folder(directory, INDEX_KIND, legacy=_is_index_dir) as tmp:
-            self.write(tmp)
+            self._write(tmp)
+            write_json(tmp / INDEX_CONFIG, self.config())
         logger.info("saved %s to %s", self.describe(), directory)
 
     def _check_queries(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, int]:
@@ -397,7 +391,8 @@ class ANNIndex(SearchIndex):
 
 
 def load_index(directory: str | Path, num_threads: int | None = None) -> SearchIndex:
-    """Read an index saved by ``SearchIndex.save``/``write``, checking it against index.json."""
+    """Read an index saved by ``SearchIndex.save``, checked against its manifest and
+    index.json."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"index directory not found: {directory}")
