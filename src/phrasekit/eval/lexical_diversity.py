@@ -44,6 +44,7 @@ from rapidfuzz.distance import LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.encoders.cache import encode_cached
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
 from phrasekit.similarity.index import VectorIndex
@@ -160,8 +161,12 @@ def nearest_neighbors(
     k: int = DEFAULT_K,
     batch_size: int | None = None,
     show_progress: bool = False,
+    cache: str | Path | None = None,
 ) -> list[Neighbor]:
-    """The ``k`` vocabulary entries closest to ``query`` by cosine, best first, query excluded."""
+    """The ``k`` vocabulary entries closest to ``query`` by cosine, best first, query excluded.
+
+    ``cache``: an ``.npz`` file keeping the vocabulary's vectors (checked, keyed by text and
+    encoder name), so the next query on the same vocabulary encodes only the query."""
     k = _check_k(k)
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
@@ -169,7 +174,8 @@ def nearest_neighbors(
     texts = validate_texts(vocab_texts)
     if not texts:
         raise ValueError("the vocabulary is empty")
-    vocab_vecs = encoder.encode(texts, batch_size=batch_size, show_progress=show_progress)
+    vocab_vecs = encode_cached(encoder, texts, cache, show_progress=show_progress,
+                               batch_size=batch_size or 256)
     query_vec = encoder.encode([query])
     return search_neighbors(query_vec, [query], vocab_vecs, texts, k)[0]
 
