@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,30 @@ def test_every_command_has_example_and_quiet():
         assert "--quiet" in opts, f"`phrasekit {name}` has no --quiet"
         res = invoke(*name.split(), "--help")
         assert res.exit_code == 0 and "Example" in res.output, name
+
+
+#: Pointers to other documents instead of saying what an option does.
+DOC_POINTER = re.compile(r"\bREADME\b|\bpaper\b|\bTables? [0-9IVX]|\bFigure \d|\bdocs/|"
+                         r"\b[\w-]+\.md\b(?<!topics\.md)|\bsee the (docs|documentation)",
+                         re.IGNORECASE)
+
+
+def test_help_texts_say_what_instead_of_pointing_to_documents():
+    """No command or option help sends the reader to the README, a paper or a table."""
+    import typer
+
+    texts = []
+    todo = [("phrasekit", typer.main.get_command(app))]
+    while todo:
+        name, cmd = todo.pop()
+        texts.append((name, cmd.help or ""))
+        texts += [(f"{name} {p.name}", getattr(p, "help", None) or "") for p in cmd.params]
+        todo += [(f"{name} {n}", sub) for n, sub in (getattr(cmd, "commands", None) or {}).items()]
+    assert len(texts) > 100
+    bad = [(where, " ".join(t.split())) for where, t in texts if DOC_POINTER.search(t)]
+    assert not bad, bad
+    assert DOC_POINTER.search("as in the paper") and DOC_POINTER.search("see README.md")
+    assert not DOC_POINTER.search("writes topics.md and report.html")
 
 
 def test_models_lists_registry():
