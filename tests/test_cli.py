@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -229,3 +231,86 @@ def test_train_soup_bad_input_exit_2(tmp_path):
     assert res.exit_code == 2 and "at least two" in res.output
     res = invoke("train", "soup", tmp_path, tmp_path / "b", "-o", tmp_path / "o", "--quiet")
     assert res.exit_code == 2 and "not a model folder" in res.output
+
+
+# ---------------------------------------------------------------------------- README commands
+README = Path(__file__).resolve().parents[1] / "README.md"
+#: Options added to a README command in the test so that it runs in seconds (see below).
+FAST = {
+    "clusters": ["--min-df", "2", "--no-report", "-m", "glove-50d"],
+    "pntm": ["--min-df", "2", "--no-report", "-m", "glove-50d"],
+    "ccl": ["--min-df", "2", "--no-report", "--ccl-steps", "0", "--max-instances", "200"],
+    "eval": ["--quick", "--data-dir", str(FIXTURES / "eval"), "--tasks", "bird,turney"],
+}
+
+
+def readme_commands() -> list[list[str]]:
+    """Every command of README.md's ```bash blocks in order, as argument lists (comments
+    dropped, `a && b` split into two commands)."""
+    text = README.read_text(encoding="utf-8")
+    commands: list[list[str]] = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL):
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            while words:
+                cut = words.index("&&") if "&&" in words else len(words)
+                commands.append(words[:cut])
+                words = words[cut + 1 :]
+    return commands
+
+
+def _fast(args: list[str], corpus: Path) -> list[str]:
+    """A README `phrasekit` command made quick: the bundled `sample` corpus becomes ``corpus``,
+    and topic mining and eval get the small limits of ``FAST``."""
+    args = [str(corpus) if a == "sample" else a for a in args]
+    if args[0] != "topics":
+        return args + FAST.get(args[0], [])
+    method = args[args.index("--method") + 1] if "--method" in args else "clusters"
+    if "-k" in args:
+        args[args.index("-k") + 1] = "5"
+    return args + FAST[method]
+
+
+def test_readme_commands_run_in_order(tmp_path, monkeypatch):
+    """Every README shell command runs, in order, in an empty folder, each `phrasekit` one with
+    exit code 0 and `--quiet`, each file it names with --out / --json written.
+
+    Changed so that it takes seconds, not the README's minutes: `sample` (1,863 abstracts) is
+    the first 30 documents of the fixture corpus; topic mining runs with --min-df 2 and
+    --no-report, with the GloVe model for clusters and PNTM (-k 5 instead of 50) and without
+    CCL fine-tuning (--ccl-steps 0, 200 instances); `eval` runs --quick on the fixture
+    benchmark data, BiRD and Turney only. The `bash scripts/...` lines (install into .venv, run
+    the demo or this suite) are not run here. The printf lines run in a shell, unchanged."""
+    commands = readme_commands()
+    assert ["phrasekit", "phrases", "sample", "--out", "phrases.json"] in commands
+    corpus = tmp_path / "corpus30.jsonl"
+    lines = (FIXTURES / "corpus_small.jsonl").read_text(encoding="utf-8").splitlines()
+    corpus.write_text("\n".join(lines[:30]) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    for words in commands:
+        if words[0] == "bash":
+            assert words[1].startswith("scripts/") and (README.parent / words[1]).is_file()
+            continue
+        if words[0] != "phrasekit":
+            line = " ".join(w if w == ">" else shlex.quote(w) for w in words)
+            subprocess.run(["bash", "-c", line], check=True, cwd=tmp_path, timeout=30)
+            continue
+        args = _fast(words[1:], corpus)
+        res = runner.invoke(app, args if "--help" in args else [*args, "--quiet"])
+        assert res.exit_code == 0, (words, res.output)
+        for flag in ("--out", "--json"):
+            if flag in args:
+                assert (tmp_path / args[args.index(flag) + 1]).exists(), words
+        ran.append(words[1])
+    assert {"encode", "phrases", "neighbors", "topics", "keyphrases", "join", "index",
+            "eval"} <= set(ran)
+    assert np.load(tmp_path / "vecs.npy").shape[0] == 3
+    # `neighbors` reads the vocabulary written as .json.gz the same as the .json one
+    assert invoke("phrases", corpus, "--out", "phrases.json.gz", "-q").exit_code == 0
+    hits = {}
+    for vocab in ("phrases.json", "phrases.json.gz"):
+        res = invoke("neighbors", "interest rates", "--vocab", vocab, "-k", "10", "-q")
+        assert res.exit_code == 0, res.output
+        hits[vocab] = res.output.splitlines()
+    assert hits["phrases.json"] == hits["phrases.json.gz"] and len(hits["phrases.json"]) > 3
