@@ -98,7 +98,8 @@ def test_models_marks_the_default_and_aligns_descriptions():
 
 
 def test_quiet_encode_prints_no_progress_bars(tmp_path):
-    """`python -m phrasekit encode -q` in a fresh process: no third-party bar on stderr."""
+    """`python -m phrasekit encode -q` in a fresh process with the default model (its
+    backbone's weights are loaded by transformers): no progress bar on stderr."""
     import os
     import subprocess
     import sys
@@ -106,15 +107,16 @@ def test_quiet_encode_prints_no_progress_bars(tmp_path):
     import phrasekit
 
     src = tmp_path / "p.txt"
-    src.write_text("heart attack\nprotein folding\n", encoding="utf-8")
+    src.write_text("heart attack\nmyocardial infarction\nprotein folding\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(Path(phrasekit.__file__).parents[1])}
     env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
     proc = subprocess.run([sys.executable, "-m", "phrasekit", "encode", str(src), "--out",
-                           str(tmp_path / "v.npy"), "-m", "minilm", "-q"],
+                           str(tmp_path / "v.npy"), "-q"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Loading weights" not in proc.stderr and "it/s]" not in proc.stderr, proc.stderr
-    assert np.load(tmp_path / "v.npy").shape == (2, 384)
+    assert "%|" not in proc.stderr, proc.stderr  # no tqdm-style bar of any kind
+    assert np.load(tmp_path / "v.npy").shape == (3, 384)
 
 
 def test_encode_writes_npy(tmp_path):
