@@ -27,7 +27,7 @@ WINDOWS = (None, 128)
 # stage 1 (every candidate setting): a coarse ranking grid
 COARSE = {"position": (0.0, 0.1), "frequency": (0.0,), "diversity": (0.0, 0.2)}
 # stage 2 (the best TOP_SETTINGS candidate settings of stage 1): the full ranking grid
-FINE = {"position": (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3),
+FINE = {"position": (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
         "frequency": (0.0, 0.01, 0.02, 0.04, 0.08),
         "diversity": (0.0, 0.1, 0.2, 0.3, 0.5)}
 TOP_SETTINGS = 3

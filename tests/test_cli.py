@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +57,30 @@ def test_every_command_has_example_and_quiet():
         assert res.exit_code == 0 and "Example" in res.output, name
 
 
+#: Pointers to other documents instead of saying what an option does.
+DOC_POINTER = re.compile(r"\bREADME\b|\bpaper\b|\bTables? [0-9IVX]|\bFigure \d|\bdocs/|"
+                         r"\b[\w-]+\.md\b(?<!topics\.md)|\bsee the (docs|documentation)",
+                         re.IGNORECASE)
+
+
+def test_help_texts_say_what_instead_of_pointing_to_documents():
+    """No command or option help sends the reader to the README, a paper or a table."""
+    import typer
+
+    texts = []
+    todo = [("phrasekit", typer.main.get_command(app))]
+    while todo:
+        name, cmd = todo.pop()
+        texts.append((name, cmd.help or ""))
+        texts += [(f"{name} {p.name}", getattr(p, "help", None) or "") for p in cmd.params]
+        todo += [(f"{name} {n}", sub) for n, sub in (getattr(cmd, "commands", None) or {}).items()]
+    assert len(texts) > 100
+    bad = [(where, " ".join(t.split())) for where, t in texts if DOC_POINTER.search(t)]
+    assert not bad, bad
+    assert DOC_POINTER.search("as in the paper") and DOC_POINTER.search("see README.md")
+    assert not DOC_POINTER.search("writes topics.md and report.html")
+
+
 def test_models_lists_registry():
     res = invoke("models")
     assert res.exit_code == 0 and "minilm" in res.output and "glove-50d" in res.output
@@ -71,7 +98,8 @@ def test_models_marks_the_default_and_aligns_descriptions():
 
 
 def test_quiet_encode_prints_no_progress_bars(tmp_path):
-    """`python -m phrasekit encode -q` in a fresh process: no third-party bar on stderr."""
+    """`python -m phrasekit encode -q` in a fresh process with the default model (its
+    backbone's weights are loaded by transformers): no progress bar on stderr."""
     import os
     import subprocess
     import sys
@@ -79,15 +107,16 @@ def test_quiet_encode_prints_no_progress_bars(tmp_path):
     import phrasekit
 
     src = tmp_path / "p.txt"
-    src.write_text("heart attack\nprotein folding\n", encoding="utf-8")
+    src.write_text("heart attack\nmyocardial infarction\nprotein folding\n", encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(Path(phrasekit.__file__).parents[1])}
     env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
     proc = subprocess.run([sys.executable, "-m", "phrasekit", "encode", str(src), "--out",
-                           str(tmp_path / "v.npy"), "-m", "minilm", "-q"],
+                           str(tmp_path / "v.npy"), "-q"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "Loading weights" not in proc.stderr and "it/s]" not in proc.stderr, proc.stderr
-    assert np.load(tmp_path / "v.npy").shape == (2, 384)
+    assert "%|" not in proc.stderr, proc.stderr  # no tqdm-style bar of any kind
+    assert np.load(tmp_path / "v.npy").shape == (3, 384)
 
 
 def test_encode_writes_npy(tmp_path):
@@ -229,3 +258,86 @@ def test_train_soup_bad_input_exit_2(tmp_path):
     assert res.exit_code == 2 and "at least two" in res.output
     res = invoke("train", "soup", tmp_path, tmp_path / "b", "-o", tmp_path / "o", "--quiet")
     assert res.exit_code == 2 and "not a model folder" in res.output
+
+
+# ---------------------------------------------------------------------------- README commands
+README = Path(__file__).resolve().parents[1] / "README.md"
+#: Options added to a README command in the test so that it runs in seconds (see below).
+FAST = {
+    "clusters": ["--min-df", "2", "--no-report", "-m", "glove-50d"],
+    "pntm": ["--min-df", "2", "--no-report", "-m", "glove-50d"],
+    "ccl": ["--min-df", "2", "--no-report", "--ccl-steps", "0", "--max-instances", "200"],
+    "eval": ["--quick", "--data-dir", str(FIXTURES / "eval"), "--tasks", "bird,turney"],
+}
+
+
+def readme_commands() -> list[list[str]]:
+    """Every command of README.md's ```bash blocks in order, as argument lists (comments
+    dropped, `a && b` split into two commands)."""
+    text = README.read_text(encoding="utf-8")
+    commands: list[list[str]] = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL):
+        for line in block.splitlines():
+            words = shlex.split(line, comments=True)
+            while words:
+                cut = words.index("&&") if "&&" in words else len(words)
+                commands.append(words[:cut])
+                words = words[cut + 1 :]
+    return commands
+
+
+def _fast(args: list[str], corpus: Path) -> list[str]:
+    """A README `phrasekit` command made quick: the bundled `sample` corpus becomes ``corpus``,
+    and topic mining and eval get the small limits of ``FAST``."""
+    args = [str(corpus) if a == "sample" else a for a in args]
+    if args[0] != "topics":
+        return args + FAST.get(args[0], [])
+    method = args[args.index("--method") + 1] if "--method" in args else "clusters"
+    if "-k" in args:
+        args[args.index("-k") + 1] = "5"
+    return args + FAST[method]
+
+
+def test_readme_commands_run_in_order(tmp_path, monkeypatch):
+    """Every README shell command runs, in order, in an empty folder, each `phrasekit` one with
+    exit code 0 and `--quiet`, each file it names with --out / --json written.
+
+    Changed so that it takes seconds, not the README's minutes: `sample` (1,863 abstracts) is
+    the first 30 documents of the fixture corpus; topic mining runs with --min-df 2 and
+    --no-report, with the GloVe model for clusters and PNTM (-k 5 instead of 50) and without
+    CCL fine-tuning (--ccl-steps 0, 200 instances); `eval` runs --quick on the fixture
+    benchmark data, BiRD and Turney only. The `bash scripts/...` lines (install into .venv, run
+    the demo or this suite) are not run here. The printf lines run in a shell, unchanged."""
+    commands = readme_commands()
+    assert ["phrasekit", "phrases", "sample", "--out", "phrases.json"] in commands
+    corpus = tmp_path / "corpus30.jsonl"
+    lines = (FIXTURES / "corpus_small.jsonl").read_text(encoding="utf-8").splitlines()
+    corpus.write_text("\n".join(lines[:30]) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    for words in commands:
+        if words[0] == "bash":
+            assert words[1].startswith("scripts/") and (README.parent / words[1]).is_file()
+            continue
+        if words[0] != "phrasekit":
+            line = " ".join(w if w == ">" else shlex.quote(w) for w in words)
+            subprocess.run(["bash", "-c", line], check=True, cwd=tmp_path, timeout=30)
+            continue
+        args = _fast(words[1:], corpus)
+        res = runner.invoke(app, args if "--help" in args else [*args, "--quiet"])
+        assert res.exit_code == 0, (words, res.output)
+        for flag in ("--out", "--json"):
+            if flag in args:
+                assert (tmp_path / args[args.index(flag) + 1]).exists(), words
+        ran.append(words[1])
+    assert {"encode", "phrases", "neighbors", "topics", "keyphrases", "join", "index",
+            "eval"} <= set(ran)
+    assert np.load(tmp_path / "vecs.npy").shape[0] == 3
+    # `neighbors` reads the vocabulary written as .json.gz the same as the .json one
+    assert invoke("phrases", corpus, "--out", "phrases.json.gz", "-q").exit_code == 0
+    hits = {}
+    for vocab in ("phrases.json", "phrases.json.gz"):
+        res = invoke("neighbors", "interest rates", "--vocab", vocab, "-k", "10", "-q")
+        assert res.exit_code == 0, res.output
+        hits[vocab] = res.output.splitlines()
+    assert hits["phrases.json"] == hits["phrases.json.gz"] and len(hits["phrases.json"]) > 3

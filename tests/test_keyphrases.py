@@ -17,7 +17,13 @@ from phrasekit.eval.keyphrases import (
     score_keyphrases,
 )
 from phrasekit.io import Document
-from phrasekit.phrases.keyphrases import KeyphraseExtractor, phrase_key
+from phrasekit.phrases.keyphrases import (
+    KeyphraseExtractor,
+    brackets_balanced,
+    phrase_key,
+    suppress_contained,
+    unpaired_brackets,
+)
 
 # Inspec-like abstracts (title, line break, abstract), written for these tests.
 SVM_IDS = (
@@ -39,6 +45,23 @@ NEURAL = (
     "A neural network recognises handwritten digits. We compare a deep neural network, a "
     "convolutional neural network and a recurrent neural network model with neural network "
     "ensembles, and study how neural networks generalise on a postal code database."
+)
+# A real abstract of the bundled sample corpus (arXiv 0704.0143, CC0) with a parenthesis that
+# once gave the candidate "instanton liquid density (gluon condensate".
+INSTANTON = (
+    "Instanton Liquid at Finite Temperature and Chemical Potential of Quarks\n"
+    "Instanton liquid in heated and strongly interacting matter is studied using the "
+    "variational principle. The dependence of the instanton liquid density (gluon condensate) "
+    "on the temperature and the quark chemical potential is determined under the assumption "
+    "that, at finite temperatures, the dominant contribution is given by an ensemble of "
+    "calorons. The respective one-loop effective quark Lagrangian is used."
+)
+# Brackets of every kind, in and around noun phrases, written for these tests.
+BRACKETS = (
+    "Support vector machines (SVM) for [protein] function prediction\n"
+    "We train support vector machines (SVM) with a radial basis function {RBF) kernel on the "
+    "original polynomials u(t) and the sequence profiles [PSSM] of each protein family. "
+    "The kernel width (a free parameter) is tuned by cross validation."
 )
 
 runner = CliRunner()
@@ -98,6 +121,29 @@ def test_score_keyphrases_means_over_documents() -> None:
         score_keyphrases([["a"]], [["a"], ["b"]])
 
 
+def test_unpaired_brackets_and_balance() -> None:
+    assert unpaired_brackets(["density", "(", "gluon", "condensate"]) == {1}
+    assert unpaired_brackets(["machines", "(", "svm", ")"]) == set()
+    assert unpaired_brackets(["u(t", ")"]) == set()
+    assert unpaired_brackets(["{", "rbf", ")", "kernel"]) == {0, 2}  # wrong kind: both unpaired
+    assert unpaired_brackets(["a", "]", "[", "b"]) == {1, 2}
+    assert brackets_balanced("f(x) [y] {z}") and brackets_balanced("no brackets")
+    for text in ("instanton liquid density (gluon condensate", "1)-shell sort", "u(t", "a (b]"):
+        assert not brackets_balanced(text)
+
+
+def test_suppress_contained_keeps_the_higher_scored() -> None:
+    keys = ["instanton liquid", "instanton liquid densiti", "densiti", "quark", "liquid quark"]
+    scores = np.array([0.9, 0.7, 0.8, 0.5, 0.6])
+    # "instanton liquid" (0.9) beats its container; "densiti" (0.8) is then free; "liquid
+    # quark" (0.6) beats "quark" (0.5), which it contains
+    assert suppress_contained(keys, scores) == [0, 2, 4]
+    assert suppress_contained(keys, np.array([0.1, 0.9, 0.2, 0.6, 0.5])) == [1, 3]
+    # "instanton" is a word run, "instant" only a prefix: not contained
+    assert suppress_contained(["instant", "instanton liquid"], np.array([0.2, 0.3])) == [0, 1]
+    assert suppress_contained([], np.zeros(0)) == []
+
+
 # ---------------------------------------------------------------------------- extraction
 def test_central_phrases_rank_high(results) -> None:
     svm, robot, neural = ([p for p, _ in r] for r in results)
@@ -105,7 +151,10 @@ def test_central_phrases_rank_high(results) -> None:
     assert {"path planning", "mobile robots", "mobile robot"} & set(robot[:3])
     assert "handwriting recognition" in neural[:2]
     assert any("neural network" in p for p in neural[:3])
-    assert all(5 <= len(r) <= 10 for r in results)
+    assert len(svm) == len(robot) == 10
+    # "deep / convolutional / recurrent neural network ..." all contain the top phrase
+    # "neural networks": one place for the concept, so fewer than 10 phrases are left
+    assert sum("neural network" in p for p in neural) == 1 and 3 <= len(neural) < 10
 
 
 def test_candidates_are_clean_and_grouped(results) -> None:
@@ -118,15 +167,35 @@ def test_candidates_are_clean_and_grouped(results) -> None:
             assert p.split()[0] not in {"the", "a", "an", "we", "and", "of", "with"}
 
 
+@pytest.mark.parametrize("diversity", [0.0, 0.3])
+def test_lists_are_balanced_sorted_and_free_of_contained_duplicates(minilm, diversity) -> None:
+    """Every candidate has paired brackets, each list is by descending score, and no phrase of
+    a list is a word run of another."""
+    ext = KeyphraseExtractor(minilm, top_n=15, diversity=diversity)
+    lists = ext.extract([INSTANTON, BRACKETS, SVM_IDS, NEURAL])
+    everything = {p for c in ext.find_candidates([INSTANTON, BRACKETS]) for p in c.phrases}
+    for r in lists:
+        scores = [s for _, s in r]
+        assert scores == sorted(scores, reverse=True)
+        keys = [f" {phrase_key(p)} " for p, _ in r]
+        for (p, _), key in zip(r, keys, strict=True):
+            assert brackets_balanced(p), p
+            assert not any(key in other for other in keys if other != key), (p, keys)
+    assert all(brackets_balanced(p) for p in everything)
+    # spans are cut at an unpaired bracket, not dropped: both sides stay candidates
+    assert {"instanton liquid density", "gluon condensate", "support vector machines", "svm",
+            "function prediction", "kernel width", "free parameter"} <= everything
+
+
 def test_mmr_changes_the_list_and_removes_near_duplicates(minilm) -> None:
-    plain = KeyphraseExtractor(minilm, top_n=5, diversity=0.0).extract([NEURAL])[0]
-    mmr = KeyphraseExtractor(minilm, top_n=5, diversity=0.7).extract([NEURAL])[0]
+    plain = KeyphraseExtractor(minilm, top_n=5, diversity=0.0).extract([ROBOT])[0]
+    mmr = KeyphraseExtractor(minilm, top_n=5, diversity=0.7).extract([ROBOT])[0]
     assert [p for p, _ in plain] != [p for p, _ in mmr]
     assert plain[0][0] == mmr[0][0]  # MMR starts from the most relevant phrase
     scores = [s for _, s in plain]
     assert scores == sorted(scores, reverse=True)
     assert {p for p, _ in mmr} <= {p for p, _ in KeyphraseExtractor(
-        minilm, top_n=50, diversity=0.0).extract([NEURAL])[0]}  # same candidates, reordered
+        minilm, top_n=50, diversity=0.0).extract([ROBOT])[0]}  # same candidates, reordered
 
     def max_pair_cosine(phrases):
         v = minilm.encode([p for p, _ in phrases])

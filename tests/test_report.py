@@ -1,9 +1,10 @@
 """report.html: map, metrics and page of a topic run, and a real browser loading it.
 
 The browser test needs Chromium and chromedriver (Debian packages ``chromium``,
-``chromium-driver``; scripts/run-tests.sh installs them when it can) and selenium; it is skipped
-with the reason otherwise. Its screenshot is kept as a test artefact in
-``$PHRASEKIT_TEST_ARTIFACTS`` (default ``test-artifacts/`` in the repository).
+``chromium-driver``; ``bash scripts/run-tests.sh --with-browser`` installs them as root) and
+selenium (the ``dev`` extra); it is skipped with the reason, and how to enable it, otherwise.
+Its screenshot is kept as a test artefact in ``$PHRASEKIT_TEST_ARTIFACTS`` (default
+``test-artifacts/`` in the repository).
 """
 
 from __future__ import annotations
@@ -146,16 +147,22 @@ def test_cli_writes_report(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ browser
+#: How to run the browser test, quoted in its skip reasons.
+ENABLE_BROWSER = ("to run this test: bash scripts/run-tests.sh --with-browser (as root: installs "
+                  "Debian's chromium and chromium-driver with apt-get; selenium comes with "
+                  "pip install -e .[dev])")
+
+
 def _browser():
     """A headless Chromium driven by selenium, or skip with the reason."""
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    webdriver = pytest.importorskip(
+        "selenium.webdriver", reason=f"selenium is not installed; {ENABLE_BROWSER}")
     from selenium.webdriver.chrome.service import Service
 
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     driver_path = shutil.which("chromedriver")
     if not binary or not driver_path:
-        pytest.skip("Chromium / chromedriver not found (Debian: apt-get install chromium "
-                    "chromium-driver; scripts/run-tests.sh does this when run as root)")
+        pytest.skip(f"Chromium / chromedriver not found; {ENABLE_BROWSER}")
     opts = webdriver.ChromeOptions()
     opts.binary_location = binary
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

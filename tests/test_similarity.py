@@ -25,6 +25,7 @@ from phrasekit.similarity import (
     read_column,
 )
 from phrasekit.similarity.index import faiss_threads
+from phrasekit.similarity.join import DEFAULT_THRESHOLDS, MATCH_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
 TABLE = FIXTURES / "autofj" / "Galaxy"
@@ -80,6 +81,7 @@ def test_join_threshold_k_and_one_to_one():
         ("id,title\n1,a,extra\n", "3 fields"),
         ('id,title\n1,"unclosed\n', "malformed CSV"),
         ("", "empty file"),
+        ("id,title,id\n1,a,2\n", "duplicate column 'id'"),
     ],
 )
 def test_read_column_errors(tmp_path, content, fragment):
@@ -105,10 +107,94 @@ def test_join_cli(tmp_path):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
-    assert rows and set(rows[0]) == {"right_row", "right_value", "left_row", "left_value",
-                                     "rank", "score"}
+    assert rows and list(rows[0]) == [*MATCH_COLUMNS, "left_id", "right_id"]
     bad = CliRunner().invoke(app, [*args[:3], "--left-on", "nope", *args[5:]])
     assert bad.exit_code == 2 and "no column 'nope'" in bad.output
+
+
+def _galaxy_tables(tmp_path: Path) -> tuple[Path, Path]:
+    """The Galaxy fixture with extra columns (one named `value`) and a right row that matches
+    no left title, plus one with an empty title."""
+    left_rows = list(csv.reader((TABLE / "left.csv").open(encoding="utf-8", newline="")))
+    right_rows = list(csv.reader((TABLE / "right.csv").open(encoding="utf-8", newline="")))
+    left, right = tmp_path / "left.csv", tmp_path / "right.csv"
+    with left.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([["id", "title", "value"]]
+                                 + [[i, t, f"L{i}"] for i, t in left_rows[1:]])
+    with right.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([["title", "note"]]
+                                 + [[t, f"R{k}"] for k, (_, t) in enumerate(right_rows[1:])]
+                                 + [["qqqq xxxx zzzz", "nomatch"], ["", "empty"]])
+    return left, right
+
+
+def test_join_cli_carries_columns_and_how_left(tmp_path):
+    """Other columns come along prefixed; `--how left` keeps every right row exactly once."""
+    left, right = _galaxy_tables(tmp_path)
+    n_right = len((TABLE / "right.csv").read_text(encoding="utf-8").splitlines()) - 1 + 2
+    base = ["join", str(left), str(right), "--left-on", "title", "--right-on", "title",
+            "--model", "string", "--threshold", "0.3", "--skip-empty", "--quiet"]
+    tables = {}
+    for how in ("inner", "left"):
+        out = tmp_path / f"joined-{how}.csv"
+        res = CliRunner().invoke(app, [*base, "--out", str(out), "--how", how])
+        assert res.exit_code == 0, res.output
+        tables[how] = list(csv.DictReader(out.open(encoding="utf-8", newline="")))
+    inner, left_join = tables["inner"], tables["left"]
+    assert list(inner[0]) == [*MATCH_COLUMNS, "left_id", "left_value_2", "right_note"]
+    by_id = {i: t for i, t in csv.reader((TABLE / "left.csv").open(encoding="utf-8"))}
+    for r in inner:
+        assert by_id[r["left_id"]] == r["left_value"] and r["left_value_2"] == f"L{r['left_id']}"
+        assert r["right_note"] == f"R{r['right_row']}" and float(r["score"]) >= 0.3
+    assert "nomatch" not in {r["right_note"] for r in inner}
+    assert [r["right_row"] for r in left_join] == [str(i) for i in range(n_right)]
+    unmatched = [r for r in left_join if r["score"] == ""]
+    assert {r["right_note"] for r in unmatched} >= {"nomatch", "empty"}
+    assert all(r["left_row"] == r["left_id"] == r["left_value_2"] == "" for r in unmatched)
+    assert len(left_join) == len(inner) + len(unmatched)
+
+
+def test_join_cli_refuses_duplicate_columns_and_overwriting_an_input(tmp_path):
+    left, right = _galaxy_tables(tmp_path)
+    base = ["join", str(left), str(right), "--left-on", "title", "--right-on", "title",
+            "--model", "string", "--quiet", "--skip-empty"]
+    for out in (right, tmp_path / "sub" / ".." / "left.csv"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        res = CliRunner().invoke(app, [*base, "--out", str(out)])
+        assert res.exit_code == 2 and "is the input file" in res.output, res.output
+    link = tmp_path / "link.csv"
+    link.hardlink_to(left)
+    res = CliRunner().invoke(app, [*base, "--out", str(link)])
+    assert res.exit_code == 2 and "is the input file" in res.output
+    assert left.read_text(encoding="utf-8").startswith("id,title,value")  # untouched
+    dup = tmp_path / "dup.csv"
+    dup.write_text("title,note,note\nAndromeda,a,b\n", encoding="utf-8")
+    res = CliRunner().invoke(app, [*base[:2], str(dup), *base[3:], "--out",
+                                   str(tmp_path / "m.csv")])
+    assert res.exit_code == 2 and f"{dup}: duplicate column 'note'" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    for extra, fragment in ((["--how", "outer"], "--how must be one of"),
+                            (["--threshold", "0.5", "--no-threshold"], "not both")):
+        res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "m.csv"), *extra])
+        assert res.exit_code == 2 and fragment in res.output
+
+
+def test_join_default_threshold_is_documented_and_applied(tmp_path):
+    """The default model's dev-chosen threshold is in --help and used unless disabled."""
+    value = DEFAULT_THRESHOLDS["pearl-minilm"]
+    helptext = " ".join(CliRunner().invoke(app, ["join", "--help"]).output.split())
+    assert f"pearl-minilm: {value}" in helptext and "right LEFT JOIN left" in helptext
+    base = ["join", str(TABLE / "left.csv"), str(TABLE / "right.csv"), "--left-on", "title",
+            "--right-on", "title", "-k", "3", "--quiet"]
+    counts = {}
+    for extra in ([], ["--no-threshold"]):
+        out = tmp_path / "m.csv"
+        res = CliRunner().invoke(app, [*base, "--out", str(out), *extra])
+        assert res.exit_code == 0, res.output
+        scores = [float(r["score"]) for r in csv.DictReader(out.open(encoding="utf-8"))]
+        counts[bool(extra)] = len(scores)
+        assert extra or (f"threshold {value}" in res.output and min(scores) >= value)
+    assert counts[True] == 3 * 8 >= counts[False]
 
 
 # --- ANN index, index factory, persistence -------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from pathlib import Path
@@ -27,6 +28,9 @@ _CORPUS = "JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample`"
 CorpusArg = Annotated[str, typer.Argument(help=f"{_CORPUS}.")]
 TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
 METHODS = ("clusters", "pntm", "ccl")
+#: KeyphraseExtractor's defaults, quoted in `keyphrases --help` (they live only there).
+_KP_DEFAULTS = {name: p.default for name, p in
+                inspect.signature(KeyphraseExtractor.__init__).parameters.items()}
 
 
 @command(app, "phrases", out="file")
@@ -139,12 +143,13 @@ def topics_cmd(
     max_instances: Annotated[int, typer.Option(
         help="ccl: at most this many phrase instances encoded and fine-tuned on.")] = 30_000,
     label_view: Annotated[str, typer.Option(
-        help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the paper), context "
-             "(mention masked) or both.")] = "span",
+        help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens "
+             "pooled in its sentence), context (the phrase masked, the mask pooled) or both.")
+    ] = "span",
     grounding: Annotated[float, typer.Option(
         help="pntm: also rank a topic's terms by how often its documents contain them (0: "
-             "nearest terms only, as in the paper; the default was chosen on the bundled "
-             "sample corpus).")] = 0.1,
+             "rank by nearness to the topic vector alone; the default was chosen on the "
+             "bundled sample corpus).")] = 0.1,
     text_field: TextField = "text",
     seed: Annotated[int, typer.Option(
         help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
@@ -188,10 +193,12 @@ def keyphrases_cmd(
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
     model: ModelOpt = "minilm",
     diversity: Annotated[float | None, typer.Option(
-        help="MMR diversity in [0, 1] (0: plain ranking; default: the dev-tuned value).")] = None,
+        help="MMR diversity in [0, 1]: weight against choosing a phrase similar to those "
+             f"already chosen (0: plain ranking by score; default {_KP_DEFAULTS['diversity']}, "
+             "chosen on the Inspec dev split).")] = None,
     candidates: Annotated[str | None, typer.Option(
-        help="Candidate spans: noun_chunks, pos (adjective/noun runs) or both (default: the "
-             "dev-tuned kind).")] = None,
+        help="Candidate spans: noun_chunks, pos (adjective/noun runs) or both (default "
+             f"{_KP_DEFAULTS['candidates']}, chosen on the Inspec dev split).")] = None,
     text_field: TextField = "text",
     split: Annotated[str | None, typer.Option(
         help="Only documents whose `split` field equals this (e.g. `dev` for Inspec).")] = None,

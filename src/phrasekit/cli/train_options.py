@@ -80,7 +80,8 @@ PHRASE_BERT = ConfigOptions(
         "batch_size": "Triplets per step.",
         "lr": "Adam learning rate (linear warm-up, then linear decay).",
         "margin": "Triplet-loss margin.",
-        "normalize": "Triplet loss on unit vectors (the paper uses raw mean-pooled vectors).",
+        "normalize": "Compute the triplet loss on unit vectors (default: on the raw "
+                     "mean-pooled vectors).",
         "use_paraphrase": "Train on the paraphrase triplets (--no-paraphrase: context triplets "
                           "only, the Phrase-BERT-context ablation).",
         "use_context": "Train on the context triplets (--no-context: paraphrase triplets only, "
@@ -91,7 +92,7 @@ PHRASE_BERT = ConfigOptions(
         "max_minutes": MAX_MINUTES,
         "checkpoint_every": "Steps between checkpoints.",
         "alpha": "Fixed weight-averaging coefficient with the packaged MiniLM (1.0: the plain "
-                 "fine-tuned weights, as in the paper; default: chosen on dev splits).",
+                 "fine-tuned weights, no averaging; default: chosen on dev splits).",
         "num_threads": THREADS,
     },
     exclude={"backbone", "warmup", "epochs", "source_repeat", "phrase_tokens", "context_tokens",
@@ -159,7 +160,8 @@ FACETS_DATA = ConfigOptions(
 FACETS = ConfigOptions(
     FacetTrainingConfig,
     help={
-        "n_facets": "Number of facets K (the paper uses 1, 3, 10).",
+        "n_facets": "Number of facets K: codebook vectors predicted per text (shipped models: "
+                    "1, 3, 10).",
         "max_minutes": "Wall-clock budget; rerunning resumes from the checkpoint.",
         "max_steps": MAX_STEPS,
         "batch_size": "Examples per step.",

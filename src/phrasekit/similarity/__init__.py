@@ -10,7 +10,16 @@ from phrasekit.similarity.index import (
     build_index,
     load_index,
 )
-from phrasekit.similarity.join import JoinError, Match, fuzzy_join, read_column, write_matches
+from phrasekit.similarity.join import (
+    JoinError,
+    Match,
+    Table,
+    fuzzy_join,
+    read_column,
+    read_table,
+    write_joined,
+    write_matches,
+)
 from phrasekit.similarity.retrieval import EntityIndex, EntityIndexError, read_names
 
 __all__ = [
@@ -22,11 +31,14 @@ __all__ = [
     "JoinError",
     "Match",
     "SearchIndex",
+    "Table",
     "VectorIndex",
     "build_index",
     "fuzzy_join",
     "load_index",
     "read_column",
     "read_names",
+    "read_table",
+    "write_joined",
     "write_matches",
 ]

@@ -5,13 +5,18 @@ is searched against all left values by cosine (top-k; exact search, or a faiss H
 large left tables, see ``similarity.index.build_index``), candidates under ``threshold`` are
 dropped, and ``one_to_one`` optionally keeps each left and right row in at most one match
 (greedy by decreasing score).
+
+:func:`write_joined` writes the matches with every other column of both tables (``left_*``,
+``right_*``); ``how="left"`` also writes each right row that has no match, once, with empty
+left columns. ``DEFAULT_THRESHOLDS`` holds the cosine threshold chosen for the default model on
+AutoFJ (``benchmarks/join_threshold_dev.py``).
 """
 
 from __future__ import annotations
 
 import csv
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +26,16 @@ from phrasekit.io import atomic_write
 from phrasekit.similarity.index import ANN_MIN_QUERIES, ANN_THRESHOLD, build_index, resolve_kind
 
 logger = logging.getLogger(__name__)
+
+JOIN_HOWS = ("inner", "left")
+#: The output's own columns; the tables' other columns follow as ``left_<name>``,
+#: ``right_<name>``.
+MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "score")
+#: Default ``--threshold`` per model: the cosine in 0.00, 0.01, ..., 1.00 that maximised the
+#: F1 of top-1 matches on the dev half of AutoFJ (right rows 0, 2, 4, ... of all 50 tables;
+#: ``benchmarks/join_threshold_dev.py``): pearl-minilm 0.76, dev F1 66.3 (P 70.9, R 62.2)
+#: against 65.4 without a threshold; the held-out half 67.2 against 66.2.
+DEFAULT_THRESHOLDS: dict[str, float] = {"pearl-minilm": 0.76}
 
 
 class JoinError(ValueError):
@@ -39,53 +54,88 @@ class Match:
     score: float
 
 
-def read_column(path: str | Path, column: str, skip_empty: bool = False) -> list[tuple[int, str]]:
-    """``(data row number, value)`` of ``column`` in a CSV file with a header row.
+@dataclass
+class Table:
+    """A CSV table: its header and data rows (row number, line number, fields)."""
+
+    path: Path
+    header: list[str]
+    rows: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    """``(data row number, file line, fields)``; row numbers are 0-based, header excluded (a
+    blank line takes a number but is no row)."""
+
+    def column(self, name: str) -> int:
+        """Position of column ``name``; ``JoinError`` listing the columns when absent."""
+        if name not in self.header:
+            raise JoinError(f"{self.path}: no column {name!r}; columns are {self.header}")
+        return self.header.index(name)
+
+
+def read_table(path: str | Path) -> Table:
+    """Read a UTF-8 CSV file with a header row.
 
     Raises ``JoinError`` naming the file (and line) for a missing file, bad encoding, malformed
-    CSV, a missing column (listing those present) or an empty cell (unless ``skip_empty``).
+    CSV, a repeated column name in the header, or a row with the wrong number of fields.
     """
     path = Path(path)
     if not path.is_file():
         raise JoinError(f"CSV file not found: {path}")
-    out: list[tuple[int, str]] = []
-    skipped = 0
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             reader = csv.reader(fh, strict=True)
             header = next(reader, None)
             if not header:
                 raise JoinError(f"{path}: empty file (no header row)")
-            header = [h.strip().lstrip("\ufeff") for h in header]
-            if column not in header:
-                raise JoinError(f"{path}: no column {column!r}; columns are {header}")
-            col = header.index(column)
+            table = Table(path, [h.strip().lstrip("\ufeff") for h in header])
+            seen: set[str] = set()
+            for name in table.header:
+                if name in seen:
+                    raise JoinError(f"{path}: duplicate column {name!r} in the header row")
+                seen.add(name)
             for row_no, row in enumerate(reader):
-                line = reader.line_num
                 if not row:
                     continue
                 if len(row) != len(header):
-                    raise JoinError(
-                        f"{path}:{line}: {len(row)} fields where the header has {len(header)}"
-                    )
-                value = row[col].strip()
-                if not value:
-                    if skip_empty:
-                        skipped += 1
-                        continue
-                    raise JoinError(
-                        f"{path}:{line}: empty {column!r} cell (use skip_empty / --skip-empty)"
-                    )
-                out.append((row_no, value))
+                    raise JoinError(f"{path}:{reader.line_num}: {len(row)} fields where the "
+                                    f"header has {len(header)}")
+                table.rows.append((row_no, reader.line_num, row))
     except UnicodeDecodeError as exc:
         raise JoinError(f"{path}: not valid UTF-8 ({exc})") from exc
     except csv.Error as exc:
         raise JoinError(f"{path}: malformed CSV ({exc})") from exc
+    return table
+
+
+def column_values(table: Table, column: str, skip_empty: bool = False) -> list[tuple[int, str]]:
+    """``(data row number, stripped value)`` of ``column``; an empty cell raises ``JoinError``
+    naming the file and line (unless ``skip_empty``: skipped with a logged count)."""
+    col = table.column(column)
+    out: list[tuple[int, str]] = []
+    skipped = 0
+    for row_no, line, row in table.rows:
+        value = row[col].strip()
+        if value:
+            out.append((row_no, value))
+        elif skip_empty:
+            skipped += 1
+        else:
+            raise JoinError(f"{table.path}:{line}: empty {column!r} cell (use skip_empty / "
+                            "--skip-empty)")
     if skipped:
-        logger.warning("%s: skipped %d empty %r cells", path, skipped, column)
+        logger.warning("%s: skipped %d empty %r cells", table.path, skipped, column)
     if not out:
-        raise JoinError(f"{path}: no values in column {column!r}")
+        raise JoinError(f"{table.path}: no values in column {column!r}")
     return out
+
+
+def read_column(path: str | Path, column: str, skip_empty: bool = False) -> list[tuple[int, str]]:
+    """``(data row number, value)`` of ``column`` in a CSV file with a header row.
+
+    Raises ``JoinError`` naming the file (and line) for a missing file, bad encoding, malformed
+    CSV, a repeated or missing column (listing those present) or an empty cell (unless
+    ``skip_empty``).
+    """
+    return column_values(read_table(path), column, skip_empty=skip_empty)
 
 
 def _embed(encoder: Encoder, values: list[str], show_progress: bool) -> np.ndarray:
@@ -153,6 +203,62 @@ def write_matches(path: str | Path, matches: list[Match]) -> None:
     """Write matches as CSV (right_row, right_value, left_row, left_value, rank, score)."""
     with atomic_write(path, newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["right_row", "right_value", "left_row", "left_value", "rank", "score"])
+        writer.writerow(MATCH_COLUMNS)
         for m in matches:
             writer.writerow([m.right_row, m.right_value, m.left_row, m.left_value, m.rank, m.score])
+
+
+def carried_columns(left: Table, left_on: str, right: Table, right_on: str) -> list[str]:
+    """Output header: ``MATCH_COLUMNS``, then every left column but ``left_on`` as
+    ``left_<name>`` and every right column but ``right_on`` as ``right_<name>``; a name already
+    taken (a column called ``row`` or ``value``) gets ``_2`` (``_3``...) appended."""
+    header = list(MATCH_COLUMNS)
+    taken = set(header)
+    for prefix, table, on in (("left_", left, left_on), ("right_", right, right_on)):
+        for name in table.header:
+            if name == on:
+                continue
+            out, n = prefix + name, 2
+            while out in taken:
+                out, n = f"{prefix}{name}_{n}", n + 1
+            header.append(out)
+            taken.add(out)
+    return header
+
+
+def write_joined(path: str | Path, matches: list[Match], left: Table, left_on: str,
+                 right: Table, right_on: str, how: str = "inner") -> int:
+    """Write matches with the other columns of both tables; return the rows written.
+
+    ``how="inner"``: one row per match, by right row then rank. ``how="left"``: the right table
+    is kept whole: every right data row appears, in file order, with its matches, or once with
+    empty ``left_*`` columns, rank and score when it has none (also a row skipped for an empty
+    join cell).
+    """
+    if how not in JOIN_HOWS:
+        raise ValueError(f"how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
+    lcol, rcol = left.column(left_on), right.column(right_on)
+    left_rows = {row_no: row for row_no, _, row in left.rows}
+    by_right: dict[int, list[Match]] = {}
+    for m in matches:
+        by_right.setdefault(m.right_row, []).append(m)
+    l_other = [i for i in range(len(left.header)) if i != lcol]
+    r_other = [i for i in range(len(right.header)) if i != rcol]
+    written = 0
+    with atomic_write(path, newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(carried_columns(left, left_on, right, right_on))
+        for row_no, _, row in right.rows:
+            found = by_right.get(row_no, [])
+            if not found and how == "inner":
+                continue
+            r_cells = [row[i] for i in r_other]
+            for m in found:
+                lrow = left_rows[m.left_row]
+                writer.writerow([m.right_row, m.right_value, m.left_row, m.left_value, m.rank,
+                                 m.score, *(lrow[i] for i in l_other), *r_cells])
+            if not found:
+                writer.writerow([row_no, row[rcol].strip(), "", "", "", "",
+                                 *([""] * len(l_other)), *r_cells])
+            written += max(1, len(found))
+    return written
