@@ -109,6 +109,36 @@ def _encode_cases(root: Path) -> list[Case]:
     return cases
 
 
+def _join_cases(root: Path) -> list[Case]:
+    """Tables with repeated columns, ragged rows, bad encoding; --out that is an input."""
+    tables = {
+        "good.csv": "id,title\n1,New York\n2,Chicago\n",
+        "dupcol.csv": "title,title\nNew York,NYC\n",
+        "ragged.csv": "id,title\n1,New York,extra\n",
+        "nocol.csv": "id,name\n1,New York\n",
+        "emptycell.csv": "id,title\n1,\n",
+        "unterminated.csv": 'id,title\n1,"New York\n',
+    }
+    for name, text in tables.items():
+        (root / name).write_text(text, encoding="utf-8")
+    (root / "latin.csv").write_bytes("id,title\n1,caf\u00e9\n".encode("latin-1"))
+    good = root / "good.csv"
+
+    def join(left: Path, right: Path, out: Path, *extra: str) -> list[str]:
+        return ["join", str(left), str(right), "--left-on", "title", "--right-on", "title",
+                "--out", str(out), "-m", "string", "-q", *extra]
+
+    out = root / "j.csv"
+    cases = [Case("join tables", join(root / name, good, out), name, out=out)
+             for name in (*list(tables)[1:], "latin.csv", "missing.csv")]
+    cases += [Case("join tables", join(good, root / "dupcol.csv", out), "dupcol.csv", out=out),
+              Case("join tables", join(good, good, good), "good.csv"),
+              Case("join tables", join(good, good, out, "--how", "outer"), "--how", out=out),
+              Case("join tables", join(good, good, out, "--how", "left"),
+                   check=lambda: len(out.read_text(encoding="utf-8").splitlines()) == 3)]
+    return cases
+
+
 def _model_and_index_cases(root: Path) -> list[Case]:
     src = root / "one.txt"
     src.write_text("new york city\n", encoding="utf-8")
@@ -218,7 +248,8 @@ def main() -> None:
             "correct exit 0"]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        cases = [*_corpus_cases(root), *_encode_cases(root), *_model_and_index_cases(root),
+        cases = [*_corpus_cases(root), *_encode_cases(root), *_join_cases(root),
+                 *_model_and_index_cases(root),
                  *_path_cases(root), *_template_cases(root), *_checkpoint_cases(root)]
         table: dict[str, Counter[str]] = {}
         for case in cases:

@@ -341,3 +341,16 @@ def test_readme_commands_run_in_order(tmp_path, monkeypatch):
         assert res.exit_code == 0, res.output
         hits[vocab] = res.output.splitlines()
     assert hits["phrases.json"] == hits["phrases.json.gz"] and len(hits["phrases.json"]) > 3
+
+
+def test_neighbors_keeps_the_vocabulary_vectors_beside_it(tmp_path):
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("heart attack\nmyocardial infarction\nprotein folding\n", encoding="utf-8")
+    args = ("neighbors", "cardiac arrest", "--vocab", vocab, "-m", "glove-50d", "-k", "2", "-q")
+    first = invoke(*args)
+    cache = tmp_path / "v.txt.glove-50d.vectors.npz"
+    assert first.exit_code == 0 and cache.is_file(), first.output
+    stamp = cache.stat().st_mtime_ns
+    second = invoke(*args)
+    assert second.output == first.output and cache.stat().st_mtime_ns == stamp  # reused
+    assert invoke(*args, "--no-cache").output == first.output

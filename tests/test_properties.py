@@ -1,6 +1,6 @@
 """Property tests (hypothesis) over arbitrary unicode: the encoder contract, the corpus and CSV
-readers, and exact search. Separators (U+2028, U+0085, form feed, CR), control characters,
-lone surrogates, empty and very long inputs included."""
+readers, exact search and the fuzzy join. Separators (U+2028, U+0085, form feed, CR), control
+characters, lone surrogates, empty and very long inputs included."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from phrasekit.io import CorpusError, read_corpus
 from phrasekit.registry import load
 from phrasekit.similarity.index import VectorIndex
+from phrasekit.similarity.join import column_values, fuzzy_join, read_table, write_joined
 from phrasekit.similarity.retrieval import EntityIndexError, read_names
 
 SEPARATORS = "\u2028\u2029\x85\x0c\x0b\r\t\x00\x1f"
@@ -132,3 +133,34 @@ def test_exact_search_finds_each_stored_vector(data, n, d):
     self_scores = np.einsum("ij,ij->i", unit, unit)
     assert np.all(scores[:, 0] >= self_scores - 1e-4)  # itself, or a tie as good
     assert np.all((ids >= 0) & (ids < n))
+
+
+_CELL = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+                min_size=1, max_size=20).filter(lambda s: s.strip() != "")
+
+
+@SETTINGS
+@given(values=st.lists(_CELL, min_size=1, max_size=12, unique_by=str.strip),
+       extra=st.lists(_CELL, min_size=12, max_size=12), seed=st.integers(0, 99))
+def test_join_finds_each_value_in_a_shuffled_copy(tmp_path_factory, string_encoder, values,
+                                                  extra, seed):
+    values = [v.strip() for v in values]
+    order = np.random.default_rng(seed).permutation(len(values))
+    root = tmp_path_factory.mktemp("join")
+    for name, rows in (("left", [(values[i], extra[i]) for i in range(len(values))]),
+                       ("right", [(values[i], extra[i]) for i in order])):
+        with open(root / f"{name}.csv", "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["name", "note"])
+            writer.writerows(rows)
+    left, right = read_table(root / "left.csv"), read_table(root / "right.csv")
+    assert [r[2] for r in left.rows] == [[v, extra[i]] for i, v in enumerate(values)]
+    matches = fuzzy_join(column_values(left, "name"), column_values(right, "name"),
+                         string_encoder, k=1, index="exact")
+    assert len(matches) == len(values)
+    assert all(m.score >= 1 - 1e-4 for m in matches)  # its own copy is always found
+    out = root / "out.csv"
+    assert write_joined(out, matches, left, "name", right, "name", how="left") == len(values)
+    with open(out, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["right_note"] for r in rows] == [extra[i] for i in order]
