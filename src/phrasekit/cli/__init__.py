@@ -11,7 +11,7 @@ import typer
 
 from phrasekit.cli import eval as eval_group
 from phrasekit.cli import match, models, topics, train
-from phrasekit.cli.common import DEBUG, BadInputError
+from phrasekit.cli.common import BadInputError, set_debug
 
 __all__ = ["BadInputError", "app", "main"]
 
@@ -32,7 +32,7 @@ def root(debug: bool = typer.Option(
         False, "--debug", help="On an error, show the full traceback instead of one line.")
          ) -> None:
     """Phrase embeddings, phrase benchmark and phrase-based topic mining (offline, CPU)."""
-    DEBUG["on"] = DEBUG["on"] or debug
+    set_debug(debug)
 
 
 def main() -> None:

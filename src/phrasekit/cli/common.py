@@ -28,8 +28,14 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m",
 #: Exceptions that mean "bad input": one line on stderr and exit code 2, no traceback.
 USER_ERRORS = (ValueError, TypeError, OSError, EOFError, zlib.error, SafetensorError, CorpusError,
                SharedDataMissingError, typer.BadParameter)
-#: Set by the root ``--debug`` option (or PHRASEKIT_DEBUG=1): errors show their traceback.
-DEBUG = {"on": os.environ.get("PHRASEKIT_DEBUG", "") not in ("", "0")}
+#: Set by the root ``--debug`` option (or PHRASEKIT_DEBUG=1) on every run: errors show their
+#: traceback.
+DEBUG = {"on": False}
+
+
+def set_debug(flag: bool) -> None:
+    """Turn tracebacks on for this run when ``--debug`` is given or PHRASEKIT_DEBUG is set."""
+    DEBUG["on"] = flag or os.environ.get("PHRASEKIT_DEBUG", "") not in ("", "0")
 
 
 class BadInputError(Exception):
