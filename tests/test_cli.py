@@ -88,13 +88,15 @@ def test_models_lists_registry():
 
 def test_models_marks_the_default_and_aligns_descriptions():
     from phrasekit.cli.models import format_models
-    from phrasekit.registry import DEFAULT_MODEL, available_models
+    from phrasekit.registry import DEFAULT_MODEL, TASK_DEFAULTS, available_models
 
     lines = invoke("models").output.splitlines()
-    assert lines == format_models(available_models(), DEFAULT_MODEL)
-    assert [ln.split()[1] for ln in lines if ln.startswith("*")] == [DEFAULT_MODEL]
-    lines = format_models({"a": "short name", "a-much-longer-name": "long name"}, "a")
-    assert lines == ["* a                   short name", "  a-much-longer-name  long name"]
+    assert lines == format_models(available_models(), TASK_DEFAULTS)
+    starred = {ln.split()[1] for ln in lines if ln.startswith("*")}
+    assert DEFAULT_MODEL in starred and starred == set(TASK_DEFAULTS)
+    lines = format_models({"a": "short name", "a-much-longer-name": "long name"}, {"a": "encode"})
+    assert lines == ["* a                   encode  short name",
+                     "  a-much-longer-name          long name"]
 
 
 def test_quiet_encode_prints_no_progress_bars(tmp_path):

@@ -84,6 +84,14 @@ DEFAULT_MODEL = PEARL_MINILM
 """The model used when none is named (encode, join, index): PEARL beat MiniLM on the benchmark's
 avg7 (see the README). Topic mining keeps ``minilm``: it also embeds whole documents, which PEARL
 (trained on phrases cut at 24 tokens) was not made for."""
+#: The model topic mining (clusters, PNTM) and keyphrases use when none is named.
+TOPICS_MODEL = "minilm"
+#: The span model `topics --method ccl` starts from when none is named.
+CCL_MODEL = "uctopic-minilm"
+#: The commands each model is the default of, for `phrasekit models`.
+TASK_DEFAULTS = {DEFAULT_MODEL: "encode, neighbors, join, index",
+                 TOPICS_MODEL: "topics, keyphrases", CCL_MODEL: "topics --method ccl",
+                 "facets-phrase-k3": "facets"}
 
 
 def _require_packaged(name: str, train_command: str) -> Path:

@@ -11,25 +11,35 @@ import typer
 from phrasekit.cli.common import ModelOpt, Quiet, Verbose, command, logger
 from phrasekit.io import atomic_write, read_lines
 from phrasekit.models.folders import quantize_model_folder
-from phrasekit.registry import DEFAULT_MODEL, available_models, check_model_name, load
+from phrasekit.registry import (
+    DEFAULT_MODEL,
+    TASK_DEFAULTS,
+    available_models,
+    check_model_name,
+    load,
+)
 
 app = typer.Typer()
 
 
-def format_models(models: dict[str, str], default: str) -> list[str]:
-    """One line per model: a ``*`` marks the default, names padded to the longest."""
+def format_models(models: dict[str, str], defaults: dict[str, str]) -> list[str]:
+    """One line per model, in aligned columns: a ``*`` for a default, the name, the commands it
+    is the default of, the description."""
     width = max(map(len, models), default=0)
-    return [f"{'*' if name == default else ' '} {name:<{width}}  {desc}"
+    tasks = max((len(v) for v in defaults.values()), default=0)
+    return [f"{'*' if name in defaults else ' '} {name:<{width}}  "
+            f"{defaults.get(name, ''):<{tasks}}  {desc}".rstrip()
             for name, desc in models.items()]
 
 
 @command(app, "models")
 def models_cmd(quiet: Quiet = False) -> None:
-    """List the model names `phrasekit.load` knows; * marks the default model.
+    """List the model names `phrasekit.load` knows; * marks a default, with the commands it is
+    the default of.
 
     Example: phrasekit models
     """
-    for line in format_models(available_models(), DEFAULT_MODEL):
+    for line in format_models(available_models(), TASK_DEFAULTS):
         typer.echo(line)
 
 

@@ -18,7 +18,7 @@ from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score
 from phrasekit.io import atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
-from phrasekit.registry import available_models, load
+from phrasekit.registry import CCL_MODEL, TOPICS_MODEL, available_models, load
 from phrasekit.topics import check_topics_out, format_timings, run_pntm, run_topics, run_uctopic
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
@@ -89,7 +89,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                 grounding: float, ccl_steps: int, max_instances: int, label_view: str,
                 common: dict[str, Any]) -> tuple[int, Any, dict[str, Path]]:
     """Run one method with its defaults filled in: (number of topics, model, written paths)."""
-    common = {**common, "model": model or ("uctopic-minilm" if method == "ccl" else "minilm")}
+    common = {**common, "model": model or (CCL_MODEL if method == "ccl" else TOPICS_MODEL)}
     if method == "pntm":
         tm, paths = run_pntm(path, out, n_topics=n_topics or 50, min_df=min_df or 6,
                              max_phrases=max_phrases or 75_000, phrase_cache=phrase_cache,
@@ -191,7 +191,7 @@ def keyphrases_cmd(
         "--out", "-o", help="Output JSONL file (one {id, keyphrases: [{phrase, score}]} per "
                             "document); default: stdout.")] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
-    model: ModelOpt = "minilm",
+    model: ModelOpt = TOPICS_MODEL,
     diversity: Annotated[float | None, typer.Option(
         help="MMR diversity in [0, 1]: weight against choosing a phrase similar to those "
              f"already chosen (0: plain ranking by score; default {_KP_DEFAULTS['diversity']}, "
