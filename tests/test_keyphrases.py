@@ -17,13 +17,13 @@ from phrasekit.eval.keyphrases import (
     score_keyphrases,
 )
 from phrasekit.io import Document
-from phrasekit.phrases.keyphrases import (
-    KeyphraseExtractor,
+from phrasekit.phrases.keyphrase_candidates import (
     brackets_balanced,
     phrase_key,
     suppress_contained,
     unpaired_brackets,
 )
+from phrasekit.phrases.keyphrases import KeyphraseExtractor
 
 # Inspec-like abstracts (title, line break, abstract), written for these tests.
 SVM_IDS = (

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from phrasekit.io import Document, read_corpus
-from phrasekit.phrases.keyphrases import KeyphraseExtractor, phrase_key
+from phrasekit.phrases.keyphrase_candidates import phrase_key
+from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.settings import SharedDataMissingError, corpora_dir
 
 logger = logging.getLogger(__name__)

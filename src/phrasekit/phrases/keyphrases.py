@@ -51,12 +51,9 @@ documents in another, so the cost is one spaCy pass plus two encoder passes over
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,12 +63,23 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases.extract import (
-    DEFAULT_REJECT_PATTERN,
     DEFAULT_SPACY_MODEL,
-    LEADING_STRIP_WORDS,
     as_documents,
     load_spacy,
     split_long_text,
+)
+from phrasekit.phrases.keyphrase_candidates import (
+    HEAD_POS,
+    REJECT_RE,
+    DocCandidates,
+    brackets_balanced,
+    is_content,
+    pattern_spans,
+    phrase_key,
+    strip_leading,
+    suppress_contained,
+    surface,
+    unpaired_brackets,
 )
 from phrasekit.registry import as_encoder, check_model_name
 
@@ -79,154 +87,7 @@ logger = logging.getLogger(__name__)
 
 CANDIDATE_KINDS = ("noun_chunks", "pos", "both")
 
-#: POS tags that start no keyphrase (stripped from the front of a candidate span).
-_LEADING_POS = frozenset({"DET", "PRON", "CCONJ", "SCONJ", "ADP", "PART", "NUM", "SYM", "PUNCT",
-                          "SPACE", "AUX", "INTJ", "X"})
-_HEAD_POS = frozenset({"NOUN", "PROPN"})
-_PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
-_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
-_REJECT = re.compile(DEFAULT_REJECT_PATTERN)
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-_CLOSE = {v: k for k, v in _OPEN.items()}
-
 Keyphrases = list[tuple[str, float]]
-
-
-# ---------------------------------------------------------------------------- normalisation
-@functools.lru_cache(maxsize=1)
-def _stemmer():
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
-
-
-@functools.lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    return _stemmer().stem(word)
-
-
-def phrase_key(text: str) -> str:
-    """The matching form of a phrase: lower-cased word tokens (runs of letters/digits, so
-    punctuation-only differences vanish: "anti-spam" = "anti spam"), each Porter-stemmed,
-    joined by single spaces. ``""`` when the text has no word characters."""
-    return " ".join(_stem(w) for w in _WORD_RE.findall(text.lower()))
-
-
-def unpaired_brackets(texts: Sequence[str]) -> set[int]:
-    """Indices of the texts (tokens) holding a bracket ``()[]{}`` with no partner in the sequence.
-
-    Brackets pair up as nested parentheses do; a closing bracket of the wrong kind is unpaired,
-    and so is the opening bracket it fails to close.
-    """
-    stack: list[tuple[str, int]] = []
-    unpaired: set[int] = set()
-    for i, text in enumerate(texts):
-        for ch in text:
-            if ch in _OPEN:
-                stack.append((ch, i))
-            elif ch in _CLOSE:
-                if stack and stack[-1][0] == _CLOSE[ch]:
-                    stack.pop()
-                else:
-                    unpaired.add(i)
-    unpaired.update(i for _, i in stack)
-    return unpaired
-
-
-def brackets_balanced(text: str) -> bool:
-    """Whether every bracket ``()[]{}`` of ``text`` has its partner, properly nested."""
-    return not unpaired_brackets([text])
-
-
-def suppress_contained(keys: Sequence[str], scores: np.ndarray) -> list[int]:
-    """Indices of the candidates kept when, of two whose word sequences (``keys``, words joined
-    by single spaces) contain one another, only the higher scored survives; ascending order.
-
-    Greedy by decreasing score (ties: lower index first): a candidate is dropped when its key
-    is a contiguous word run of a kept key or holds a kept key as one. Sub-runs are looked up in
-    sets, so the cost is linear in the candidates for phrases of a few words.
-    """
-    inside_kept: set[str] = set()  # every contiguous word run of a kept key
-    kept_keys: set[str] = set()
-    kept: list[int] = []
-    for i in np.argsort(-np.asarray(scores, dtype=float), kind="stable"):
-        words = keys[int(i)].split()
-        runs = {" ".join(words[a:b]) for a in range(len(words))
-                for b in range(a + 1, len(words) + 1)}
-        if keys[int(i)] in inside_kept or runs & kept_keys:
-            continue
-        kept.append(int(i))
-        kept_keys.add(keys[int(i)])
-        inside_kept.update(runs)
-    return sorted(kept)
-
-
-# ---------------------------------------------------------------------------- candidates
-@dataclass
-class DocCandidates:
-    """The grouped candidates of one document and what the scores need besides embeddings."""
-
-    phrases: list[str] = field(default_factory=list)
-    """Display form of each candidate (lower-cased, first form seen)."""
-    keys: list[str] = field(default_factory=list)
-    """:func:`phrase_key` of each candidate (distinct within the document)."""
-    first: list[int] = field(default_factory=list)
-    """Word offset of each candidate's first occurrence in the document."""
-    counts: list[int] = field(default_factory=list)
-    """Occurrences of each candidate (as a whole span or, with sub-phrases, as a suffix)."""
-    windows: list[str] = field(default_factory=list)
-    """The text pieces whose mean embedding is the document's embedding."""
-
-    def __len__(self) -> int:
-        return len(self.phrases)
-
-    def add(self, phrase: str, key: str, first: int, index: dict[str, int]) -> None:
-        j = index.get(key)
-        if j is None:
-            index[key] = len(self.phrases)
-            self.phrases.append(phrase)
-            self.keys.append(key)
-            self.first.append(first)
-            self.counts.append(1)
-        else:
-            self.counts[j] += 1
-            self.first[j] = min(self.first[j], first)
-
-
-def _strip_leading(tok) -> bool:
-    return (
-        tok.pos_ in _LEADING_POS
-        or tok.is_punct
-        or tok.is_space
-        or tok.like_num
-        or tok.tag_ in ("PRP$", "WP$", "POS")
-        or tok.lower_ in LEADING_STRIP_WORDS
-    )
-
-
-def _content(tok) -> bool:
-    return not (tok.is_stop or tok.like_num) and any(c.isalpha() for c in tok.text)
-
-
-def _surface(tokens: Sequence[Any]) -> str:
-    text = "".join(t.text_with_ws for t in tokens[:-1]) + tokens[-1].text
-    return " ".join(text.lower().split()).replace("’", "'")
-
-
-def _pattern_spans(sdoc) -> Iterable[Any]:
-    """EmbedRank's candidates: maximal runs of adjectives / nouns (inner hyphens allowed)."""
-    start = None
-    for tok in sdoc:
-        ok = tok.pos_ in _PATTERN_POS or (start is not None and tok.text == "-")
-        if ok and "\n" not in tok.text and not tok.is_space:
-            if start is None:
-                start = tok.i
-            continue
-        if start is not None:
-            yield sdoc[start : tok.i]
-            start = None
-    if start is not None:
-        yield sdoc[start:]
 
 
 # ---------------------------------------------------------------------------- the extractor
@@ -388,7 +249,7 @@ class KeyphraseExtractor:
         if self.candidates in ("noun_chunks", "both"):
             spans.extend(sdoc.noun_chunks)
         if self.candidates in ("pos", "both"):
-            spans.extend(_pattern_spans(sdoc))
+            spans.extend(pattern_spans(sdoc))
         seen: set[tuple[int, int]] = set()
         for span in sorted(spans, key=lambda s: (s.start, s.end)):
             for cleaned in self._pieces(span):
@@ -406,15 +267,15 @@ class KeyphraseExtractor:
                 continue
             seen.add((start, cleaned.end))
             if start > cleaned.start and (
-                not sdoc[start - 1].whitespace_ or _strip_leading(sdoc[start])
+                not sdoc[start - 1].whitespace_ or strip_leading(sdoc[start])
             ):
                 continue  # inside a hyphenated word ("two-stage") or after a word like "of"
             sub = sdoc[start : cleaned.end]
             if not self._valid(sub):
                 continue
-            phrase = _surface(sub)
+            phrase = surface(sub)
             key = phrase_key(phrase)
-            if key and not _REJECT.search(phrase) and brackets_balanced(phrase):
+            if key and not REJECT_RE.search(phrase) and brackets_balanced(phrase):
                 cands.add(phrase, key, offset + int(word_at[start]), index)
 
     def _pieces(self, span) -> list[Any]:
@@ -437,11 +298,11 @@ class KeyphraseExtractor:
     def _clean(self, span):
         i, j = span.start, span.end
         doc = span.doc
-        while i < j and _strip_leading(doc[i]):
+        while i < j and strip_leading(doc[i]):
             i += 1
         while j > i and (doc[j - 1].is_punct or doc[j - 1].is_space or doc[j - 1].tag_ == "POS"):
             j -= 1
-        if i >= j or doc[j - 1].pos_ not in _HEAD_POS:
+        if i >= j or doc[j - 1].pos_ not in HEAD_POS:
             return None
         return doc[i:j]
 
@@ -454,7 +315,7 @@ class KeyphraseExtractor:
             if tok.is_punct:
                 continue
             n_words += 1
-            informative = informative or _content(tok)
+            informative = informative or is_content(tok)
         return informative and n_words <= self.max_words
 
     def _windows(self, sdoc) -> list[str]:
