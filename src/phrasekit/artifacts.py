@@ -199,17 +199,23 @@ def replaceable(path: Path, kind: str, legacy: Legacy = None) -> bool:
     return legacy is not None and legacy(path)
 
 
+def check_folder_path(path: str | Path) -> Path:
+    """Raise ``ValueError`` unless ``path`` is a folder or can become one (not a file, under a
+    writable folder)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{path} exists and is not a folder")
+    check_parent_writable(path)
+    return path
+
+
 def check_output_folder(path: str | Path, kind: str, legacy: Legacy = None) -> Path:
     """Validate an output folder before long work: absent, or a folder ``staged_folder`` may
     replace; its parent creatable. Raises ``ValueError`` naming the path."""
-    path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise ValueError(f"{path} exists and is not a folder")
-        if not replaceable(path, kind, legacy):
-            raise ValueError(f"{path} holds other files (not a phrasekit {kind}); not replacing "
-                             "it: choose a new or empty folder")
-    check_parent_writable(path)
+    path = check_folder_path(path)
+    if path.exists() and not replaceable(path, kind, legacy):
+        raise ValueError(f"{path} holds other files (not a phrasekit {kind}); not replacing "
+                         "it: choose a new or empty folder")
     return path
 
 
@@ -225,19 +231,15 @@ def check_parent_writable(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def staged_folder(path: str | Path, kind: str, legacy: Legacy = None,
-                  validate: Callable[[Path], None] | None = None) -> Iterator[Path]:
+def staged_folder(path: str | Path, kind: str, legacy: Legacy = None) -> Iterator[Path]:
     """Yield an empty folder beside ``path``; when the block succeeds, write its manifest and
-    swap it in for ``path`` at once (an existing ``path`` must pass :func:`replaceable`).
-    ``validate(folder)`` may check the staged files before they replace anything."""
+    swap it in for ``path`` at once (an existing ``path`` must pass :func:`replaceable`)."""
     path = check_output_folder(path, kind, legacy)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(path)
     staged = _sibling(path, _STAGING)
     try:
         yield staged
-        if validate is not None:
-            validate(staged)
         write_manifest(staged, kind)
         os.chmod(staged, 0o777 & ~umask())
         _swap_in(staged, path)

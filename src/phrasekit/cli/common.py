@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from safetensors import SafetensorError
 
-from phrasekit.artifacts import check_parent_writable
+from phrasekit.artifacts import check_folder_path, check_parent_writable
 from phrasekit.io import CorpusError
 from phrasekit.settings import SharedDataMissingError
 
@@ -103,14 +103,6 @@ def run_command(body: Callable[[], Any]) -> Any:
         raise typer.Exit(code=1) from None
 
 
-def check_output_folder_path(out: Path) -> None:
-    """Refuse, before any long work, an output folder path that is a file or sits where no
-    folder can be made."""
-    if out.exists() and not out.is_dir():
-        raise BadInputError(f"--out {out} exists and is not a folder")
-    check_parent_writable(out)
-
-
 def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     """Validate a command's ``--out``/``--output`` path (``out_kind`` "file" or "folder")
     against the other path arguments, before the command body runs."""
@@ -119,7 +111,7 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     if out_kind is None or not isinstance(out, Path):
         return
     if out_kind == "folder":
-        check_output_folder_path(out)
+        check_folder_path(out)
         return
     inputs = tuple(v for k, v in kwargs.items() if isinstance(v, Path) and k != name)
     check_output_file(out, inputs=inputs)
