@@ -1,19 +1,21 @@
-"""Phrase-based topics: clusters of phrase embeddings (``PhraseTopicModel``), the neural topic
-model PNTM (``PNTM``; UNTM with a static encoder), UCTopic's topical phrase mining with CCL
-(``UCTopicModel``), LDA baselines (``LDATopics``) and automatic metrics
+"""Topics: k-means clusters of document embeddings named by words and phrases
+(``DocumentTopicModel``, the default), clusters of phrase embeddings (``PhraseTopicModel``),
+the neural topic model PNTM (``PNTM``; UNTM with a static encoder), UCTopic's topical phrase
+mining with CCL (``UCTopicModel``), LDA baselines (``LDATopics``) and automatic metrics
 (``phrasekit.topics.metrics``).
 
 Example::
 
     from phrasekit.io import read_corpus
-    from phrasekit.topics import PhraseTopicModel, write_topic_outputs
+    from phrasekit.topics import DocumentTopicModel, write_topic_outputs
 
     docs = read_corpus("corpus.jsonl")
-    model = PhraseTopicModel(encoder="minilm").fit(docs, show_progress=True)
+    model = DocumentTopicModel(encoder="minilm").fit(docs, show_progress=True)
     write_topic_outputs(model, docs, "out/")
 """
 
 from phrasekit.phrases.extract import load_or_extract_vocabulary
+from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.lda import LDATopics
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.output import (
@@ -38,6 +40,7 @@ from phrasekit.topics.uctopic import UCTopicModel
 
 __all__ = [
     "PNTM",
+    "DocumentTopicModel",
     "LDATopics",
     "PhraseTopicModel",
     "UCTopicModel",

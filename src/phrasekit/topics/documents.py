@@ -1,0 +1,337 @@
+"""Document topics: k-means on document embeddings, named by their words and phrases.
+
+``DocumentTopicModel(encoder="minilm").fit(docs)`` (``phrasekit topics --method documents``,
+the default) runs these steps:
+
+1. **Embed documents**: the encoder over word windows of each document, averaged by words
+   (``pntm.encode_documents``), then centred on the corpus mean and re-normalised, which
+   removes the component all transformer embeddings share.
+2. **Choose K** (unless ``n_topics`` is given) by the stability of k-means across random
+   halves of the corpus against the same on structureless data (``choose_k``); every K's
+   score is kept (``k_scores_``) and drawn in the report.
+3. **Cluster** the documents with k-means: every non-empty document gets a topic.
+4. **Build the vocabulary**: words and spaCy noun-chunk / entity phrases in at least
+   ``min_df`` documents (``terms.build_term_vocabulary``), found verbatim in each document.
+5. **Set generic terms aside** before reading any topic: ``reading.term_specificity`` says how
+   far a term's documents sit from the corpus centre, corrected for chance. The
+   ``generic_share`` least specific terms (boilerplate such as "results" or "et al", units,
+   citation debris) are listed in ``generic_terms_`` and name no topic.
+6. **Name topics** by ``p_in * log(p_in / p_all)`` (``reading.topic_term_scores``): terms
+   frequent in the topic's documents and rarer elsewhere. Words and phrases are ranked
+   together (``topics_``) and apart (``topic_words_``, ``topic_phrases_``); a short
+   ``topic_label`` is the best phrase, or the best two terms.
+7. **Flag miscellaneous topics**: a topic whose own best terms, generic ones included, are
+   mostly generic is a group of documents about nothing in particular; it is marked
+   (``miscellaneous_``), labelled "miscellaneous" and listed after the real topics.
+
+Topics are numbered real ones first, by decreasing number of documents. Deterministic for a
+given ``random_state``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.io import Document
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
+from phrasekit.registry import as_encoder
+from phrasekit.text import tokenize
+from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
+from phrasekit.topics.pntm import encode_documents
+from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
+from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
+
+logger = logging.getLogger(__name__)
+
+#: Softmax temperature turning squared distances to the topic centres into shares.
+SHARE_TEMPERATURE = 0.05
+
+
+class DocumentTopicModel(BaseEstimator):
+    """Topics as k-means clusters of document embeddings, named by words and phrases.
+
+    Args:
+        encoder: registered model name, local model folder or ``Encoder``.
+        n_topics: fixed number of topics; None chooses K in ``k_range`` by ``k_criterion``.
+        k_range: ``(k_min, k_max)`` searched when ``n_topics`` is None.
+        k_criterion: ``"stability"`` or ``"silhouette"`` (see ``topics.choose_k``).
+        min_df, max_df, max_phrases: the term vocabulary (``terms.build_term_vocabulary``).
+        generic_share: share of terms, the least specific, that name no topic.
+        misc_share: a topic is miscellaneous when more than this share of its best
+            ``top_n`` terms (generic ones included) are generic.
+        top_n: terms listed per topic (words and phrases each).
+        n_typical: typical documents listed per topic (nearest its centre).
+        chunk_size, max_chunks: word windows for encoding long documents.
+        n_init: k-means restarts for the final partition.
+        random_state: seed of k-means and of K's choice.
+        cache_dir: where document vectors are cached between runs (None: no cache).
+        extractor: ``PhraseExtractor`` for the phrases (default settings when None).
+    """
+
+    def __init__(
+        self,
+        encoder: str | Encoder = "minilm",
+        n_topics: int | None = None,
+        k_range: tuple[int, int] = (2, 30),
+        k_criterion: str = "stability",
+        min_df: int = 5,
+        max_df: float = 0.5,
+        max_phrases: int = 20_000,
+        generic_share: float = 0.1,
+        misc_share: float = 0.5,
+        top_n: int = 10,
+        n_typical: int = 3,
+        chunk_size: int = 150,
+        max_chunks: int = 8,
+        n_init: int = 5,
+        random_state: int = 0,
+        cache_dir: str | None = None,
+        extractor: PhraseExtractor | None = None,
+    ) -> None:
+        self.encoder = encoder
+        self.n_topics = n_topics
+        self.k_range = k_range
+        self.k_criterion = k_criterion
+        self.min_df = min_df
+        self.max_df = max_df
+        self.max_phrases = max_phrases
+        self.generic_share = generic_share
+        self.misc_share = misc_share
+        self.top_n = top_n
+        self.n_typical = n_typical
+        self.chunk_size = chunk_size
+        self.max_chunks = max_chunks
+        self.n_init = n_init
+        self.random_state = random_state
+        self.cache_dir = cache_dir
+        self.extractor = extractor
+
+    # ------------------------------------------------------------------ validation
+    def check_params(self) -> None:
+        """Raise ``ValueError`` for a bad setting (cheap: callers check before reading)."""
+
+        def _int(name: str, value: Any, lo: int) -> None:
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+
+        def _share(name: str, value: Any, lo_open: bool = False) -> None:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            if not ok or not (0.0 < value <= 1.0 if lo_open else 0.0 <= value < 1.0):
+                bound = "(0, 1]" if lo_open else "[0, 1)"
+                raise ValueError(f"{name} must be a number in {bound}, got {value!r}")
+
+        if self.n_topics is not None:
+            _int("n_topics", self.n_topics, 2)
+        try:
+            k_min, k_max = self.k_range
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"k_range must be a pair (k_min, k_max), got {self.k_range!r}"
+                             ) from exc
+        _int("k_range[0]", k_min, 2)
+        _int("k_range[1]", k_max, 2)
+        if k_min > k_max:
+            raise ValueError(f"k_range must have k_min <= k_max, got {self.k_range!r}")
+        if self.k_criterion not in CRITERIA:
+            raise ValueError(f"k_criterion must be one of {CRITERIA}, got {self.k_criterion!r}")
+        for name in ("min_df", "top_n", "chunk_size", "max_chunks", "n_init", "max_phrases"):
+            _int(name, getattr(self, name), 1)
+        _int("n_typical", self.n_typical, 0)
+        _share("max_df", self.max_df, lo_open=True)
+        _share("generic_share", self.generic_share)
+        _share("misc_share", self.misc_share)
+        if self.extractor is not None and not isinstance(self.extractor, PhraseExtractor):
+            raise TypeError(
+                f"extractor must be a PhraseExtractor, got {type(self.extractor).__name__}")
+
+    @property
+    def encoder_name(self) -> str:
+        enc = getattr(self, "encoder_", None) or self.encoder
+        return enc.name if isinstance(enc, Encoder) else str(enc)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, docs: Iterable[Document | str], y: Any = None,
+            vocabulary: PhraseVocabulary | None = None, show_progress: bool = False
+            ) -> DocumentTopicModel:
+        """Fit topics on ``docs``. ``vocabulary``: spaCy phrases already extracted from
+        exactly these documents (e.g. a cache), to skip extraction."""
+        del y
+        self.check_params()
+        documents = as_documents(docs)
+        texts = [d.text for d in documents]
+        if not any(t.split() for t in texts):
+            raise ValueError("the corpus is empty: no documents with words to find topics in")
+        if vocabulary is not None and vocabulary.doc_ids != [d.id for d in documents]:
+            raise ValueError(
+                f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
+                f"than the {len(documents)} given; re-extract it or pass the same corpus")
+        encoder = as_encoder(self.encoder)
+        timings: dict[str, float] = {}
+
+        t0 = time.perf_counter()
+        X = encode_documents(encoder, texts, self.chunk_size, self.max_chunks, self.cache_dir,
+                             show_progress)
+        timings["encoding"] = time.perf_counter() - t0
+        used = np.linalg.norm(X, axis=1) > 0
+        self.doc_mean_ = X[used].mean(axis=0) if used.any() else np.zeros(X.shape[1], X.dtype)
+        Xc = np.zeros_like(X)
+        Xc[used] = l2_normalize(X[used] - self.doc_mean_)
+        n_used = int(used.sum())
+        if n_used < (self.n_topics or self.k_range[0]) + 1:
+            raise ValueError(f"only {n_used} documents have words: too few for "
+                             f"{self.n_topics or self.k_range[0]} topics")
+
+        t0 = time.perf_counter()
+        k, self.k_scores_ = self._choose_k(Xc[used], show_progress)
+        labels_used, centres = kmeans_labels(Xc[used], k, self.n_init, self.random_state)
+        timings["clustering"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        if vocabulary is None:
+            vocabulary = (self.extractor or PhraseExtractor()).extract(
+                documents, show_progress=show_progress)
+        timings["extraction"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        token_docs = [tokenize(t) for t in texts]
+        vocab = build_term_vocabulary(token_docs, vocabulary, self.min_df, self.max_df,
+                                      self.max_phrases)
+        if len(vocab) < self.top_n:
+            raise ValueError(f"only {len(vocab)} terms occur in at least {self.min_df} "
+                             "documents; lower min_df or give a larger corpus")
+        P = presence_matrix(token_docs, vocab.terms).tocsr()
+        labels = np.full(len(texts), -1, dtype=np.int64)
+        labels[used] = labels_used
+        self._describe(Xc, labels, centres, k, vocab, P)
+        timings["reading"] = time.perf_counter() - t0
+
+        self.encoder_ = encoder
+        self.doc_ids_ = [d.id for d in documents]
+        self.doc_embeddings_ = Xc
+        self.timings_ = timings
+        logger.info("%d topics (%d miscellaneous) over %d docs from %d terms (%s)",
+                    self.n_topics_, int(self.miscellaneous_.sum()), len(texts), len(vocab),
+                    ", ".join(f"{n} {s:.1f}s" for n, s in timings.items()))
+        return self
+
+    def _choose_k(self, X: np.ndarray, show_progress: bool) -> tuple[int, dict[int, float]]:
+        if self.n_topics is not None:
+            return int(self.n_topics), {}
+        k_min, k_max = int(self.k_range[0]), min(int(self.k_range[1]), len(X) - 1)
+        return choose_k(X, range(k_min, max(k_min, k_max) + 1), self.k_criterion,
+                        seed=int(self.random_state), show_progress=show_progress)
+
+    # ------------------------------------------------------------------ describe
+    def _describe(self, Xc: np.ndarray, labels: np.ndarray, centres: np.ndarray, k: int,
+                  vocab: Any, P: Any) -> None:
+        """Steps 5-7: generic terms, topic terms, miscellaneous topics, numbering, shares."""
+        specificity = term_specificity(P, Xc)
+        n_generic = int(self.generic_share * len(vocab))
+        generic = np.zeros(len(vocab), dtype=bool)
+        generic[np.argsort(specificity, kind="stable")[:n_generic]] = True
+        scores = topic_term_scores(P, labels, k)
+        with_generic = rank_terms(scores, vocab.terms, self.top_n)
+        misc = np.array([bool(r) and generic[r].mean() > self.misc_share for r in with_generic])
+        sizes = np.bincount(labels[labels >= 0], minlength=k)
+        order = sorted(range(k), key=lambda t: (bool(misc[t]), -sizes[t], t))
+        remap = np.empty(k, dtype=np.int64)
+        remap[order] = np.arange(k)
+        labels = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
+        centres, scores, misc = centres[order], scores[order], misc[order]
+
+        d2 = ((Xc[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        logits = -(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE
+        shares = np.exp(logits)
+        shares /= shares.sum(axis=1, keepdims=True)
+        shares[labels < 0] = 0.0
+
+        self.n_topics_ = k
+        self.doc_labels_ = labels
+        self.doc_topics_ = shares.astype(np.float32)
+        self.cluster_centers_ = centres
+        self.term_vocabulary_ = vocab
+        self.terms_ = vocab.surface
+        self.specificity_ = specificity
+        self.generic_terms_ = [vocab.surface[i] for i in sorted(
+            np.flatnonzero(generic).tolist(), key=lambda i: (-vocab.doc_freq[i], vocab.terms[i]))]
+        self.term_scores_ = scores
+        self.miscellaneous_ = misc
+        self.doc_n_phrases_ = np.asarray(P.sum(axis=1)).ravel().astype(np.int64)
+        self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
+        self.topic_sizes_ = [int(x) for x in (scores > 0).sum(axis=1)]
+        self._read_terms(scores, ~generic)
+        self.typical_docs_ = self._typical_docs(d2[:, order], labels)
+
+    def _read_terms(self, scores: np.ndarray, allowed: np.ndarray) -> None:
+        vocab = self.term_vocabulary_
+        is_word = np.arange(len(vocab)) < vocab.n_words
+
+        def read(mask: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
+            ranked = rank_terms(scores, vocab.terms, n, allowed & mask)
+            return [[(vocab.surface[j], round(float(scores[t, j]), 4)) for j in r]
+                    for t, r in enumerate(ranked)]
+
+        self.topics_ = read(np.ones(len(vocab), dtype=bool), 2 * self.top_n)
+        self.topic_words_ = read(is_word, self.top_n)
+        self.topic_phrases_ = read(~is_word, self.top_n)
+
+    def _typical_docs(self, d2: np.ndarray, labels: np.ndarray
+                      ) -> list[list[tuple[int, float]]]:
+        """Per topic, its ``n_typical`` documents nearest the centre, with their share."""
+        out = []
+        for t in range(d2.shape[1]):
+            members = np.flatnonzero(labels == t)
+            best = members[np.argsort(d2[members, t], kind="stable")][: self.n_typical]
+            out.append([(int(d), round(float(self.doc_topics_[d, t]), 4)) for d in best])
+        return out
+
+    # ------------------------------------------------------------------ use
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "topics_"):
+            raise RuntimeError("this DocumentTopicModel is not fitted yet: call fit(docs) first")
+
+    def topic_label(self, topic: int) -> str:
+        """A short name: the best phrase when it ranks among the topic's three best terms,
+        else its two best terms; "miscellaneous (...)" for a miscellaneous topic."""
+        self._check_fitted()
+        terms = [t for t, _ in self.topics_[topic]]
+        phrases = [t for t, _ in self.topic_phrases_[topic]]
+        if phrases and phrases[0] in terms[:3]:
+            label = phrases[0]
+        else:
+            label = ", ".join(terms[:2]) or "(no terms)"
+        return f"miscellaneous ({label})" if self.miscellaneous_[topic] else label
+
+    def transform(self, docs: Iterable[Document | str], show_progress: bool = False
+                  ) -> np.ndarray:
+        """Topic shares of new documents, (n_docs, K)."""
+        self._check_fitted()
+        X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
+                             self.chunk_size, self.max_chunks, None, show_progress)
+        used = np.linalg.norm(X, axis=1) > 0
+        Xc = np.where(used[:, None], l2_normalize(X - self.doc_mean_), 0.0)
+        d2 = ((Xc[:, None, :] - self.cluster_centers_[None]) ** 2).sum(axis=2)
+        e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
+        return np.where(used[:, None], e / e.sum(axis=1, keepdims=True), 0.0)
+
+    def summary(self) -> dict[str, Any]:
+        """Key numbers of the fit."""
+        self._check_fitted()
+        return {
+            "n_topics": self.n_topics_,
+            "n_miscellaneous": int(self.miscellaneous_.sum()),
+            "n_terms": len(self.terms_),
+            "n_generic": len(self.generic_terms_),
+            "n_docs": len(self.doc_ids_),
+            "n_unassigned": int((self.doc_labels_ < 0).sum()),
+            "k_scores": {int(k): round(v, 4) for k, v in self.k_scores_.items()},
+            "topic_sizes": self.topic_doc_counts_,
+            "timings": {k: round(v, 2) for k, v in self.timings_.items()},
+        }
