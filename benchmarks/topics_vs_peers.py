@@ -470,7 +470,7 @@ def score(found: dict, token_docs: list[list[str]], labels: list, mask: np.ndarr
     df = np.asarray(presence_matrix(token_docs, flat).sum(axis=0)).ravel() if flat else []
     absent = {k for k, c in zip(flat, df, strict=True) if c == 0}
     npmi, per_topic = npmi_coherence(scored, token_docs, top_n=TOP_N) if scored \
-        else (float("nan"), [])
+        else (None, [])
     doc_labels = np.asarray(found["labels"])
     used = doc_labels[doc_labels >= 0]
     n_scored_terms = sum(len(t) for t in scored)
@@ -481,8 +481,8 @@ def score(found: dict, token_docs: list[list[str]], labels: list, mask: np.ndarr
         "nmi": labels_nmi(list(doc_labels[mask]), labels),
         "nmi_docs": int(mask.sum()),
         "npmi": npmi,
-        "npmi_per_topic": per_topic,
-        "diversity": topic_diversity(scored, top_n=TOP_N) if scored else float("nan"),
+        "npmi_per_topic": [v if np.isfinite(v) else None for v in per_topic],
+        "diversity": topic_diversity(scored, top_n=TOP_N) if scored else None,
         "absent_share": sum(k in absent for t in scored for k in t) / max(n_scored_terms, 1),
         "keys": keys,
     }
@@ -671,10 +671,10 @@ def main() -> None:
             runs[f"{corpus}|{method}"] = rec
             write_json(runs_path, runs)
             write_topics(out / "topics" / f"{corpus}-{method}.md", rec, found)
-            log.info("%s %s: %d topics, unassigned %.1f%%, NMI %.3f, NPMI %.3f, diversity "
-                     "%.3f, fit %.1fs, RSS %.0f -> %.0f MB", corpus, method, rec["n_topics"],
-                     100 * rec["unassigned"], rec["nmi"], rec["npmi"], rec["diversity"],
-                     rec["fit_s"], rec["rss_before_mb"], rec["peak_mb"])
+            log.info("%s %s: %d topics, unassigned %.1f%%, NMI %.3f, NPMI %s, diversity "
+                     "%s, fit %.1fs, RSS %.0f -> %.0f MB", corpus, method, rec["n_topics"],
+                     100 * rec["unassigned"], rec["nmi"], _f(rec["npmi"]),
+                     _f(rec["diversity"]), rec["fit_s"], rec["rss_before_mb"], rec["peak_mb"])
     text = table(runs, preps)
     write_text(out / "table.md", text + "\n")
     print(text)

@@ -108,7 +108,7 @@ def test_outputs_written(fixed_model: PhraseTopicModel, docs, tmp_path: Path) ->
     assert data["format"] == "phrasekit.topics"
     assert data["n_topics"] == 4 and len(data["topics"]) == 4
     assert data["params"]["encoder"] == "glove-50d" and data["params"]["n_topics"] == 4
-    assert data["silhouette"][0]["k"] == 4
+    assert data["k_scores"][0]["k"] == 4
     assert len(data["doc_topics"]) == len(docs)
     assert {d["id"] for d in data["doc_topics"]} == {d.id for d in docs}
     topic = data["topics"][0]

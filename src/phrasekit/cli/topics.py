@@ -19,7 +19,14 @@ from phrasekit.io import atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.registry import CCL_MODEL, TOPICS_MODEL, available_models, load
-from phrasekit.topics import check_topics_out, format_timings, run_pntm, run_topics, run_uctopic
+from phrasekit.topics import (
+    UCTopicModel,
+    check_topics_out,
+    format_timings,
+    run_pntm,
+    run_topics,
+    run_uctopic,
+)
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
@@ -27,7 +34,7 @@ app = typer.Typer()
 _CORPUS = "JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample`"
 CorpusArg = Annotated[str, typer.Argument(help=f"{_CORPUS}.")]
 TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
-METHODS = ("clusters", "pntm", "ccl")
+METHODS = ("documents", "clusters", "pntm", "ccl")
 #: KeyphraseExtractor's defaults, quoted in `keyphrases --help` (they live only there).
 _KP_DEFAULTS = {name: p.default for name, p in
                 inspect.signature(KeyphraseExtractor.__init__).parameters.items()}
@@ -59,18 +66,20 @@ def phrases_cmd(
     logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
 
 
-def check_topics_options(*, method: str, label_view: str, n_topics: int | None, k_min: int,
-                         k_max: int, min_df: int | None, sentences: int, grounding: float,
-                         ccl_steps: int, max_instances: int, out: Path) -> None:
+def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
+                         k_min: int | None, k_max: int | None, min_df: int | None,
+                         sentences: int, grounding: float, ccl_steps: int,
+                         max_instances: int, out: Path) -> None:
     """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
     if method not in METHODS:
-        raise BadInputError(f"--method must be `clusters`, `pntm` or `ccl`, got {method!r}")
+        raise BadInputError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if ccl_steps < 0 or max_instances < 10:
         raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
     if label_view not in LABEL_VIEWS:
         raise BadInputError(f"--label-view must be one of {', '.join(LABEL_VIEWS)}, "
                             f"got {label_view!r}")
-    if k_min < 2 or k_max < k_min:
+    lo, hi = k_min if k_min is not None else 2, k_max if k_max is not None else 10**9
+    if lo < 2 or hi < lo:
         raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
     if n_topics is not None and n_topics < 2:
         raise BadInputError(f"-k must be at least 2, got {n_topics}")
@@ -84,7 +93,7 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None, 
 
 
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
-                k_range: tuple[int, int], min_df: int | None, max_phrases: int | None,
+                k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
                 grounding: float, ccl_steps: int, max_instances: int, label_view: str,
                 common: dict[str, Any]) -> tuple[int, Any, dict[str, Path]]:
@@ -97,13 +106,16 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                              **common)
         return tm.n_topics, tm, paths
     if method == "ccl":
+        lo, hi = UCTopicModel().k_range
+        k_range = (lo if k_range[0] is None else k_range[0],
+                   hi if k_range[1] is None else k_range[1])
         tm, paths = run_uctopic(path, out, n_topics=n_topics, k_range=k_range,
                                 parse_cache=phrase_cache, ccl_steps=ccl_steps,
                                 max_instances=max_instances, label_view=label_view, **common)
         return tm.n_topics_, tm, paths
-    tm, paths = run_topics(path, out, n_topics=n_topics, k_min=k_range[0], k_max=k_range[1],
-                           min_df=min_df or 5, max_phrases=max_phrases or 5000,
-                           phrase_cache=phrase_cache, **common)
+    tm, paths = run_topics(path, out, method=method, n_topics=n_topics, k_min=k_range[0],
+                           k_max=k_range[1], min_df=min_df, max_phrases=max_phrases,
+                           phrase_cache=phrase_cache, cache_dir=cache_dir, **common)
     return tm.n_topics_, tm, paths
 
 
@@ -113,28 +125,33 @@ def topics_cmd(
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
     method: Annotated[str, typer.Option(
-        help="`clusters` (phrase-embedding clusters, K by silhouette), `pntm` (Phrase-BERT's "
-             "neural topic model; UNTM with -m glove-50d) or `ccl` (UCTopic: noun-chunk "
-             "instances in context, CCL fine-tuning; -m also takes a span model folder from "
-             "`train uctopic`).")] = "clusters",
+        help="`documents` (k-means on document embeddings, K by stability, topics named by "
+             "their most distinctive words and phrases), `clusters` (clusters of phrase "
+             "embeddings, K by silhouette), `pntm` (Phrase-BERT's neural topic model; UNTM "
+             "with -m glove-50d) or `ccl` (UCTopic: noun-chunk instances in context, CCL "
+             "fine-tuning; -m also takes a span model folder from `train uctopic`).")
+    ] = "documents",
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm "
-                              "(clusters, pntm) or uctopic-minilm (ccl).")] = None,
+                              "(documents, clusters, pntm) or uctopic-minilm (ccl).")] = None,
     n_topics: Annotated[int | None, typer.Option(
-        "-k", "--n-topics", help="Number of topics (clusters: default chosen by silhouette; "
-                                 "pntm: default 50).")] = None,
-    k_min: Annotated[int, typer.Option(help="Smallest K tried by silhouette (clusters).")] = 5,
-    k_max: Annotated[int, typer.Option(help="Largest K tried by silhouette (clusters).")] = 25,
+        "-k", "--n-topics", help="Number of topics (documents, clusters: chosen from "
+                                 "--k-min..--k-max by default; pntm: default 50).")] = None,
+    k_min: Annotated[int | None, typer.Option(
+        help="Smallest K tried (default: documents 2, clusters and ccl 5).")] = None,
+    k_max: Annotated[int | None, typer.Option(
+        help="Largest K tried (default: documents 30, clusters and ccl 25).")] = None,
     min_df: Annotated[int | None, typer.Option(
-        help="Keep terms found in at least this many documents (default: clusters 5, "
-             "pntm 6).")] = None,
+        help="Keep terms found in at least this many documents (default: documents and "
+             "clusters 5, pntm 6).")] = None,
     max_phrases: Annotated[int | None, typer.Option(
-        help="At most this many terms (clusters, default 5000) or phrases (pntm, default "
-             "75000), most frequent first.")] = None,
+        help="At most this many phrases (documents, default 20000; pntm, default 75000) or "
+             "terms (clusters, default 5000), most frequent first.")] = None,
     phrase_cache: Annotated[Path | None, typer.Option(
         help="A .json.gz file to reuse extracted phrases between runs.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(
-        help="pntm: folder caching document and vocabulary embeddings between runs.")] = None,
+        help="documents, pntm: folder caching document (and pntm's vocabulary) embeddings "
+             "between runs.")] = None,
     sentences: Annotated[int, typer.Option(
         help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
     ccl_steps: Annotated[int, typer.Option(

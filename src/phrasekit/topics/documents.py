@@ -53,6 +53,14 @@ logger = logging.getLogger(__name__)
 
 #: Softmax temperature turning squared distances to the topic centres into shares.
 SHARE_TEMPERATURE = 0.05
+#: A topic's label is one of its this many best phrases when one contains its best term.
+LABEL_PHRASES = 3
+
+
+def _contains(tokens: list[str], part: list[str]) -> bool:
+    """Whether ``part`` occurs as a contiguous run in ``tokens``."""
+    n = len(part)
+    return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
 
 
 class DocumentTopicModel(BaseEstimator):
@@ -63,6 +71,8 @@ class DocumentTopicModel(BaseEstimator):
         n_topics: fixed number of topics; None chooses K in ``k_range`` by ``k_criterion``.
         k_range: ``(k_min, k_max)`` searched when ``n_topics`` is None.
         k_criterion: ``"stability"`` or ``"silhouette"`` (see ``topics.choose_k``).
+        k_tolerance: with stability, the largest K scoring at least ``1 - k_tolerance`` of
+            the best K's score is chosen (``choose_k.best_k``).
         min_df, max_df, max_phrases: the term vocabulary (``terms.build_term_vocabulary``).
         generic_share: share of terms, the least specific, that name no topic.
         misc_share: a topic is miscellaneous when more than this share of its best
@@ -82,6 +92,7 @@ class DocumentTopicModel(BaseEstimator):
         n_topics: int | None = None,
         k_range: tuple[int, int] = (2, 30),
         k_criterion: str = "stability",
+        k_tolerance: float = 0.1,
         min_df: int = 5,
         max_df: float = 0.5,
         max_phrases: int = 20_000,
@@ -100,6 +111,7 @@ class DocumentTopicModel(BaseEstimator):
         self.n_topics = n_topics
         self.k_range = k_range
         self.k_criterion = k_criterion
+        self.k_tolerance = k_tolerance
         self.min_df = min_df
         self.max_df = max_df
         self.max_phrases = max_phrases
@@ -147,6 +159,7 @@ class DocumentTopicModel(BaseEstimator):
         _share("max_df", self.max_df, lo_open=True)
         _share("generic_share", self.generic_share)
         _share("misc_share", self.misc_share)
+        _share("k_tolerance", self.k_tolerance)
         if self.extractor is not None and not isinstance(self.extractor, PhraseExtractor):
             raise TypeError(
                 f"extractor must be a PhraseExtractor, got {type(self.extractor).__name__}")
@@ -226,7 +239,8 @@ class DocumentTopicModel(BaseEstimator):
             return int(self.n_topics), {}
         k_min, k_max = int(self.k_range[0]), min(int(self.k_range[1]), len(X) - 1)
         return choose_k(X, range(k_min, max(k_min, k_max) + 1), self.k_criterion,
-                        seed=int(self.random_state), show_progress=show_progress)
+                        seed=int(self.random_state), tolerance=float(self.k_tolerance),
+                        show_progress=show_progress)
 
     # ------------------------------------------------------------------ describe
     def _describe(self, Xc: np.ndarray, labels: np.ndarray, centres: np.ndarray, k: int,
@@ -256,7 +270,7 @@ class DocumentTopicModel(BaseEstimator):
         self.doc_labels_ = labels
         self.doc_topics_ = shares.astype(np.float32)
         self.cluster_centers_ = centres
-        self.term_vocabulary_ = vocab
+        self.vocabulary_ = vocab
         self.terms_ = vocab.surface
         self.specificity_ = specificity
         self.generic_terms_ = [vocab.surface[i] for i in sorted(
@@ -270,7 +284,7 @@ class DocumentTopicModel(BaseEstimator):
         self.typical_docs_ = self._typical_docs(d2[:, order], labels)
 
     def _read_terms(self, scores: np.ndarray, allowed: np.ndarray) -> None:
-        vocab = self.term_vocabulary_
+        vocab = self.vocabulary_
         is_word = np.arange(len(vocab)) < vocab.n_words
 
         def read(mask: np.ndarray, n: int) -> list[list[tuple[str, float]]]:
@@ -298,15 +312,15 @@ class DocumentTopicModel(BaseEstimator):
             raise RuntimeError("this DocumentTopicModel is not fitted yet: call fit(docs) first")
 
     def topic_label(self, topic: int) -> str:
-        """A short name: the best phrase when it ranks among the topic's three best terms,
-        else its two best terms; "miscellaneous (...)" for a miscellaneous topic."""
+        """A short name: the first of the topic's ``LABEL_PHRASES`` best phrases that contains
+        its best term ("black hole" for black), else its two best terms; "miscellaneous (...)"
+        for a miscellaneous topic."""
         self._check_fitted()
         terms = [t for t, _ in self.topics_[topic]]
-        phrases = [t for t, _ in self.topic_phrases_[topic]]
-        if phrases and phrases[0] in terms[:3]:
-            label = phrases[0]
-        else:
-            label = ", ".join(terms[:2]) or "(no terms)"
+        best = tokenize(terms[0]) if terms else []
+        named = [p for p, _ in self.topic_phrases_[topic][:LABEL_PHRASES]
+                 if best and _contains(tokenize(p), best)]
+        label = named[0] if named else ", ".join(terms[:2]) or "(no terms)"
         return f"miscellaneous ({label})" if self.miscellaneous_[topic] else label
 
     def transform(self, docs: Iterable[Document | str], show_progress: bool = False

@@ -1,5 +1,6 @@
-"""Write fitted topic models (``PhraseTopicModel``, ``PNTM``, ``UCTopicModel``) as ``topics.json``
-(machine-readable) and ``topics.md`` (for people), as one set."""
+"""Write fitted topic models (``DocumentTopicModel``, ``PhraseTopicModel``, ``PNTM``,
+``UCTopicModel``) as ``topics.json`` (machine-readable) and ``topics.md`` (for people), as one
+set."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from phrasekit.artifacts import check_output_folder, staged_folder
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, write_json, write_text
 from phrasekit.phrases import PhraseExtractor, as_documents
+from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.report import write_report
@@ -22,7 +24,7 @@ from phrasekit.topics.uctopic import UCTopicModel
 logger = logging.getLogger(__name__)
 
 FORMAT_NAME = "phrasekit.topics"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: How many generic terms (most frequent first) topics.json / topics.md list.
 N_GENERIC_LISTED = 30
@@ -64,19 +66,32 @@ def ranked_terms(model: Any, topic: int) -> dict[str, list[dict[str, Any]]]:
         ("top_phrases", model.topic_phrases_))}
 
 
+def k_curve(model: DocumentTopicModel | PhraseTopicModel) -> tuple[str, dict[int, float]]:
+    """How K was chosen (``"fixed"`` or the criterion) and the score of every K tried."""
+    if isinstance(model, DocumentTopicModel):
+        criterion, scores = model.k_criterion, model.k_scores_
+    else:
+        criterion, scores = "silhouette", model.silhouette_
+    return ("fixed" if model.n_topics is not None else criterion), scores
+
+
 def topics_to_dict(
-    model: PhraseTopicModel, docs: Iterable[Document | str], snippet_chars: int = 240
+    model: DocumentTopicModel | PhraseTopicModel, docs: Iterable[Document | str],
+    snippet_chars: int = 240,
 ) -> dict[str, Any]:
     """Everything ``topics.json`` holds, as a JSON-ready dict."""
     model._check_fitted()
     texts = _doc_texts(model, docs)
     vocab = model.vocabulary_
+    misc = getattr(model, "miscellaneous_", np.zeros(model.n_topics_, dtype=bool))
+    chosen_by, scores = k_curve(model)
     topics = []
     for t in range(model.n_topics_):
         topics.append(
             {
                 "id": t,
                 "label": model.topic_label(t),
+                "miscellaneous": bool(misc[t]),
                 "n_terms": model.topic_sizes_[t],
                 "n_docs": model.topic_doc_counts_[t],
                 **ranked_terms(model, t),
@@ -107,6 +122,7 @@ def topics_to_dict(
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
+        "method": "documents" if isinstance(model, DocumentTopicModel) else "clusters",
         "params": json_params(model),
         "encoder": model.encoder_name,
         "n_docs": len(model.doc_ids_),
@@ -115,10 +131,8 @@ def topics_to_dict(
         "n_phrases": len(vocab) - vocab.n_words,
         "n_generic": len(model.generic_terms_),
         "n_topics": model.n_topics_,
-        "k_chosen_by": "fixed" if model.n_topics is not None else "silhouette",
-        "silhouette": [
-            {"k": int(k), "score": round(v, 5)} for k, v in sorted(model.silhouette_.items())
-        ],
+        "k_chosen_by": chosen_by,
+        "k_scores": [{"k": int(k), "score": round(v, 5)} for k, v in sorted(scores.items())],
         "timings_s": {k: round(v, 3) for k, v in model.timings_.items()},
         "generic_terms": model.generic_terms_[:N_GENERIC_LISTED],
         "topics": topics,
@@ -140,16 +154,16 @@ def topics_to_markdown(data: dict[str, Any]) -> str:
     """Render the dict of ``topics_to_dict`` as readable Markdown."""
     lines = ["# Topics", ""]
     n_assigned = sum(1 for d in data["doc_topics"] if d["topic"] is not None)
-    how = "chosen by silhouette" if data["k_chosen_by"] == "silhouette" else "fixed"
+    how = "fixed" if data["k_chosen_by"] == "fixed" else f"chosen by {data['k_chosen_by']}"
     lines.append(
-        f"{data['n_topics']} topics ({how}) from {data['n_terms']} frequent terms "
-        f"({data['n_words']} words, {data['n_phrases']} multi-word phrases; "
-        f"{data['n_generic']} set aside as generic) of {data['n_docs']} documents "
-        f"({n_assigned} placed in a topic); encoder `{data['encoder']}`."
+        f"{data['n_topics']} topics ({how}) of {data['n_docs']} documents ({n_assigned} placed "
+        f"in a topic), named from {data['n_terms']} frequent terms ({data['n_words']} words, "
+        f"{data['n_phrases']} multi-word phrases; {data['n_generic']} set aside as generic); "
+        f"encoder `{data['encoder']}`."
     )
-    if data["silhouette"]:
-        sil = ", ".join(f"K={row['k']}: {row['score']:.3f}" for row in data["silhouette"])
-        lines += ["", f"Silhouette (cosine) per K: {sil}."]
+    if data["k_scores"]:
+        curve = ", ".join(f"K={row['k']}: {row['score']:.3f}" for row in data["k_scores"])
+        lines += ["", f"{data['k_chosen_by'].capitalize()} per K: {curve}."]
     if data["generic_terms"]:
         lines += [
             "",
@@ -162,7 +176,9 @@ def topics_to_markdown(data: dict[str, Any]) -> str:
             "",
             f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
             "",
-            f"*{topic['n_docs']} documents, {topic['n_terms']} terms*",
+            f"*{topic['n_docs']} documents, {topic['n_terms']} terms"
+            + (": miscellaneous, its best terms are mostly generic*" if topic["miscellaneous"]
+               else "*"),
             "",
             f"- **Top words:** {_md_escape(_terms_line(topic['top_words']))}",
             f"- **Top phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
@@ -171,14 +187,14 @@ def topics_to_markdown(data: dict[str, Any]) -> str:
             lines += ["- **Typical documents:**"]
             for doc in topic["typical_docs"]:
                 lines.append(
-                    f"    - `{doc['id']}` ({doc['share']:.0%} of its {doc['n_phrases']} phrases): "
+                    f"    - `{doc['id']}` (share {doc['share']:.0%}): "
                     f"{_md_escape(doc['snippet'])}"
                 )
     return "\n".join(lines) + "\n"
 
 
 def write_topic_outputs(
-    model: PhraseTopicModel,
+    model: DocumentTopicModel | PhraseTopicModel,
     docs: Iterable[Document | str],
     out_dir: str | Path,
     snippet_chars: int = 240,
@@ -403,7 +419,7 @@ def write_uctopic_outputs(model: UCTopicModel, docs: Iterable[Document | str],
     return _write_set(out_dir, data, uctopic_to_markdown(data), model, documents, report, title)
 
 
-def json_params(model: PhraseTopicModel) -> dict[str, Any]:
+def json_params(model: Any) -> dict[str, Any]:
     """``get_params()`` made JSON-ready (encoder and extractor given by name / settings)."""
     out: dict[str, Any] = {}
     for key, value in model.get_params(deep=False).items():

@@ -13,6 +13,7 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases.extract import load_or_extract_vocabulary
 from phrasekit.registry import as_encoder
+from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.output import (
     check_topics_out,
@@ -26,40 +27,51 @@ from phrasekit.topics.uctopic import UCTopicModel
 logger = logging.getLogger(__name__)
 
 
+#: ``phrasekit topics --method`` names of the two models ``run_topics`` fits.
+TOPIC_MODELS = {"documents": DocumentTopicModel, "clusters": PhraseTopicModel}
+
+
 def run_topics(
     corpus: str | Path,
     out_dir: str | Path,
     model: str | Encoder = "minilm",
+    method: str = "documents",
     n_topics: int | None = None,
-    k_min: int = 5,
-    k_max: int = 25,
-    min_df: int = 5,
-    max_phrases: int | None = 5000,
+    k_min: int | None = None,
+    k_max: int | None = None,
+    min_df: int | None = None,
+    max_phrases: int | None = None,
     quiet: bool = False,
     phrase_cache: str | Path | None = None,
+    cache_dir: str | Path | None = None,
     text_field: str = "text",
     id_field: str = "id",
     report: bool = True,
     **model_kwargs: Any,
-) -> tuple[PhraseTopicModel, dict[str, Path]]:
-    """Read ``corpus``, fit a ``PhraseTopicModel`` and write ``topics.json`` / ``topics.md``
-    into ``out_dir``. Parameters are checked before any long work starts.
+) -> tuple[DocumentTopicModel | PhraseTopicModel, dict[str, Path]]:
+    """Read ``corpus``, fit a ``DocumentTopicModel`` (``method="documents"``) or a
+    ``PhraseTopicModel`` (``"clusters"``) and write ``topics.json`` / ``topics.md`` (and
+    ``report.html`` with ``report``) into ``out_dir``. Parameters are checked before any long
+    work starts; None keeps the model's default.
 
     ``phrase_cache``: a ``.json(.gz)`` file to reuse extracted phrases between runs.
-    ``report``: also write the browsable ``report.html``.
-    Extra keyword arguments go to ``PhraseTopicModel``. Returns the model and the paths written.
+    ``cache_dir`` (documents): a folder caching document vectors between runs.
+    Extra keyword arguments go to the model. Returns the model and the paths written.
     """
-    estimator = PhraseTopicModel(
-        encoder=model,
-        n_topics=n_topics,
-        k_range=(k_min, k_max),
-        min_df=min_df,
-        max_phrases=max_phrases,
-        **model_kwargs,
-    )
+    if method not in TOPIC_MODELS:
+        raise ValueError(f"method must be one of {sorted(TOPIC_MODELS)}, got {method!r}")
+    cls = TOPIC_MODELS[method]
+    given = {"n_topics": n_topics, "min_df": min_df, "max_phrases": max_phrases}
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    if k_min is not None or k_max is not None:
+        lo, hi = cls().k_range
+        kwargs["k_range"] = (lo if k_min is None else k_min, hi if k_max is None else k_max)
+    if method == "documents":
+        kwargs["cache_dir"] = None if cache_dir is None else str(cache_dir)
+    estimator = cls(encoder=model, **kwargs, **model_kwargs)
     estimator.check_params()
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
-    check_topics_out(out_dir, caches=(phrase_cache,))
+    check_topics_out(out_dir, caches=(phrase_cache, cache_dir))
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     vocabulary = None
@@ -72,8 +84,9 @@ def run_topics(
     estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
     if vocabulary is not None:
         estimator.timings_["extraction"] = extraction_s
+    name = "document topics" if method == "documents" else "phrase clusters"
     paths = write_topic_outputs(estimator, docs, out_dir, report=report,
-                                title=_title(corpus, "phrase clusters"))
+                                title=_title(corpus, name))
     return estimator, paths
 
 

@@ -23,21 +23,25 @@ import scipy.sparse as sp
 
 def term_specificity(P: sp.spmatrix, X: np.ndarray) -> np.ndarray:
     """Per term, the share of the documents' spread that the mean of its documents moves away
-    from the corpus centre, corrected for chance: ``(||m_j||^2 - s2 / df_j) / s2``.
+    from the corpus centre, corrected for chance: ``(||m_j||^2 - e_j) / s2``.
 
     ``X`` holds centred document vectors (zero rows for empty documents), ``m_j`` is the mean
     of the vectors of the ``df_j`` documents containing term ``j`` and ``s2`` the mean squared
-    norm of a document vector. The mean of ``df`` documents drawn at random has an expected
-    squared norm of ``s2 / df``, which is subtracted so that rare terms do not look specific by
-    chance. About 0 for terms used everywhere, up to 1 for terms whose documents coincide.
+    norm of a document vector. The mean of ``df`` of the ``N`` documents drawn at random has
+    an expected squared norm of ``e = s2 / df * (N - df) / (N - 1)``, which is subtracted so
+    that rare terms do not look specific by chance. 0 for a term in every document (and about
+    0 for one spread evenly), up to 1 for a term whose documents coincide.
     """
     P = sp.csc_matrix(P, dtype=np.float64)
     df = np.asarray(P.sum(axis=0)).ravel()
     used = np.linalg.norm(X, axis=1) > 0
     s2 = float(np.mean(np.sum(X[used] ** 2, axis=1))) if used.any() else 1.0
     s2 = s2 if s2 > 0 else 1.0
-    M = np.asarray(P.T @ X.astype(np.float64)) / np.maximum(df, 1.0)[:, None]
-    return (np.sum(M**2, axis=1) - s2 / np.maximum(df, 1.0)) / s2
+    n = max(int(used.sum()), 2)
+    df = np.clip(df, 1.0, n)
+    M = np.asarray(P.T @ X.astype(np.float64)) / df[:, None]
+    chance = s2 / df * (n - df) / (n - 1)
+    return (np.sum(M**2, axis=1) - chance) / s2
 
 
 def topic_term_scores(P: sp.spmatrix, labels: np.ndarray, k: int) -> np.ndarray:

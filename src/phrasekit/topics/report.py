@@ -5,8 +5,9 @@ JavaScript and SVG (no network at view time, no JS library): the run's metrics, 
 the topics (size, top words and phrases, typical documents), a 2-D map of the topics' terms
 (t-SNE of their embeddings) coloured by topic with hover labels, and one section per topic.
 
-Works for all three topic models: ``PhraseTopicModel`` (``--method clusters``), ``PNTM`` and
-``UCTopicModel`` (``--method ccl``).
+Works for every topic model: ``DocumentTopicModel`` (``--method documents``, where the map
+shows each topic's listed terms, embedded for the map), ``PhraseTopicModel`` (``--method
+clusters``), ``PNTM`` and ``UCTopicModel`` (``--method ccl``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
 from phrasekit.text import tokenize
+from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.metrics import (
     npmi_coherence,
     phrase_informativeness,
@@ -37,7 +39,7 @@ from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.uctopic import UCTopicModel
 
-TopicModel = PhraseTopicModel | PNTM | UCTopicModel
+TopicModel = DocumentTopicModel | PhraseTopicModel | PNTM | UCTopicModel
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +109,14 @@ def map_points(model: TopicModel, max_points: int = MAX_MAP_POINTS,
         terms, E = [model.terms_[i] for i in idx], model.embeddings_[idx]
         topics = model.labels_[idx]
         phrase = [not model.vocabulary_.is_word(int(i)) for i in idx]
+    elif isinstance(model, DocumentTopicModel):
+        model._check_fitted()
+        per_topic = max(5, max_points // max(model.n_topics_, 1))
+        listed = [(term, t) for t, ranked in enumerate(model.topics_)
+                  for term, _ in ranked[:per_topic]]
+        terms, topics = [term for term, _ in listed], np.asarray([t for _, t in listed])
+        E = model.encoder_.encode(terms) if terms else np.zeros((0, 2))
+        phrase = [len(term.split()) > 1 for term in terms]
     elif isinstance(model, UCTopicModel):
         model._check_fitted()
         idx = _pick(model.term_scores_, model.labels_, model.n_topics_, max_points)
@@ -114,8 +124,8 @@ def map_points(model: TopicModel, max_points: int = MAX_MAP_POINTS,
         topics = model.labels_[idx]
         phrase = [len(model.phrases_[i].split()) > 1 for i in idx]
     else:
-        raise TypeError(f"no map for {type(model).__name__}; expected PhraseTopicModel, PNTM "
-                        "or UCTopicModel")
+        raise TypeError(f"no map for {type(model).__name__}; expected DocumentTopicModel, "
+                        "PhraseTopicModel, PNTM or UCTopicModel")
     xy = project_2d(E, random_state=random_state)
     return [
         {"term": term, "topic": int(t), "phrase": bool(p),
@@ -287,7 +297,8 @@ _JS = r"""
     : Number(x).toFixed(d === undefined ? 3 : d);
 
   document.getElementById("subtitle").textContent =
-    ({pntm: "PNTM (neural topic model)", ccl: "UCTopic (CCL-fine-tuned span embeddings)"}
+    ({pntm: "PNTM (neural topic model)", ccl: "UCTopic (CCL-fine-tuned span embeddings)",
+      documents: "Document clusters named by words and phrases"}
       [run.method] || "Phrase-embedding clusters") +
     " \u00b7 encoder " + (run.encoder || "?") + " \u00b7 generated " + D.generated;
 
@@ -307,6 +318,33 @@ _JS = r"""
     .map(([k, v]) => k + " " + fmt(v, 1) + "s").join(", ")]);
   for (const [k, v] of rows) {
     const tr = el("tr"); tr.append(el("th", {}, k), el("td", {}, String(v))); mt.append(tr);
+  }
+  // ---- the score of every K tried, the chosen one marked
+  const curve = run.k_scores || [];
+  if (curve.length > 1) {
+    const ks = curve.map(r => r.k), ys = curve.map(r => r.score);
+    const lo = Math.min(...ys), hi = Math.max(...ys), W = 360, H = 80, P = 6;
+    const X = k => P + (W - 2 * P) * (k - ks[0]) / Math.max(1, ks[ks.length - 1] - ks[0]);
+    const Y = y => H - P - (H - 2 * P) * (hi > lo ? (y - lo) / (hi - lo) : 0.5);
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H); svg.setAttribute("width", W);
+    svg.setAttribute("role", "img"); svg.setAttribute("aria-label", "score per K");
+    const line = document.createElementNS(svg.namespaceURI, "polyline");
+    line.setAttribute("points", curve.map(r => X(r.k) + "," + Y(r.score)).join(" "));
+    line.setAttribute("fill", "none"); line.setAttribute("stroke", "#555");
+    svg.append(line);
+    for (const r of curve) {
+      const c = document.createElementNS(svg.namespaceURI, "circle");
+      const chosen = r.k === run.n_topics;
+      c.setAttribute("cx", X(r.k)); c.setAttribute("cy", Y(r.score));
+      c.setAttribute("r", chosen ? 4 : 2); c.setAttribute("fill", chosen ? "#d62728" : "#555");
+      const tip = document.createElementNS(svg.namespaceURI, "title");
+      tip.textContent = "K=" + r.k + ": " + fmt(r.score, 4); c.append(tip); svg.append(c);
+    }
+    const tr = el("tr"), td = el("td");
+    td.append(svg, el("div", {class: "hint"}, "K from " + ks[0] + " to " + ks[ks.length - 1]
+      + "; chosen K=" + run.n_topics + " (red)"));
+    tr.append(el("th", {}, "K chosen by " + run.k_chosen_by), td); mt.append(tr);
   }
 
   // ---- overview table

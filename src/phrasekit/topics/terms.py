@@ -7,7 +7,9 @@ document with the same tokenizer, so numbers are comparable across models:
 - a *word* is a lower-cased token of ``tokenize`` that is not a stop word, has a letter, and
   occurs in more than ``min_df - 1`` documents (PNTM's "document frequency > 5" by default);
 - a *phrase* is a multi-word key of a ``PhraseVocabulary`` (spaCy noun chunks and entities),
-  tokenized the same way and counted where it occurs *verbatim* in a document's tokens.
+  tokenized the same way and counted where it occurs *verbatim* in a document's tokens; a
+  phrase shown with an unpaired bracket ("sl(2", a span cut inside a formula) or with fewer
+  than two tokens of two letters ("N=4", "km/s") is left out.
 """
 
 from __future__ import annotations
@@ -21,9 +23,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from phrasekit.phrases import PhraseVocabulary
+from phrasekit.phrases.keyphrase_candidates import brackets_balanced
 from phrasekit.text import stop_words, tokenize
 
 _HAS_LETTER = re.compile(r"[a-z]")
+_TWO_LETTERS = re.compile(r"[a-z].*[a-z]")
+
+
+def _wordy(tokens: Sequence[str]) -> bool:
+    """Whether a phrase has two tokens with two letters or more: "n 4" (from "N=4"), "km s"
+    and "i e" are symbols, units or abbreviations split by the tokenizer, not phrases."""
+    return sum(1 for t in tokens if _TWO_LETTERS.search(t)) >= 2
 
 @dataclass
 class TermVocabulary:
@@ -110,7 +120,8 @@ def build_term_vocabulary(
         surf = phrases.surface
         for key, shown in zip(phrases.phrases, surf, strict=True):
             toks = tuple(tokenize(key))
-            if len(toks) < 2 or all(t in stops for t in toks) or toks in candidates:
+            if len(toks) < 2 or all(t in stops for t in toks) or toks in candidates \
+                    or not brackets_balanced(shown) or not _wordy(toks):
                 continue
             candidates[toks] = shown
         matched = count_phrases(token_docs, candidates.keys())

@@ -1,0 +1,130 @@
+"""Document topics (the default `topics` method) on 80 real arXiv abstracts of six archives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import phrasekit
+from phrasekit.io import Document, read_corpus
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.text import tokenize
+from phrasekit.topics import DocumentTopicModel, write_topic_outputs
+from phrasekit.topics.choose_k import best_k, choose_k
+from phrasekit.topics.metrics import labels_nmi
+from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
+
+FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[Document]:
+    return read_corpus(FIXTURE)
+
+
+@pytest.fixture(scope="module")
+def vocab(docs: list[Document]) -> PhraseVocabulary:
+    return PhraseExtractor().extract(docs)
+
+
+@pytest.fixture(scope="module")
+def model(docs, vocab) -> DocumentTopicModel:
+    return DocumentTopicModel(encoder="minilm", n_topics=6, min_df=2).fit(docs, vocabulary=vocab)
+
+
+def test_documents_are_partitioned(model: DocumentTopicModel, docs: list[Document]) -> None:
+    m = model
+    assert m.n_topics_ == 6 and m.k_scores_ == {}
+    assert (m.doc_labels_ >= 0).all()  # every document with words has a topic
+    assert np.allclose(m.doc_topics_.sum(axis=1), 1.0, atol=1e-5)
+    assert (m.doc_topics_.argmax(axis=1) == m.doc_labels_).all()
+    assert sum(m.topic_doc_counts_) == len(docs)
+    real = [c for c, misc in zip(m.topic_doc_counts_, m.miscellaneous_, strict=True) if not misc]
+    assert real == sorted(real, reverse=True)
+    assert list(m.miscellaneous_) == sorted(m.miscellaneous_)  # miscellaneous topics last
+    # MiniLM's document vectors find the archives: far above a random partition
+    labels = [d.meta["label"] for d in docs]
+    assert labels_nmi(list(m.doc_labels_), labels) > 0.4
+    rng = np.random.default_rng(0)
+    assert labels_nmi(list(rng.integers(0, 6, len(docs))), labels) < 0.2
+
+
+def test_topic_terms(model: DocumentTopicModel) -> None:
+    m = model
+    generic = set(m.generic_terms_)
+    assert len(generic) == int(m.generic_share * len(m.terms_))
+    for t in range(m.n_topics_):
+        scores = [s for _, s in m.topics_[t]]
+        assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
+        assert all(" " not in w for w, _ in m.topic_words_[t])
+        assert all(len(tokenize(p)) > 1 for p, _ in m.topic_phrases_[t])
+        assert not generic & {w for w, _ in m.topics_[t]}
+        assert m.topic_label(t)
+        assert len(m.typical_docs_[t]) == min(m.n_typical, m.topic_doc_counts_[t])
+        assert all(m.doc_labels_[d] == t for d, _ in m.typical_docs_[t])
+
+
+def test_transform_matches_fit(model: DocumentTopicModel, docs: list[Document]) -> None:
+    shares = model.transform(docs[:10])
+    assert (shares.argmax(axis=1) == model.doc_labels_[:10]).all()
+
+
+def test_outputs(model: DocumentTopicModel, docs: list[Document], tmp_path: Path) -> None:
+    paths = write_topic_outputs(model, docs, tmp_path / "out", report=True)
+    data = json.loads(paths["json"].read_text(encoding="utf-8"))
+    assert data["method"] == "documents" and data["k_chosen_by"] == "fixed"
+    assert [t["label"] for t in data["topics"]] == [model.topic_label(t) for t in range(6)]
+    assert all(isinstance(t["miscellaneous"], bool) for t in data["topics"])
+    assert "Document clusters" in paths["report"].read_text(encoding="utf-8")
+    assert "## Topic 0: " in paths["markdown"].read_text(encoding="utf-8")
+
+
+def test_k_chosen_from_range(docs: list[Document], vocab: PhraseVocabulary) -> None:
+    glove = phrasekit.load("glove-50d")
+    m = DocumentTopicModel(encoder=glove, k_range=(2, 5), min_df=2).fit(docs, vocabulary=vocab)
+    assert sorted(m.k_scores_) == [2, 3, 4, 5]
+    assert m.n_topics_ == best_k(m.k_scores_, "stability", m.k_tolerance)
+
+
+def test_best_k_rules() -> None:
+    scores = {2: 0.9, 3: 0.5, 4: 0.85, 5: 0.6}
+    assert best_k(scores, "stability") == 2
+    assert best_k(scores, "stability", tolerance=0.1) == 4  # 0.85 >= 0.9 * 0.9
+    assert best_k({2: 0.9, 3: 0.895}, "stability") == 3  # within STABILITY_TIE: finer
+    assert best_k({2: 0.2, 3: 0.2, 4: 0.1}, "silhouette") == 2
+
+
+def test_choose_k_finds_separated_groups() -> None:
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(4, 16)) * 5
+    X = np.vstack([c + rng.normal(size=(60, 16)) for c in centres])
+    for criterion in ("stability", "silhouette"):
+        k, scores = choose_k(X, range(2, 8), criterion)
+        assert k == 4, (criterion, scores)
+
+
+def test_reading_functions() -> None:
+    # six documents in two groups; term 0 in group A only, term 1 everywhere, term 2 in one doc
+    P = sp.csr_matrix(np.array([[1, 1, 1], [1, 1, 0], [1, 1, 0], [0, 1, 0], [0, 1, 0],
+                                [0, 1, 0]], dtype=np.float32))
+    X = np.array([[1, 0], [1, 0], [1, 0], [-1, 0], [-1, 0], [-1, 0]], dtype=np.float64)
+    spec = term_specificity(P, X)
+    assert spec[0] > 0.5 and abs(spec[1]) < 1e-9
+    S = topic_term_scores(P, np.array([0, 0, 0, 1, 1, 1]), 2)
+    assert S[0, 0] > 0 and S[1, 0] == 0 and S[0, 1] == 0 and S[1, 1] == 0
+    keys = ["instanton liquid density", "instanton liquid", "phones", "phone", "liquid"]
+    ranked = rank_terms(np.array([[5.0, 4.0, 3.0, 2.0, 1.0]]), keys, 10)
+    assert [keys[j] for j in ranked[0]] == ["instanton liquid density", "phones", "liquid"]
+
+
+def test_bad_settings() -> None:
+    for bad in ({"k_range": (5, 2)}, {"k_criterion": "elbow"}, {"generic_share": 1.0},
+                {"n_topics": 1}, {"max_df": 0}):
+        with pytest.raises(ValueError):
+            DocumentTopicModel(**bad).check_params()
+    with pytest.raises(RuntimeError, match="not fitted"):
+        DocumentTopicModel().topic_label(0)
