@@ -25,6 +25,22 @@ def glove():
 
 
 @pytest.fixture(scope="session")
+def small_corpus() -> list:
+    """80 arXiv abstracts of six archives (``fixtures/corpus_small.jsonl``, with ``label``)."""
+    from phrasekit.io import read_corpus
+
+    return read_corpus(FIXTURES / "corpus_small.jsonl")
+
+
+@pytest.fixture(scope="session")
+def small_corpus_phrases(small_corpus: list):
+    """spaCy phrases of ``small_corpus`` (extracted once)."""
+    from phrasekit.phrases import PhraseExtractor
+
+    return PhraseExtractor().extract(small_corpus)
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The shared benchmark data folder, or skip with the reason when it is absent."""
     path = data_dir(required=False)

@@ -9,31 +9,24 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import phrasekit
-from phrasekit.io import Document, read_corpus
-from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.io import Document
+from phrasekit.phrases import PhraseVocabulary
 from phrasekit.text import tokenize
 from phrasekit.topics import DocumentTopicModel, write_topic_outputs
 from phrasekit.topics.choose_k import best_k, choose_k
 from phrasekit.topics.metrics import labels_nmi
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 
-FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+
+@pytest.fixture(scope="module")
+def docs(small_corpus: list[Document]) -> list[Document]:
+    return small_corpus
 
 
 @pytest.fixture(scope="module")
-def docs() -> list[Document]:
-    return read_corpus(FIXTURE)
-
-
-@pytest.fixture(scope="module")
-def vocab(docs: list[Document]) -> PhraseVocabulary:
-    return PhraseExtractor().extract(docs)
-
-
-@pytest.fixture(scope="module")
-def model(docs, vocab) -> DocumentTopicModel:
-    return DocumentTopicModel(encoder="minilm", n_topics=6, min_df=2).fit(docs, vocabulary=vocab)
+def model(docs: list[Document], small_corpus_phrases: PhraseVocabulary) -> DocumentTopicModel:
+    return DocumentTopicModel(encoder="minilm", n_topics=6, min_df=2).fit(
+        docs, vocabulary=small_corpus_phrases)
 
 
 def test_documents_are_partitioned(model: DocumentTopicModel, docs: list[Document]) -> None:
@@ -83,9 +76,10 @@ def test_outputs(model: DocumentTopicModel, docs: list[Document], tmp_path: Path
     assert "## Topic 0: " in paths["markdown"].read_text(encoding="utf-8")
 
 
-def test_k_chosen_from_range(docs: list[Document], vocab: PhraseVocabulary) -> None:
-    glove = phrasekit.load("glove-50d")
-    m = DocumentTopicModel(encoder=glove, k_range=(2, 5), min_df=2).fit(docs, vocabulary=vocab)
+def test_k_chosen_from_range(docs: list[Document], small_corpus_phrases: PhraseVocabulary,
+                             glove) -> None:
+    m = DocumentTopicModel(encoder=glove, k_range=(2, 5), min_df=2).fit(
+        docs, vocabulary=small_corpus_phrases)
     assert sorted(m.k_scores_) == [2, 3, 4, 5]
     assert m.n_topics_ == best_k(m.k_scores_, "stability", m.k_tolerance)
 

@@ -8,27 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import phrasekit
-from phrasekit.io import Document, read_corpus
-from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
+from phrasekit.io import Document
+from phrasekit.phrases import PhraseVocabulary
 from phrasekit.topics import PhraseTopicModel, json_params, write_topic_outputs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
 
 
 @pytest.fixture(scope="module")
-def docs() -> list[Document]:
-    return read_corpus(FIXTURE)
+def docs(small_corpus: list[Document]) -> list[Document]:
+    return small_corpus
 
 
 @pytest.fixture(scope="module")
-def vocab(docs: list[Document]) -> PhraseVocabulary:
-    return PhraseExtractor().extract(docs)
-
-
-@pytest.fixture(scope="module")
-def glove():
-    return phrasekit.load("glove-50d")
+def vocab(small_corpus_phrases: PhraseVocabulary) -> PhraseVocabulary:
+    return small_corpus_phrases
 
 
 @pytest.fixture(scope="module")

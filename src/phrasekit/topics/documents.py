@@ -45,6 +45,7 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.text import tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
+from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.pntm import encode_documents
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
@@ -130,39 +131,16 @@ class DocumentTopicModel(BaseEstimator):
     def check_params(self) -> None:
         """Raise ``ValueError`` for a bad setting (cheap: callers check before reading)."""
 
-        def _int(name: str, value: Any, lo: int) -> None:
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-
-        def _share(name: str, value: Any, lo_open: bool = False) -> None:
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            if not ok or not (0.0 < value <= 1.0 if lo_open else 0.0 <= value < 1.0):
-                bound = "(0, 1]" if lo_open else "[0, 1)"
-                raise ValueError(f"{name} must be a number in {bound}, got {value!r}")
-
-        if self.n_topics is not None:
-            _int("n_topics", self.n_topics, 2)
-        try:
-            k_min, k_max = self.k_range
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"k_range must be a pair (k_min, k_max), got {self.k_range!r}"
-                             ) from exc
-        _int("k_range[0]", k_min, 2)
-        _int("k_range[1]", k_max, 2)
-        if k_min > k_max:
-            raise ValueError(f"k_range must have k_min <= k_max, got {self.k_range!r}")
+        check_topics_k(self.n_topics, self.k_range)
         if self.k_criterion not in CRITERIA:
             raise ValueError(f"k_criterion must be one of {CRITERIA}, got {self.k_criterion!r}")
         for name in ("min_df", "top_n", "chunk_size", "max_chunks", "n_init", "max_phrases"):
-            _int(name, getattr(self, name), 1)
-        _int("n_typical", self.n_typical, 0)
-        _share("max_df", self.max_df, lo_open=True)
-        _share("generic_share", self.generic_share)
-        _share("misc_share", self.misc_share)
-        _share("k_tolerance", self.k_tolerance)
-        if self.extractor is not None and not isinstance(self.extractor, PhraseExtractor):
-            raise TypeError(
-                f"extractor must be a PhraseExtractor, got {type(self.extractor).__name__}")
+            check_int(name, getattr(self, name), 1)
+        check_int("n_typical", self.n_typical, 0)
+        check_share("max_df", self.max_df, "(0, 1]")
+        for name in ("generic_share", "misc_share", "k_tolerance"):
+            check_share(name, getattr(self, name), "[0, 1)")
+        check_extractor(self.extractor)
 
     @property
     def encoder_name(self) -> str:

@@ -61,6 +61,7 @@ from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.topics.context import contextualise, doc_term_counts, doc_term_weights
+from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 
 logger = logging.getLogger(__name__)
 
@@ -140,45 +141,21 @@ class PhraseTopicModel(BaseEstimator):
         """Raise ``ValueError``/``TypeError`` for a bad setting (called by ``fit``; cheap, so
         callers can check before reading a corpus)."""
 
-        def _int(name: str, value: Any, lo: int) -> None:
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-
-        def _share(name: str, value: Any, hi_open: bool) -> None:
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-            if not ok or not (0.0 <= value < 1.0 if hi_open else 0.0 <= value <= 1.0):
-                bound = "[0, 1)" if hi_open else "[0, 1]"
-                raise ValueError(f"{name} must be a number in {bound}, got {value!r}")
-
-        if self.n_topics is not None:
-            _int("n_topics", self.n_topics, 2)
-        try:
-            k_min, k_max = self.k_range
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"k_range must be a pair (k_min, k_max), got {self.k_range!r}"
-            ) from exc
-        _int("k_range[0]", k_min, 2)
-        _int("k_range[1]", k_max, 2)
-        if k_min > k_max:
-            raise ValueError(f"k_range must have k_min <= k_max, got {self.k_range!r}")
-        _int("k_step", self.k_step, 1)
-        _int("min_df", self.min_df, 1)
+        check_topics_k(self.n_topics, self.k_range)
+        check_int("k_step", self.k_step, 1)
+        check_int("min_df", self.min_df, 1)
         if self.max_phrases is not None:
-            _int("max_phrases", self.max_phrases, 3)
-        _share("context_weight", self.context_weight, hi_open=False)
-        _share("generic_share", self.generic_share, hi_open=True)
-        _int("top_n", self.top_n, 1)
-        _int("n_typical", self.n_typical, 0)
-        _int("min_doc_phrases", self.min_doc_phrases, 1)
-        _int("silhouette_sample", self.silhouette_sample, 10)
-        _int("n_init", self.n_init, 1)
+            check_int("max_phrases", self.max_phrases, 3)
+        check_share("context_weight", self.context_weight, "[0, 1]")
+        check_share("generic_share", self.generic_share, "[0, 1)")
+        check_int("top_n", self.top_n, 1)
+        check_int("n_typical", self.n_typical, 0)
+        check_int("min_doc_phrases", self.min_doc_phrases, 1)
+        check_int("silhouette_sample", self.silhouette_sample, 10)
+        check_int("n_init", self.n_init, 1)
         if self.max_df is not None and isinstance(self.max_df, float) and not 0 < self.max_df <= 1:
             raise ValueError(f"a float max_df must be in (0, 1], got {self.max_df}")
-        if self.extractor is not None and not isinstance(self.extractor, PhraseExtractor):
-            raise TypeError(
-                f"extractor must be a PhraseExtractor, got {type(self.extractor).__name__}"
-            )
+        check_extractor(self.extractor)
 
     @property
     def encoder_name(self) -> str:

@@ -1,0 +1,45 @@
+"""Parameter checks shared by the topic estimators (``check_params`` raises before long work)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from phrasekit.phrases import PhraseExtractor
+
+
+def check_int(name: str, value: Any, lo: int) -> None:
+    """``value`` must be an integer (not a bool) >= ``lo``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+
+
+def check_share(name: str, value: Any, bounds: str = "[0, 1)") -> None:
+    """``value`` must be a number in ``bounds``: ``"[0, 1)"``, ``"[0, 1]"`` or ``"(0, 1]"``."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    inside = {"[0, 1)": lambda v: 0.0 <= v < 1.0, "[0, 1]": lambda v: 0.0 <= v <= 1.0,
+              "(0, 1]": lambda v: 0.0 < v <= 1.0}[bounds]
+    if not ok or not inside(value):
+        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}")
+
+
+def check_topics_k(n_topics: Any, k_range: Any) -> None:
+    """A fixed ``n_topics`` (None or >= 2) and a ``(k_min, k_max)`` range with 2 <= k_min <=
+    k_max."""
+    if n_topics is not None:
+        check_int("n_topics", n_topics, 2)
+    try:
+        k_min, k_max = k_range
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"k_range must be a pair (k_min, k_max), got {k_range!r}") from exc
+    check_int("k_range[0]", k_min, 2)
+    check_int("k_range[1]", k_max, 2)
+    if k_min > k_max:
+        raise ValueError(f"k_range must have k_min <= k_max, got {k_range!r}")
+
+
+def check_extractor(extractor: Any) -> None:
+    """None or a ``PhraseExtractor``."""
+    if extractor is not None and not isinstance(extractor, PhraseExtractor):
+        raise TypeError(f"extractor must be a PhraseExtractor, got {type(extractor).__name__}")
