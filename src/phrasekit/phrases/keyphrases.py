@@ -106,6 +106,9 @@ class KeyphraseExtractor:
         max_words: the longest candidate, in words.
         position_weight: weight of the first-position prior ``1 / log2(2 + word offset)``.
         frequency_weight: weight of ``log(occurrences)``.
+        suppress_nested: of two candidates whose stemmed word sequences contain one another
+            ("instanton liquid" / "instanton liquid density"), keep only the higher scored
+            before the selection.
         doc_window_words: a document longer than this (in words) is embedded as the mean of
             sentence windows of at most this many words; None embeds the text as one piece.
         spacy_model: name of an installed spaCy pipeline, or a loaded ``Language``.
@@ -122,6 +125,7 @@ class KeyphraseExtractor:
         max_words: int = 5,
         position_weight: float = 0.5,
         frequency_weight: float = 0.0,
+        suppress_nested: bool = True,
         doc_window_words: int | None = None,
         spacy_model: str | Any = DEFAULT_SPACY_MODEL,
         batch_size: int | None = None,
@@ -141,6 +145,10 @@ class KeyphraseExtractor:
         _check_float("diversity", diversity, 0.0, 1.0)
         _check_float("position_weight", position_weight, 0.0, None)
         _check_float("frequency_weight", frequency_weight, 0.0, None)
+        if not isinstance(suppress_nested, bool | np.bool_):
+            raise TypeError(
+                f"suppress_nested must be a bool, got {type(suppress_nested).__name__}"
+            )
         if candidates not in CANDIDATE_KINDS:
             raise ValueError(
                 f"candidates must be one of {', '.join(CANDIDATE_KINDS)}, got {candidates!r}"
@@ -153,6 +161,7 @@ class KeyphraseExtractor:
         self.max_words = int(max_words)
         self.position_weight = float(position_weight)
         self.frequency_weight = float(frequency_weight)
+        self.suppress_nested = bool(suppress_nested)
         self.doc_window_words = None if doc_window_words is None else int(doc_window_words)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
@@ -172,6 +181,7 @@ class KeyphraseExtractor:
             "max_words": self.max_words,
             "position_weight": self.position_weight,
             "frequency_weight": self.frequency_weight,
+            "suppress_nested": self.suppress_nested,
             "doc_window_words": self.doc_window_words,
             "spacy_model": nlp,
             "batch_size": self.batch_size,
@@ -376,14 +386,17 @@ class KeyphraseExtractor:
             s = s + self.frequency_weight * np.log(np.asarray(cands.counts, dtype=float))
         return np.asarray(s, dtype=np.float64)
 
-    def select(self, scores: np.ndarray, cand_vecs: np.ndarray) -> list[int]:
-        """Step 4: indices of the chosen candidates, in order (top-n or MMR)."""
+    def select(self, scores: np.ndarray, cand_vecs: np.ndarray,
+               sims: np.ndarray | None = None) -> list[int]:
+        """Step 4: indices of the chosen candidates, in order (top-n or MMR). ``sims``: the
+        cosine matrix ``cand_vecs @ cand_vecs.T`` when already computed."""
         n = min(self.top_n, len(scores))
         if n == 0:
             return []
         if self.diversity <= 0.0:
             return [int(i) for i in np.argsort(-scores, kind="stable")[:n]]
-        sims = cand_vecs @ cand_vecs.T
+        if sims is None:
+            sims = cand_vecs @ cand_vecs.T
         chosen = [int(np.argmax(scores))]
         redundancy = sims[chosen[0]].copy()
         available = np.ones(len(scores), dtype=bool)
@@ -397,14 +410,21 @@ class KeyphraseExtractor:
             np.maximum(redundancy, sims[j], out=redundancy)
         return chosen
 
-    def rank(self, cands: DocCandidates, doc_vec: np.ndarray, cand_vecs: np.ndarray) -> Keyphrases:
-        """Steps 3b-4 for one document: ``(phrase, score)`` pairs, highest score first, with
-        contained near-duplicates suppressed before the selection."""
+    def rank(self, cands: DocCandidates, doc_vec: np.ndarray, cand_vecs: np.ndarray,
+             sims: np.ndarray | None = None) -> Keyphrases:
+        """Steps 3b-4 for one document: ``(phrase, score)`` pairs, highest score first (with
+        ``suppress_nested``, contained near-duplicates are suppressed before the selection).
+        ``sims``: the cosine matrix ``cand_vecs @ cand_vecs.T`` when already computed (a
+        tuning grid reuses it)."""
         if not len(cands):
             return []
         s = self.scores(cands, doc_vec, cand_vecs)
-        keep = suppress_contained(cands.keys, s)
-        chosen = [keep[j] for j in self.select(s[keep], cand_vecs[keep])]
+        if self.suppress_nested:
+            keep = suppress_contained(cands.keys, s)
+            sub = None if sims is None else sims[np.ix_(keep, keep)]
+            chosen = [keep[j] for j in self.select(s[keep], cand_vecs[keep], sub)]
+        else:
+            chosen = self.select(s, cand_vecs, sims)
         chosen.sort(key=lambda i: -s[i])
         return [(cands.phrases[i], float(s[i])) for i in chosen]
 
