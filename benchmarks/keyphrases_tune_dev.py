@@ -3,9 +3,11 @@
 Grid, in two stages over cached embeddings (every distinct string is encoded once, so the
 grid costs arithmetic only): (1) candidate kind x sub-phrases x max words (one spaCy pass each)
 x document windows, each with a coarse ranking grid; (2) for the best three candidate settings,
-position weight x frequency weight x MMR diversity. Ranked by F1@10 (ties: F1@5), as
-the mean over the dev documents (``phrasekit.eval.keyphrases``). Prints the best settings and
-the neighbourhood of the best, and writes ``OUT/dev_grid.json`` and ``OUT/dev_grid.md``.
+containment rule (``suppress_nested`` on/off) x position weight x frequency weight x MMR
+diversity. Ranked by F1@10 (ties: F1@5), as the mean over the dev documents
+(``phrasekit.eval.keyphrases``). Prints the best settings, the containment rule x position
+weight table of the best candidate setting, and writes ``OUT/dev_grid.json`` and
+``OUT/dev_grid.md``. Every setting keeps brackets balanced (not a parameter).
 
 Usage: python benchmarks/keyphrases_tune_dev.py [--split dev] [--model minilm] [--threads 1]
        [--limit N] [--out runs/keyphrases_dev]
@@ -25,34 +27,43 @@ SUB_PHRASES = (False, True)
 MAX_WORDS = (3, 4, 5)
 WINDOWS = (None, 128)
 # stage 1 (every candidate setting): a coarse ranking grid
-COARSE = {"position": (0.0, 0.1), "frequency": (0.0,), "diversity": (0.0, 0.2)}
+COARSE = {"nested": (False, True), "position": (0.0, 0.05, 0.1, 0.5), "frequency": (0.0,),
+          "diversity": (0.0, 0.3)}
 # stage 2 (the best TOP_SETTINGS candidate settings of stage 1): the full ranking grid
-FINE = {"position": (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
-        "frequency": (0.0, 0.01, 0.02, 0.04, 0.08),
+FINE = {"nested": (False, True),
+        "position": (0.0, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0),
+        "frequency": (0.0, 0.02, 0.04, 0.08, 0.12, 0.16, 0.24, 0.32),
         "diversity": (0.0, 0.1, 0.2, 0.3, 0.5)}
 TOP_SETTINGS = 3
+PARAMS = ("candidates", "sub_phrases", "max_words", "doc_window_words", "suppress_nested",
+          "position_weight", "frequency_weight", "diversity")
 
 
 def grid(enc, golds, setting: tuple, cands: list, dvecs: list, cvecs: list,
          space: dict[str, tuple]) -> list[dict]:
-    """Scores of every (position weight, frequency weight, diversity) of ``space`` for one
-    candidate setting."""
+    """Scores of every (containment rule, position weight, frequency weight, diversity) of
+    ``space`` for one candidate setting."""
     from phrasekit.eval.keyphrases import score_keyphrases
+    from phrasekit.phrases.keyphrase_candidates import brackets_balanced
     from phrasekit.phrases.keyphrases import KeyphraseExtractor
 
     kind, sub, mw, win = setting
+    sims = [v @ v.T for v in cvecs] if any(space["diversity"]) else [None] * len(cvecs)
     rows = []
-    for pw, fw, div in itertools.product(space["position"], space["frequency"],
-                                         space["diversity"]):
+    for nested, pw, fw, div in itertools.product(space["nested"], space["position"],
+                                                 space["frequency"], space["diversity"]):
         ext = KeyphraseExtractor(enc, top_n=10, diversity=div, candidates=kind,
                                  sub_phrases=sub, max_words=mw, position_weight=pw,
-                                 frequency_weight=fw, doc_window_words=win)
-        preds = [[p for p, _ in ext.rank(c, d, v)]
-                 for c, d, v in zip(cands, dvecs, cvecs, strict=True)]
+                                 frequency_weight=fw, suppress_nested=nested,
+                                 doc_window_words=win)
+        preds = [[p for p, _ in ext.rank(c, d, v, sm)]
+                 for c, d, v, sm in zip(cands, dvecs, cvecs, sims, strict=True)]
         m = score_keyphrases(preds, golds)
         rows.append({"candidates": kind, "sub_phrases": sub, "max_words": mw,
-                     "doc_window_words": win, "position_weight": pw,
+                     "doc_window_words": win, "suppress_nested": nested,
+                     "position_weight": pw,
                      "frequency_weight": fw, "diversity": div,
+                     "unbalanced": sum(not brackets_balanced(p) for ps in preds for p in ps),
                      **{k: round(v, 3) for k, v in m.items() if "@" in k}})
     return rows
 
@@ -123,17 +134,32 @@ def main() -> None:
     for setting in best[:TOP_SETTINGS]:
         rows.extend(grid(enc, golds, setting, *prepared[setting], space=FINE))
         logging.info("stage 2 %s: %.0fs", setting, time.perf_counter() - t0)
-    unique = {tuple((k, v) for k, v in r.items() if "@" not in k): r for r in rows}
+    unique = {tuple((k, r[k]) for k in PARAMS): r for r in rows}
     rows = list(unique.values())
     rows.sort(key=lambda r: (r["F1@10"], r["F1@5"]), reverse=True)
-    keys = ["candidates", "sub_phrases", "max_words", "doc_window_words", "position_weight",
-            "frequency_weight", "diversity", "F1@5", "F1@10", "P@10", "R@10"]
+    keys = [*PARAMS, "F1@5", "F1@10", "P@10", "R@10"]
+    unbalanced = sum(r["unbalanced"] for r in rows)
+    logging.info("keyphrases with unbalanced brackets, all %d settings: %d", len(rows),
+                 unbalanced)
     lines = [f"Inspec {args.split} ({len(docs)} docs), model {args.model}: top 25 of "
-             f"{len(rows)} settings by F1@10", "", "| " + " | ".join(keys) + " |",
+             f"{len(rows)} settings by F1@10 (keyphrases with unbalanced brackets in all "
+             f"settings: {unbalanced})", "", "| " + " | ".join(keys) + " |",
              "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows[:25]]
+    top = rows[0]
+    lines += ["", "Containment rule x position weight, best candidate setting "
+              f"({top['candidates']}, sub-phrases {top['sub_phrases']}, max words "
+              f"{top['max_words']}, windows {top['doc_window_words']}); for each, the best "
+              "frequency weight and diversity:", "", "| " + " | ".join(keys) + " |",
+              "|" + "---|" * len(keys)]
+    same = [r for r in rows if all(r[k] == top[k] for k in keys[:4])]
+    for nested, pw in itertools.product(FINE["nested"], FINE["position"]):
+        cell = [r for r in same if r["suppress_nested"] == nested
+                and r["position_weight"] == pw]
+        if cell:
+            lines.append("| " + " | ".join(str(cell[0][k]) for k in keys) + " |")
     base = [r for r in rows if r["position_weight"] == 0 and r["frequency_weight"] == 0
-            and r["diversity"] == 0]
+            and r["diversity"] == 0 and not r["suppress_nested"]]
     lines += ["", "Plain cosine ranking (no priors, no MMR), best 10 candidate settings:", "",
               "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in base[:10]]

@@ -152,9 +152,43 @@ def test_central_phrases_rank_high(results) -> None:
     assert "handwriting recognition" in neural[:2]
     assert any("neural network" in p for p in neural[:3])
     assert len(svm) == len(robot) == 10
-    # "deep / convolutional / recurrent neural network ..." all contain the top phrase
-    # "neural networks": one place for the concept, so fewer than 10 phrases are left
+    # by default "deep / convolutional / recurrent neural network ..." give way to the top
+    # phrase "neural networks" they contain: one place for the concept
     assert sum("neural network" in p for p in neural) == 1 and 3 <= len(neural) < 10
+
+
+def _nested_pairs(phrases: list[str]) -> list[tuple[str, str]]:
+    """Pairs (inner, outer) of phrases whose stemmed word sequence lies inside the other's."""
+    keys = {p: f" {phrase_key(p)} " for p in phrases}
+    return [(a, b) for a, b in itertools.permutations(phrases, 2) if keys[a] in keys[b]]
+
+
+@pytest.mark.parametrize("diversity", [0.0, 0.3])
+def test_suppress_nested_switches_the_containment_rule(minilm, diversity) -> None:
+    """"neural networks" sits inside "deep / convolutional / recurrent neural network ...":
+    kept side by side without the rule, one place for the concept with it."""
+    lists = {nested: KeyphraseExtractor(minilm, top_n=10, diversity=diversity,
+                                        suppress_nested=nested).extract([NEURAL])[0]
+             for nested in (False, True)}
+    kept = [p for p, _ in lists[False]]
+    suppressed = [p for p, _ in lists[True]]
+    assert _nested_pairs(kept) and not _nested_pairs(suppressed)
+    assert sum("neural network" in p for p in kept) >= 2
+    assert sum("neural network" in p for p in suppressed) == 1
+    assert 3 <= len(suppressed) < len(kept)  # the rule leaves fewer candidates
+    for r in lists.values():  # the best phrase is the same; each list sorted by score
+        scores = [s for _, s in r]
+        assert scores == sorted(scores, reverse=True)
+    assert lists[False][0] == lists[True][0]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_rank_with_precomputed_similarities_is_the_same(minilm, nested) -> None:
+    ext = KeyphraseExtractor(minilm, top_n=5, suppress_nested=nested)
+    cands = ext.find_candidates([NEURAL, ROBOT])
+    doc_vecs, cand_vecs = ext.embed(cands)
+    for c, d, v in zip(cands, doc_vecs, cand_vecs, strict=True):
+        assert ext.rank(c, d, v, v @ v.T) == ext.rank(c, d, v)
 
 
 def test_candidates_are_clean_and_grouped(results) -> None:
@@ -167,20 +201,22 @@ def test_candidates_are_clean_and_grouped(results) -> None:
             assert p.split()[0] not in {"the", "a", "an", "we", "and", "of", "with"}
 
 
-@pytest.mark.parametrize("diversity", [0.0, 0.3])
-def test_lists_are_balanced_sorted_and_free_of_contained_duplicates(minilm, diversity) -> None:
-    """Every candidate has paired brackets, each list is by descending score, and no phrase of
-    a list is a word run of another."""
-    ext = KeyphraseExtractor(minilm, top_n=15, diversity=diversity)
+@pytest.mark.parametrize(("diversity", "nested"), [(0.0, False), (0.3, False), (0.3, True)])
+def test_lists_are_balanced_sorted_and_free_of_stemmed_duplicates(minilm, diversity,
+                                                                  nested) -> None:
+    """Every candidate has paired brackets, each list is by descending score with no two
+    phrases equal after stemming, and with ``suppress_nested`` none is a word run of another."""
+    ext = KeyphraseExtractor(minilm, top_n=15, diversity=diversity, suppress_nested=nested)
     lists = ext.extract([INSTANTON, BRACKETS, SVM_IDS, NEURAL])
     everything = {p for c in ext.find_candidates([INSTANTON, BRACKETS]) for p in c.phrases}
     for r in lists:
         scores = [s for _, s in r]
         assert scores == sorted(scores, reverse=True)
-        keys = [f" {phrase_key(p)} " for p, _ in r]
-        for (p, _), key in zip(r, keys, strict=True):
-            assert brackets_balanced(p), p
-            assert not any(key in other for other in keys if other != key), (p, keys)
+        phrases = [p for p, _ in r]
+        assert len({phrase_key(p) for p in phrases}) == len(phrases)
+        assert all(brackets_balanced(p) for p in phrases), phrases
+        if nested:
+            assert not _nested_pairs(phrases), phrases
     assert all(brackets_balanced(p) for p in everything)
     # spans are cut at an unpaired bracket, not dropped: both sides stay candidates
     assert {"instanton liquid density", "gluon condensate", "support vector machines", "svm",
@@ -238,6 +274,7 @@ def test_bad_documents_raise(extractor, docs, error, fragment) -> None:
         ({"candidates": "ngrams"}, ValueError),
         ({"max_words": 0}, ValueError),
         ({"position_weight": -1.0}, ValueError),
+        ({"suppress_nested": "yes"}, TypeError),
         ({"encoder": 5}, TypeError),
         ({"encoder": "no-such-model"}, ValueError),
     ],
@@ -248,8 +285,10 @@ def test_bad_params_raise(kwargs, error) -> None:
 
 
 def test_set_params_and_repr(extractor: KeyphraseExtractor) -> None:
-    other = extractor.set_params(top_n=3, diversity=0.2)
+    other = extractor.set_params(top_n=3, diversity=0.2, suppress_nested=False)
     assert other.top_n == 3 and other.diversity == 0.2 and extractor.top_n == 10
+    assert other.get_params()["suppress_nested"] is False
+    assert other.set_params(suppress_nested=True).suppress_nested is True
     assert other.encoder_ is extractor.encoder_
     assert "KeyphraseExtractor(" in repr(other)
     with pytest.raises(ValueError, match="unknown"):
@@ -292,6 +331,20 @@ def test_cli_stdout_without_out(tmp_path) -> None:
 def test_cli_help_has_example() -> None:
     res = runner.invoke(app, ["keyphrases", "--help"])
     assert res.exit_code == 0 and "Example" in res.output
+    assert "--keep-nested" in res.output and "--suppress-nested" in res.output
+
+
+def test_cli_nested_switch(tmp_path) -> None:
+    corpus = _corpus(tmp_path, [NEURAL])
+    lists = {}
+    for flag in ("--keep-nested", "--suppress-nested"):
+        out = tmp_path / f"{flag[2:]}.jsonl"
+        res = runner.invoke(app, ["keyphrases", str(corpus), "--out", str(out), "--quiet",
+                                  "--threads", "1", flag])
+        assert res.exit_code == 0, res.output
+        lists[flag] = [k["phrase"] for k in json.loads(out.read_text())["keyphrases"]]
+    assert _nested_pairs(lists["--keep-nested"])
+    assert not _nested_pairs(lists["--suppress-nested"])
 
 
 @pytest.mark.parametrize(

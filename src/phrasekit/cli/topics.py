@@ -38,6 +38,7 @@ METHODS = ("documents", "clusters", "pntm", "ccl")
 #: KeyphraseExtractor's defaults, quoted in `keyphrases --help` (they live only there).
 _KP_DEFAULTS = {name: p.default for name, p in
                 inspect.signature(KeyphraseExtractor.__init__).parameters.items()}
+_NESTED_DEFAULT = "--suppress-nested" if _KP_DEFAULTS["suppress_nested"] else "--keep-nested"
 
 
 @command(app, "phrases", out="file")
@@ -216,6 +217,11 @@ def keyphrases_cmd(
     candidates: Annotated[str | None, typer.Option(
         help="Candidate spans: noun_chunks, pos (adjective/noun runs) or both (default "
              f"{_KP_DEFAULTS['candidates']}, chosen on the Inspec dev split).")] = None,
+    suppress_nested: Annotated[bool | None, typer.Option(
+        "--suppress-nested/--keep-nested", show_default=False,
+        help="Of two candidates whose words contain one another ('neural network' / "
+             "'recurrent neural network'), keep only the higher scored (default: "
+             f"{_NESTED_DEFAULT}).")] = None,
     text_field: TextField = "text",
     split: Annotated[str | None, typer.Option(
         help="Only documents whose `split` field equals this (e.g. `dev` for Inspec).")] = None,
@@ -242,6 +248,8 @@ def keyphrases_cmd(
         options["diversity"] = diversity
     if candidates is not None:
         options["candidates"] = candidates
+    if suppress_nested is not None:
+        options["suppress_nested"] = suppress_nested
     extractor = KeyphraseExtractor(**options)  # validates before the corpus is read
     docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
     if split is not None:

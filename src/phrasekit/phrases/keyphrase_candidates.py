@@ -36,6 +36,7 @@ def _stem(word: str) -> str:
     return _stemmer().stem(word)
 
 
+@functools.lru_cache(maxsize=200_000)
 def phrase_key(text: str) -> str:
     """The matching form of a phrase: lower-cased word tokens (runs of letters/digits, so
     punctuation-only differences vanish: "anti-spam" = "anti spam"), each Porter-stemmed,

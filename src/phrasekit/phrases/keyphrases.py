@@ -4,14 +4,16 @@
 its ``top_n`` keyphrases as ``(phrase, score)`` pairs, highest score first. The method is
 EmbedRank++ (Bennani-Smires et al., 2018) with the phrasekit encoder and a small position prior
 (PositionRank, SIFRank+). Every default was chosen on the Inspec *dev* split, never on test
-(``benchmarks/keyphrases_tune_dev.py``; the numbers are F1@10 on dev, MiniLM):
+(``benchmarks/keyphrases_tune_dev.py``; the numbers are F1@10 on dev, MiniLM; "coarse grid":
+position weight 0 to 0.5, no frequency prior, MMR 0 or 0.3, containment rule on or off):
 
 1. **Candidates** (spaCy, the packaged ``en_core_web_sm``): noun chunks (``"noun_chunks"``),
    EmbedRank's adjective/noun pattern (``"pos"``: maximal runs of adjectives and nouns) or the
-   union of both (``"both"``, the default): 37.3 / 36.9 / 37.1 with plain cosine ranking; with
-   the default ranking below, noun chunks 38.0 and both 39.1. Each span is cleaned: leading
-   determiners, pronouns, quantifiers ("many", "several"; see ``LEADING_STRIP_WORDS``),
-   conjunctions, prepositions, numbers and punctuation are stripped, trailing punctuation too.
+   union of both (``"both"``, the default): 37.5 / 37.0 / 37.3 with plain cosine ranking; with
+   the coarse grid, noun chunks 38.1, adjective/noun runs 38.1 and both 39.3. Each span is
+   cleaned: leading determiners, pronouns, quantifiers ("many", "several"; see
+   ``LEADING_STRIP_WORDS``), conjunctions, prepositions, numbers and punctuation are stripped,
+   trailing punctuation too.
    A span is dropped when it crosses a line break (a title running into the abstract), carries
    markup, has more than ``max_words`` (5) words, does not end in a noun, or has only stopwords
    / numbers. Brackets must pair up inside a candidate: a span is cut at every token holding a
@@ -20,28 +22,33 @@ EmbedRank++ (Bennani-Smires et al., 2018) with the phrasekit encoder and a small
    "support vector machines (svm" (a span-level check drops any unbalanced string left).
    ``sub_phrases=True`` adds every shorter suffix of a span ("safe ship control" -> "ship
    control"): it raises the share of gold phrases among the candidates (58% -> 66%) but the
-   ranking then prefers truncated fragments ("vector machines"), so it is off (31.9 vs 37.1).
+   ranking then prefers truncated fragments ("vector machines"), so it is off (38.1 vs 39.3
+   with the coarse grid).
 2. **Grouping**: candidates equal after lower-casing, tokenising and Porter-stemming each word
    (:func:`phrase_key`) are one candidate ("neural network" / "neural networks"), shown in the
    (lower-cased) form seen first, with its first position and number of occurrences.
 3. **Scores**: the cosine between the candidate's embedding (the phrase alone) and the
-   document's, plus ``position_weight`` (0.5) times the prior ``1 / log2(2 + w)``, ``w`` the
+   document's, plus ``position_weight`` (0.3) times the prior ``1 / log2(2 + w)``, ``w`` the
    word offset of the candidate's first occurrence (title phrases come first), plus
-   ``frequency_weight`` (0) times ``log(occurrences)``. Without step 4's containment rule
-   both priors were worth at most +0.2 F1@10 on dev (position 0.05); with it, the position
-   weight was chosen again on dev (0 to 1 x diversity 0.2 to 0.4, F1@10): 0.05 gives 38.5,
-   0.5 gives 39.3 (0.4 to 0.6 within 0.1 of it).
+   ``frequency_weight`` (0.08) times ``log(occurrences)``. Both weights were chosen on dev
+   together with step 4's containment rule and diversity (position 0 to 1 x frequency 0 to
+   0.32 x diversity 0 to 0.5 x rule on/off): with the rule, frequency 0 / 0.08 / 0.16 give
+   38.9 / 39.5 / 38.8 (position 0.3, diversity 0.2); without it, the best is position 0.05,
+   no frequency prior (39.2).
    ``doc_window_words``: a document longer than this many words is embedded as the mean of
-   sentence windows of at most that size (off: 128-word windows lost 0.7 on dev).
-4. **Selection**: first, near-duplicates by containment are suppressed: of two candidates one
-   of whose stemmed word sequences lies inside the other's ("instanton liquid" / "instanton
-   liquid density"), only the higher scored is kept (greedily, best score first), so one
-   document's list does not spend two places on one concept (on dev it costs 0.7 F1@10 at
-   position weight 0.05, since Inspec's indexers often list nested phrases; the position
-   weight above makes up for it). Then, with ``diversity`` > 0
-   (default 0.3: +1.9 F1@10 over plain top-n on dev) Maximal Marginal Relevance as in
-   EmbedRank++: the next phrase maximises ``(1 - diversity) * score - diversity * max cosine to
-   the phrases already chosen``; ``diversity=0`` takes the ``top_n`` best scores. The chosen
+   sentence windows of at most that size (off: 128-word windows lose 0.8 with the coarse
+   grid).
+4. **Selection**: with ``suppress_nested`` (the default), near-duplicates by containment are
+   suppressed first: of two candidates one of whose stemmed word sequences lies inside the
+   other's ("instanton liquid" / "instanton liquid density"), only the higher scored is kept
+   (greedily, best score first), so one document's list does not spend two places on one
+   concept. On dev, each with its best priors and diversity, the rule gives 39.5 against 39.2
+   without it (F1@5 34.0 against 31.8); Inspec's indexers often list nested phrases, which
+   the rule keeps out of one list by design. Then, with ``diversity`` > 0
+   (default 0.2; MMR 0.3 is +1.7 F1@10 over plain top-n for both candidate kinds without
+   priors) Maximal Marginal Relevance as in EmbedRank++: the next phrase maximises
+   ``(1 - diversity) * score - diversity * max cosine to the phrases already chosen``;
+   ``diversity=0`` takes the ``top_n`` best scores. The chosen
    phrases are returned sorted by their relevance score of step 3, highest first, so a
    reader's first keyphrase is the most relevant one.
 
@@ -106,6 +113,9 @@ class KeyphraseExtractor:
         max_words: the longest candidate, in words.
         position_weight: weight of the first-position prior ``1 / log2(2 + word offset)``.
         frequency_weight: weight of ``log(occurrences)``.
+        suppress_nested: of two candidates whose stemmed word sequences contain one another
+            ("instanton liquid" / "instanton liquid density"), keep only the higher scored
+            before the selection.
         doc_window_words: a document longer than this (in words) is embedded as the mean of
             sentence windows of at most this many words; None embeds the text as one piece.
         spacy_model: name of an installed spaCy pipeline, or a loaded ``Language``.
@@ -116,12 +126,13 @@ class KeyphraseExtractor:
         self,
         encoder: str | Encoder = "minilm",
         top_n: int = 10,
-        diversity: float = 0.3,
+        diversity: float = 0.2,
         candidates: str = "both",
         sub_phrases: bool = False,
         max_words: int = 5,
-        position_weight: float = 0.5,
-        frequency_weight: float = 0.0,
+        position_weight: float = 0.3,
+        frequency_weight: float = 0.08,
+        suppress_nested: bool = True,
         doc_window_words: int | None = None,
         spacy_model: str | Any = DEFAULT_SPACY_MODEL,
         batch_size: int | None = None,
@@ -141,6 +152,10 @@ class KeyphraseExtractor:
         _check_float("diversity", diversity, 0.0, 1.0)
         _check_float("position_weight", position_weight, 0.0, None)
         _check_float("frequency_weight", frequency_weight, 0.0, None)
+        if not isinstance(suppress_nested, bool | np.bool_):
+            raise TypeError(
+                f"suppress_nested must be a bool, got {type(suppress_nested).__name__}"
+            )
         if candidates not in CANDIDATE_KINDS:
             raise ValueError(
                 f"candidates must be one of {', '.join(CANDIDATE_KINDS)}, got {candidates!r}"
@@ -153,6 +168,7 @@ class KeyphraseExtractor:
         self.max_words = int(max_words)
         self.position_weight = float(position_weight)
         self.frequency_weight = float(frequency_weight)
+        self.suppress_nested = bool(suppress_nested)
         self.doc_window_words = None if doc_window_words is None else int(doc_window_words)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
@@ -172,6 +188,7 @@ class KeyphraseExtractor:
             "max_words": self.max_words,
             "position_weight": self.position_weight,
             "frequency_weight": self.frequency_weight,
+            "suppress_nested": self.suppress_nested,
             "doc_window_words": self.doc_window_words,
             "spacy_model": nlp,
             "batch_size": self.batch_size,
@@ -376,14 +393,17 @@ class KeyphraseExtractor:
             s = s + self.frequency_weight * np.log(np.asarray(cands.counts, dtype=float))
         return np.asarray(s, dtype=np.float64)
 
-    def select(self, scores: np.ndarray, cand_vecs: np.ndarray) -> list[int]:
-        """Step 4: indices of the chosen candidates, in order (top-n or MMR)."""
+    def select(self, scores: np.ndarray, cand_vecs: np.ndarray,
+               sims: np.ndarray | None = None) -> list[int]:
+        """Step 4: indices of the chosen candidates, in order (top-n or MMR). ``sims``: the
+        cosine matrix ``cand_vecs @ cand_vecs.T`` when already computed."""
         n = min(self.top_n, len(scores))
         if n == 0:
             return []
         if self.diversity <= 0.0:
             return [int(i) for i in np.argsort(-scores, kind="stable")[:n]]
-        sims = cand_vecs @ cand_vecs.T
+        if sims is None:
+            sims = cand_vecs @ cand_vecs.T
         chosen = [int(np.argmax(scores))]
         redundancy = sims[chosen[0]].copy()
         available = np.ones(len(scores), dtype=bool)
@@ -397,14 +417,21 @@ class KeyphraseExtractor:
             np.maximum(redundancy, sims[j], out=redundancy)
         return chosen
 
-    def rank(self, cands: DocCandidates, doc_vec: np.ndarray, cand_vecs: np.ndarray) -> Keyphrases:
-        """Steps 3b-4 for one document: ``(phrase, score)`` pairs, highest score first, with
-        contained near-duplicates suppressed before the selection."""
+    def rank(self, cands: DocCandidates, doc_vec: np.ndarray, cand_vecs: np.ndarray,
+             sims: np.ndarray | None = None) -> Keyphrases:
+        """Steps 3b-4 for one document: ``(phrase, score)`` pairs, highest score first (with
+        ``suppress_nested``, contained near-duplicates are suppressed before the selection).
+        ``sims``: the cosine matrix ``cand_vecs @ cand_vecs.T`` when already computed (a
+        tuning grid reuses it)."""
         if not len(cands):
             return []
         s = self.scores(cands, doc_vec, cand_vecs)
-        keep = suppress_contained(cands.keys, s)
-        chosen = [keep[j] for j in self.select(s[keep], cand_vecs[keep])]
+        if self.suppress_nested:
+            keep = suppress_contained(cands.keys, s)
+            sub = None if sims is None else sims[np.ix_(keep, keep)]
+            chosen = [keep[j] for j in self.select(s[keep], cand_vecs[keep], sub)]
+        else:
+            chosen = self.select(s, cand_vecs, sims)
         chosen.sort(key=lambda i: -s[i])
         return [(cands.phrases[i], float(s[i])) for i in chosen]
 
