@@ -58,6 +58,12 @@ SHARE_TEMPERATURE = 0.05
 LABEL_PHRASES = 3
 
 
+def _sq_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """(n, k) squared Euclidean distances, without the (n, k, d) intermediate."""
+    d2 = (X**2).sum(axis=1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(axis=1)[None, :]
+    return np.maximum(d2, 0.0)
+
+
 def _contains(tokens: list[str], part: list[str]) -> bool:
     """Whether ``part`` occurs as a contiguous run in ``tokens``."""
     n = len(part)
@@ -238,7 +244,7 @@ class DocumentTopicModel(BaseEstimator):
         labels = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
         centres, scores, misc = centres[order], scores[order], misc[order]
 
-        d2 = ((Xc[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        d2 = _sq_distances(Xc, centres)
         logits = -(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE
         shares = np.exp(logits)
         shares /= shares.sum(axis=1, keepdims=True)
@@ -309,7 +315,7 @@ class DocumentTopicModel(BaseEstimator):
                              self.chunk_size, self.max_chunks, None, show_progress)
         used = np.linalg.norm(X, axis=1) > 0
         Xc = np.where(used[:, None], l2_normalize(X - self.doc_mean_), 0.0)
-        d2 = ((Xc[:, None, :] - self.cluster_centers_[None]) ** 2).sum(axis=2)
+        d2 = _sq_distances(Xc, self.cluster_centers_)
         e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
         return np.where(used[:, None], e / e.sum(axis=1, keepdims=True), 0.0)
 
