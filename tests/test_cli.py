@@ -356,3 +356,10 @@ def test_neighbors_keeps_the_vocabulary_vectors_beside_it(tmp_path):
     second = invoke(*args)
     assert second.output == first.output and cache.stat().st_mtime_ns == stamp  # reused
     assert invoke(*args, "--no-cache").output == first.output
+
+
+@pytest.mark.parametrize("command", ["topics", "keyphrases"])
+def test_negative_workers_exit_2(tmp_path, command):
+    res = invoke(command, "sample", "--out", tmp_path / "o", "--workers", "-1", "--quiet")
+    assert res.exit_code == 2 and "--workers" in res.output
+    assert not (tmp_path / "o").exists()

@@ -14,6 +14,7 @@ from phrasekit.phrases import (
     PhraseExtractor,
     PhraseVocabulary,
     frequent_ngrams,
+    sample_by_words,
     split_long_text,
 )
 
@@ -176,3 +177,37 @@ def test_frequent_ngrams() -> None:
     assert grams["boundary conditions"][0] >= 3
     assert all(g.split()[0] not in {"the", "of", "a"} for g in grams)
     assert rows == sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))
+
+
+def test_pos_chunker_skips_the_parser_and_finds_noun_phrases() -> None:
+    pos = PhraseExtractor(chunker="pos", entities=False)
+    assert set(pos.excluded_pipes()) == {"lemmatizer", "parser", "ner"}
+    assert "parser" not in pos.nlp.pipe_names and "ner" not in pos.nlp.pipe_names
+    occ = pos.extract_texts(["The central bank raised interest rates quickly.",
+                             "Rates were high in the new stadium."])
+    assert set(_keys(occ[0])) == {"central bank", "interest rates"}
+    assert set(_keys(occ[1])) == {"rates", "new stadium"}  # "high" alone ends in no noun
+    assert PhraseExtractor().excluded_pipes() == ("lemmatizer",)
+    with pytest.raises(ValueError, match="chunker"):
+        PhraseExtractor(chunker="regex")
+
+
+def test_pos_chunker_vocabulary_matches_the_parser_on_the_fixture() -> None:
+    docs = read_corpus(FIXTURE)
+    parser = PhraseExtractor().extract(docs)
+    pos = PhraseExtractor(chunker="pos", entities=False).extract(docs)
+    frequent = {p for p, c in zip(parser.phrases, parser.doc_freq, strict=True) if c >= 3}
+    found = set(pos.phrases)
+    assert len(frequent & found) >= 0.6 * len(frequent)
+    assert pos.params["chunker"] == "pos" and parser.params["chunker"] == "parser"
+
+
+def test_sample_by_words_is_seeded_ordered_and_bounded() -> None:
+    docs = [Document(str(i), " ".join(["w"] * (i + 1)), {}) for i in range(50)]
+    a = sample_by_words(docs, 200, seed=3)
+    assert a == sample_by_words(docs, 200, seed=3)
+    assert [d.id for d in a] == sorted((d.id for d in a), key=int)
+    words = sum(len(d.text.split()) for d in a)
+    assert 200 <= words < 200 + 50
+    assert sample_by_words(docs, None) == docs
+    assert sample_by_words(docs, 10**6) == docs

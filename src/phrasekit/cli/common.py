@@ -24,6 +24,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q",
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m",
                                        help="Model name (see `phrasekit models`) or folder.")]
+Workers = Annotated[int, typer.Option(
+    help="Processes for spaCy's parsing (0: one per CPU core; a corpus of a few hundred "
+         "documents is parsed in one).")]
 
 #: Exceptions that mean "bad input": one line on stderr and exit code 2, no traceback.
 USER_ERRORS = (ValueError, TypeError, OSError, EOFError, zlib.error, SafetensorError, CorpusError,
@@ -138,3 +141,10 @@ def command(group: typer.Typer, name: str, out: str | None = None
         return fn
 
     return register
+
+
+def resolve_workers(workers: int) -> int:
+    """``--workers`` as a process count (0: one per CPU core)."""
+    if workers < 0:
+        raise BadInputError(f"--workers must be >= 0, got {workers}")
+    return workers or os.cpu_count() or 1

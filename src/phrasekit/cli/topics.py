@@ -11,7 +11,16 @@ from typing import Annotated, Any
 import torch
 import typer
 
-from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.cli.common import (
+    BadInputError,
+    ModelOpt,
+    Quiet,
+    Verbose,
+    Workers,
+    command,
+    logger,
+    resolve_workers,
+)
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
@@ -93,6 +102,14 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
     check_topics_out(out)
 
 
+def existing_corpus(corpus: str) -> Path:
+    """The corpus' path (``sample`` and folders resolved); ``BadInputError`` when missing."""
+    path = resolve_corpus(corpus)
+    if not path.exists():
+        raise BadInputError(f"corpus not found: {corpus}")
+    return path
+
+
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
@@ -107,6 +124,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                              **common)
         return tm.n_topics, tm, paths
     if method == "ccl":
+        common.pop("workers", None)  # UCTopic parses sentences in-process
         lo, hi = UCTopicModel().k_range
         k_range = (lo if k_range[0] is None else k_range[0],
                    hi if k_range[1] is None else k_range[1])
@@ -139,7 +157,7 @@ def topics_cmd(
         "-k", "--n-topics", help="Number of topics (documents, clusters: chosen from "
                                  "--k-min..--k-max by default; pntm: default 50).")] = None,
     k_min: Annotated[int | None, typer.Option(
-        help="Smallest K tried (default: documents 2, clusters and ccl 5).")] = None,
+        help="Smallest K tried (default: documents 4, clusters and ccl 5).")] = None,
     k_max: Annotated[int | None, typer.Option(
         help="Largest K tried (default: documents 30, clusters and ccl 25).")] = None,
     min_df: Annotated[int | None, typer.Option(
@@ -169,6 +187,7 @@ def topics_cmd(
              "rank by nearness to the topic vector alone; the default was chosen on the "
              "bundled sample corpus).")] = 0.1,
     text_field: TextField = "text",
+    workers: Workers = 0,
     seed: Annotated[int, typer.Option(
         help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
     report: Annotated[bool, typer.Option(
@@ -187,10 +206,9 @@ def topics_cmd(
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
                          ccl_steps=ccl_steps, max_instances=max_instances, out=out)
     check_topics_out(out, caches=(phrase_cache, cache_dir))
-    path = resolve_corpus(corpus)
-    if not path.exists():
-        raise BadInputError(f"corpus not found: {corpus}")
-    common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report}
+    path = existing_corpus(corpus)
+    common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
+              "workers": resolve_workers(workers)}
     t0 = time.perf_counter()
     k, tm, paths = mine_topics(
         method, path, out, model=model, n_topics=n_topics, k_range=(k_min, k_max), min_df=min_df,
@@ -230,6 +248,7 @@ def keyphrases_cmd(
              "P/R/F1 at 5 and 10, stemmed exact match.")] = None,
     threads: Annotated[int | None, typer.Option(
         help="torch threads (default: torch's own).")] = None,
+    workers: Workers = 0,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -243,7 +262,8 @@ def keyphrases_cmd(
         if threads < 1:
             raise BadInputError(f"--threads must be at least 1, got {threads}")
         torch.set_num_threads(threads)
-    options: dict[str, Any] = {"encoder": model, "top_n": top_n}
+    options: dict[str, Any] = {"encoder": model, "top_n": top_n,
+                               "n_process": resolve_workers(workers)}
     if diversity is not None:
         options["diversity"] = diversity
     if candidates is not None:

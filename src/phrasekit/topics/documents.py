@@ -3,15 +3,17 @@
 ``DocumentTopicModel(encoder="minilm").fit(docs)`` (``phrasekit topics --method documents``,
 the default) runs these steps:
 
-1. **Embed documents**: the encoder over word windows of each document, averaged by words
-   (``pntm.encode_documents``), then centred on the corpus mean and re-normalised, which
-   removes the component all transformer embeddings share.
+1. **Embed documents**: the encoder over the first word windows of each document, averaged
+   by words (``pntm.encode_documents``), then centred on the corpus mean and re-normalised,
+   which removes the component all transformer embeddings share.
 2. **Choose K** (unless ``n_topics`` is given) by the stability of k-means across random
    halves of the corpus against the same on structureless data (``choose_k``); every K's
    score is kept (``k_scores_``) and drawn in the report.
 3. **Cluster** the documents with k-means: every non-empty document gets a topic.
-4. **Build the vocabulary**: words and spaCy noun-chunk / entity phrases in at least
-   ``min_df`` documents (``terms.build_term_vocabulary``), found verbatim in each document.
+4. **Build the vocabulary**: words and spaCy noun phrases in at least ``min_df`` documents
+   (``terms.build_term_vocabulary``), found verbatim in each document. spaCy only has to
+   find which phrases the corpus uses, so it reads a seeded sample of documents holding
+   ``phrase_words`` words; every phrase is then counted in every document.
 5. **Set generic terms aside** before reading any topic: ``reading.term_specificity`` says how
    far a term's documents sit from the corpus centre, corrected for chance. The
    ``generic_share`` least specific terms (boilerplate such as "results" or "et al", units,
@@ -41,7 +43,7 @@ from sklearn.base import BaseEstimator
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
-from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import as_encoder
 from phrasekit.text import tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
@@ -86,11 +88,16 @@ class DocumentTopicModel(BaseEstimator):
             ``top_n`` terms (generic ones included) are generic.
         top_n: terms listed per topic (words and phrases each).
         n_typical: typical documents listed per topic (nearest its centre).
-        chunk_size, max_chunks: word windows for encoding long documents.
+        chunk_size, max_chunks: a document is encoded as its first ``max_chunks`` windows
+            of ``chunk_size`` words, averaged by words (on bbc_news, 2 windows give k-means
+            NMI 0.873 at the gold K, all 8 give 0.875, for 35% more encoding).
         n_init: k-means restarts for the final partition.
         random_state: seed of k-means and of K's choice.
         cache_dir: where document vectors are cached between runs (None: no cache).
-        extractor: ``PhraseExtractor`` for the phrases (default settings when None).
+        n_jobs: spaCy worker processes for the phrases.
+        phrase_words: spaCy reads a seeded sample of documents holding about this many
+            words (None: every document); phrases are counted in all of them.
+        extractor: ``PhraseExtractor`` for the phrases (None: ``default_extractor()``).
     """
 
     def __init__(
@@ -108,10 +115,12 @@ class DocumentTopicModel(BaseEstimator):
         top_n: int = 10,
         n_typical: int = 3,
         chunk_size: int = 150,
-        max_chunks: int = 8,
+        max_chunks: int = 2,
         n_init: int = 5,
         random_state: int = 0,
         cache_dir: str | None = None,
+        phrase_words: int | None = 300_000,
+        n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
     ) -> None:
         self.encoder = encoder
@@ -131,6 +140,8 @@ class DocumentTopicModel(BaseEstimator):
         self.n_init = n_init
         self.random_state = random_state
         self.cache_dir = cache_dir
+        self.phrase_words = phrase_words
+        self.n_jobs = n_jobs
         self.extractor = extractor
 
     # ------------------------------------------------------------------ validation
@@ -140,13 +151,22 @@ class DocumentTopicModel(BaseEstimator):
         check_topics_k(self.n_topics, self.k_range)
         if self.k_criterion not in CRITERIA:
             raise ValueError(f"k_criterion must be one of {CRITERIA}, got {self.k_criterion!r}")
-        for name in ("min_df", "top_n", "chunk_size", "max_chunks", "n_init", "max_phrases"):
+        for name in ("min_df", "top_n", "chunk_size", "max_chunks", "n_init", "max_phrases",
+                     "n_jobs"):
             check_int(name, getattr(self, name), 1)
         check_int("n_typical", self.n_typical, 0)
+        if self.phrase_words is not None:
+            check_int("phrase_words", self.phrase_words, 1)
         check_share("max_df", self.max_df, "(0, 1]")
         for name in ("generic_share", "misc_share", "k_tolerance"):
             check_share(name, getattr(self, name), "[0, 1)")
         check_extractor(self.extractor)
+
+    def phrase_extractor(self) -> PhraseExtractor:
+        """The extractor used: ``extractor``, or noun phrases from POS patterns (no parser,
+        no NER: topics are named by recurring phrases, which the tagger finds as well)."""
+        return self.extractor or PhraseExtractor(chunker="pos", entities=False,
+                                                 n_process=int(self.n_jobs))
 
     @property
     def encoder_name(self) -> str:
@@ -192,8 +212,8 @@ class DocumentTopicModel(BaseEstimator):
 
         t0 = time.perf_counter()
         if vocabulary is None:
-            vocabulary = (self.extractor or PhraseExtractor()).extract(
-                documents, show_progress=show_progress)
+            sample = sample_by_words(documents, self.phrase_words, int(self.random_state))
+            vocabulary = self.phrase_extractor().extract(sample, show_progress=show_progress)
         timings["extraction"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()

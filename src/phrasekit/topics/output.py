@@ -428,7 +428,8 @@ def json_params(model: Any) -> dict[str, Any]:
         elif isinstance(value, PhraseExtractor):
             value = value.get_params()
         elif value is None and key == "extractor":
-            value = PhraseExtractor().get_params()
+            default = getattr(model, "phrase_extractor", PhraseExtractor)
+            value = default().get_params()
         elif isinstance(value, tuple):
             value = list(value)
         elif isinstance(value, np.integer):

@@ -11,7 +11,7 @@ from typing import Any
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, read_corpus
-from phrasekit.phrases.extract import load_or_extract_vocabulary
+from phrasekit.phrases.extract import PhraseExtractor, load_or_extract_vocabulary
 from phrasekit.registry import as_encoder
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
@@ -47,6 +47,7 @@ def run_topics(
     text_field: str = "text",
     id_field: str = "id",
     report: bool = True,
+    workers: int = 1,
     **model_kwargs: Any,
 ) -> tuple[DocumentTopicModel | PhraseTopicModel, dict[str, Path]]:
     """Read ``corpus``, fit a ``DocumentTopicModel`` (``method="documents"``) or a
@@ -56,6 +57,7 @@ def run_topics(
 
     ``phrase_cache``: a ``.json(.gz)`` file to reuse extracted phrases between runs.
     ``cache_dir`` (documents): a folder caching document vectors between runs.
+    ``workers``: spaCy processes for phrase extraction.
     Extra keyword arguments go to the model. Returns the model and the paths written.
     """
     if method not in TOPIC_MODELS:
@@ -68,6 +70,9 @@ def run_topics(
         kwargs["k_range"] = (lo if k_min is None else k_min, hi if k_max is None else k_max)
     if method == "documents":
         kwargs["cache_dir"] = None if cache_dir is None else str(cache_dir)
+        kwargs["n_jobs"] = workers
+    elif workers > 1:
+        kwargs["extractor"] = PhraseExtractor(n_process=workers)
     estimator = cls(encoder=model, **kwargs, **model_kwargs)
     estimator.check_params()
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
@@ -77,9 +82,10 @@ def run_topics(
     vocabulary = None
     t0 = time.perf_counter()
     if phrase_cache is not None:
-        vocabulary = load_or_extract_vocabulary(
-            docs, phrase_cache, estimator.extractor, show_progress=not quiet
-        )
+        extractor = estimator.phrase_extractor() if method == "documents" \
+            else estimator.extractor
+        vocabulary = load_or_extract_vocabulary(docs, phrase_cache, extractor,
+                                                show_progress=not quiet)
     extraction_s = time.perf_counter() - t0
     estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
     if vocabulary is not None:
@@ -136,6 +142,7 @@ def run_pntm(
     text_field: str = "text",
     id_field: str = "id",
     report: bool = True,
+    workers: int = 1,
     **model_kwargs: Any,
 ) -> tuple[PNTM, dict[str, Path]]:
     """Read ``corpus``, fit ``PNTM`` and write ``topics.json`` / ``topics.md`` (and
@@ -144,8 +151,9 @@ def run_pntm(
     ``n_sentences`` > 0 also reads every topic through its nearest corpus sentences.
     ``cache_dir`` keeps document and vocabulary embeddings between runs.
     """
+    extractor = PhraseExtractor(n_process=workers)
     estimator = PNTM(encoder=model, n_topics=n_topics, min_df=min_df, max_phrases=max_phrases,
-                     cache_dir=cache_dir, **model_kwargs)
+                     cache_dir=cache_dir, extractor=extractor, **model_kwargs)
     estimator.check_params()
     if n_sentences < 0:
         raise ValueError(f"n_sentences must be >= 0, got {n_sentences}")
@@ -153,7 +161,8 @@ def run_pntm(
     check_topics_out(out_dir, caches=(phrase_cache, cache_dir))
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
-    phrases = load_or_extract_vocabulary(docs, phrase_cache, show_progress=not quiet) \
+    phrases = load_or_extract_vocabulary(docs, phrase_cache, extractor,
+                                         show_progress=not quiet) \
         if phrase_cache is not None else None
     estimator.fit(docs, phrases=phrases, show_progress=not quiet)
     sentences = None

@@ -1,0 +1,191 @@
+"""Corpus throughput: phrasekit's corpus commands against sentence-transformers and BERTopic.
+
+Every run is a fresh process started cold (no phrase or vector cache), timed from process
+start to exit, so imports, model loading and CLI start count, as they do for a user:
+
+- ``topics``: ``phrasekit topics CORPUS --out ... -q`` (the default method);
+- ``topics_pntm``: the same with ``--method pntm``;
+- ``keyphrases``: ``phrasekit keyphrases CORPUS --out ... -q``;
+- ``st_encode``: sentence-transformers' ``SentenceTransformer(all-MiniLM-L6-v2).encode`` of
+  the documents (the packaged weights phrasekit uses), the baseline of the bbc_news check;
+- ``bertopic``: BERTopic 0.17 end to end with that model as its embedding model
+  (``BERTopic(embedding_model=st).fit_transform(texts)``: its own encoding, UMAP, HDBSCAN,
+  c-TF-IDF), the baseline of the 20newsgroups check.
+
+For each run: wall seconds, documents per second, the ratio of its wall time to the baseline's
+(``--baseline``, measured in the same invocation), peak resident memory of the process
+(``wait4`` rusage), and for ``topics`` the per-stage seconds its ``topics.json`` records
+(encoding, clustering / K choice, extraction, reading). ``--replicate 1,4`` also runs on the
+corpus repeated 4 times (document ids suffixed) for the growth of time per document and memory.
+
+Usage::
+
+    python benchmarks/corpus_throughput.py --corpus bbc_news --n-docs 1000 \\
+        --runs st_encode,topics,keyphrases --baseline st_encode
+    python benchmarks/corpus_throughput.py --corpus 20newsgroups \\
+        --runs bertopic,topics,topics_pntm,keyphrases --baseline bertopic --replicate 1,4,10
+
+Results: ``OUT/throughput.json`` (every run) and ``OUT/throughput.md`` (the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RUNS = ("st_encode", "bertopic", "topics", "topics_pntm", "keyphrases")
+
+
+def write_corpus(src: Path, out: Path, n_docs: int | None, times: int) -> tuple[Path, int]:
+    """The first ``n_docs`` documents of ``src`` (all with None), repeated ``times`` times
+    with ids suffixed ``#r``, as JSONL at ``out``; returns the path and document count."""
+    from phrasekit.io import read_corpus
+
+    docs = read_corpus(src)[:n_docs]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as fh:
+        for r in range(times):
+            for d in docs:
+                doc_id = d.id if times == 1 else f"{d.id}#{r}"
+                fh.write(json.dumps({"id": doc_id, "text": d.text}) + "\n")
+    return out, len(docs) * times
+
+
+def timed(cmd: list[str], log: Path, timeout: float) -> dict:
+    """Run ``cmd``; its wall seconds, exit code and peak RSS (MB), output kept in ``log``."""
+    t0 = time.perf_counter()
+    with open(log, "w", encoding="utf-8") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.2)
+    wall = time.perf_counter() - t0
+    return {"wall_s": round(wall, 2), "rc": os.waitstatus_to_exitcode(status),
+            "peak_mb": round(usage.ru_maxrss / 1024, 1), "timed_out": wall > timeout}
+
+
+def command(run: str, corpus: Path, work: Path) -> list[str]:
+    """The command line of one run."""
+    cli = [sys.executable, "-m", "phrasekit"]
+    if run == "topics":
+        return [*cli, "topics", str(corpus), "--out", str(work / "topics"), "-q", "--no-report"]
+    if run == "topics_pntm":
+        return [*cli, "topics", str(corpus), "--method", "pntm", "--out", str(work / "pntm"),
+                "-q", "--no-report"]
+    if run == "keyphrases":
+        return [*cli, "keyphrases", str(corpus), "--out", str(work / "keyphrases.jsonl"), "-q"]
+    return [sys.executable, __file__, "--worker", run, "--corpus", str(corpus),
+            "--out", str(work / f"{run}.json")]
+
+
+def worker(run: str, corpus: Path, out: Path) -> None:
+    """``st_encode`` / ``bertopic`` in this process; writes its inner timings to ``out``."""
+    from sentence_transformers import SentenceTransformer
+
+    from phrasekit.io import read_corpus
+    from phrasekit.models.backbones import minilm_path
+
+    texts = [d.text for d in read_corpus(corpus)]
+    st = SentenceTransformer(str(minilm_path()), device="cpu")
+    t0 = time.perf_counter()
+    if run == "st_encode":
+        st.encode(texts, batch_size=32)
+        result = {"encode_s": time.perf_counter() - t0}
+    else:
+        from bertopic import BERTopic
+
+        topics, _ = BERTopic(embedding_model=st).fit_transform(texts)
+        result = {"fit_transform_s": time.perf_counter() - t0, "n_topics": len(set(topics))}
+    out.write_text(json.dumps(result))
+
+
+def stages(run: str, work: Path) -> dict:
+    """Per-stage seconds a run records about itself (topics: ``topics.json``'s timings)."""
+    folder = {"topics": "topics", "topics_pntm": "pntm"}.get(run)
+    if folder and (work / folder / "topics.json").is_file():
+        data = json.loads((work / folder / "topics.json").read_text(encoding="utf-8"))
+        return {k: round(float(v), 1) for k, v in (data.get("timings_s") or {}).items()}
+    if (work / f"{run}.json").is_file():
+        return {k: round(v, 1) if isinstance(v, float) else v
+                for k, v in json.loads((work / f"{run}.json").read_text()).items()}
+    return {}
+
+
+def table(records: list[dict], baseline: str) -> str:
+    """Markdown table of the runs, ratios against ``baseline`` of the same corpus size."""
+    base = {r["n_docs"]: r["wall_s"] for r in records if r["run"] == baseline and r["rc"] == 0}
+    one = {r["run"]: r["wall_s"] / r["n_docs"] for r in records if r["times"] == 1}
+    rows = ["| run | x | docs | wall s | docs/s | vs " + baseline + " | s/doc vs x1 | peak MB "
+            "| stages (s) |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in records:
+        ratio = f"{r['wall_s'] / base[r['n_docs']]:.2f}" if r["n_docs"] in base else "-"
+        growth = (f"{(r['wall_s'] / r['n_docs']) / one[r['run']]:.2f}"
+                  if r["run"] in one else "-")
+        status = "" if r["rc"] == 0 else f" (rc {r['rc']}{', timed out' if r['timed_out'] else ''})"
+        st = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+        rows.append(f"| {r['run']}{status} | {r['times']} | {r['n_docs']} | {r['wall_s']:.1f} "
+                    f"| {r['n_docs'] / r['wall_s']:.1f} | {ratio} | {growth} "
+                    f"| {r['peak_mb']:.0f} | {st} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default="bbc_news",
+                    help="a corpus folder name under the shared corpora, or a path")
+    ap.add_argument("--n-docs", type=int, default=None, help="first N documents only")
+    ap.add_argument("--replicate", default="1", help="comma-separated repetition factors")
+    ap.add_argument("--runs", default="st_encode,topics,keyphrases")
+    ap.add_argument("--baseline", default="st_encode", choices=RUNS)
+    ap.add_argument("--out", default="runs/corpus_throughput")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per run")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, Path(args.corpus), Path(args.out))
+        return
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    unknown = sorted(set(runs) - set(RUNS))
+    if unknown:
+        raise SystemExit(f"unknown runs {unknown}; choose from {RUNS}")
+    from phrasekit.settings import corpora_dir
+
+    src = Path(args.corpus)
+    if not src.exists():
+        src = corpora_dir() / args.corpus
+    out = Path(args.out)
+    records = []
+    for times in (int(x) for x in args.replicate.split(",")):
+        name = f"{src.name}-{args.n_docs or 'all'}-x{times}"
+        corpus, n_docs = write_corpus(src, out / "data" / f"{name}.jsonl", args.n_docs, times)
+        for run in runs:
+            work = out / name / run
+            work.mkdir(parents=True, exist_ok=True)
+            print(f"[{name}] {run} ...", flush=True)
+            rec = timed(command(run, corpus, work), work / "log.txt", args.timeout)
+            rec.update(run=run, times=times, n_docs=n_docs, corpus=name,
+                       stages=stages(run, work))
+            records.append(rec)
+            print(f"[{name}] {run}: {rec['wall_s']:.1f}s rc {rec['rc']} "
+                  f"peak {rec['peak_mb']:.0f} MB {rec['stages']}", flush=True)
+            (out / "throughput.json").write_text(json.dumps(records, indent=1))
+    md = table(records, args.baseline)
+    (out / "throughput.md").write_text(md + "\n")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
