@@ -54,14 +54,15 @@ _INNER_PUNCT_OK = frozenset({"-", ".", "&", "/", "'", "’", "'s", "’s"})
 #: Candidates containing any of these are markup or noise (LaTeX, URLs, e-mail, code).
 DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
 
-#: ``extract`` starts ``n_process`` workers only with at least this many pieces per worker.
+#: ``nlp.pipe`` starts ``n_process`` workers only with at least this many pieces per worker.
 MIN_PIECES_PER_PROCESS = 200
 
 #: How noun phrases are found: the dependency parser's noun chunks, or POS patterns.
 CHUNKERS = ("parser", "pos")
 #: Parts of speech of the POS-pattern chunks (maximal runs; a chunk ends in a noun).
 _PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
-_HEAD_POS = frozenset({"NOUN", "PROPN"})
+#: Parts of speech a noun phrase may end in.
+HEAD_POS = frozenset({"NOUN", "PROPN"})
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,10 +105,17 @@ def pos_chunks(sdoc) -> Iterable[Any]:
     """``pattern_spans`` cut back to end in a noun ("interest rates", never "rates high")."""
     for span in pattern_spans(sdoc):
         end = span.end
-        while end > span.start and sdoc[end - 1].pos_ not in _HEAD_POS:
+        while end > span.start and sdoc[end - 1].pos_ not in HEAD_POS:
             end -= 1
         if end > span.start:
             yield sdoc[span.start : end]
+
+
+def pipe_processes(n_pieces: int, n_process: int) -> int:
+    """How many spaCy processes to start for ``n_pieces`` texts: ``n_process``, or 1 when
+    there are fewer than ``MIN_PIECES_PER_PROCESS`` per process (starting workers would cost
+    more than they save)."""
+    return n_process if n_pieces >= MIN_PIECES_PER_PROCESS * n_process else 1
 
 
 def split_long_text(text: str, max_chars: int) -> list[str]:
@@ -307,10 +315,8 @@ class PhraseExtractor:
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
         occurrences: list[list[tuple[str, str, str]]] = [[] for _ in documents]
-        n_process = self.n_process if len(pieces) >= MIN_PIECES_PER_PROCESS * self.n_process \
-            else 1
         stream = nlp.pipe(pieces, as_tuples=True, batch_size=self.batch_size,
-                          n_process=n_process)
+                          n_process=pipe_processes(len(pieces), self.n_process))
         bar = tqdm(
             stream,
             total=len(pieces),

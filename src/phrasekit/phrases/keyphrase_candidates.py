@@ -16,7 +16,6 @@ from phrasekit.phrases.extract import DEFAULT_REJECT_PATTERN, LEADING_STRIP_WORD
 #: POS tags that start no keyphrase (stripped from the front of a candidate span).
 _LEADING_POS = frozenset({"DET", "PRON", "CCONJ", "SCONJ", "ADP", "PART", "NUM", "SYM", "PUNCT",
                           "SPACE", "AUX", "INTJ", "X"})
-HEAD_POS = frozenset({"NOUN", "PROPN"})
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 REJECT_RE = re.compile(DEFAULT_REJECT_PATTERN)
 _OPEN = {"(": ")", "[": "]", "{": "}"}

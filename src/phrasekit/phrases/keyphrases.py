@@ -71,14 +71,14 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases.extract import (
     DEFAULT_SPACY_MODEL,
-    MIN_PIECES_PER_PROCESS,
+    HEAD_POS,
     as_documents,
     load_spacy,
     pattern_spans,
+    pipe_processes,
     split_long_text,
 )
 from phrasekit.phrases.keyphrase_candidates import (
-    HEAD_POS,
     REJECT_RE,
     DocCandidates,
     brackets_balanced,
@@ -259,9 +259,8 @@ class KeyphraseExtractor:
         out = [DocCandidates() for _ in texts]
         index: list[dict[str, int]] = [{} for _ in texts]
         offset = [0] * len(texts)
-        n_process = self.n_process \
-            if len(pieces) >= MIN_PIECES_PER_PROCESS * self.n_process else 1
-        stream = nlp.pipe(pieces, as_tuples=True, batch_size=64, n_process=n_process)
+        stream = nlp.pipe(pieces, as_tuples=True, batch_size=64,
+                          n_process=pipe_processes(len(pieces), self.n_process))
         bar = tqdm(stream, total=len(pieces), desc="keyphrases[spaCy]", unit="doc",
                    disable=not show_progress, leave=False)
         for sdoc, i in bar:

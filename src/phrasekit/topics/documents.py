@@ -4,8 +4,8 @@
 the default) runs these steps:
 
 1. **Embed documents**: the encoder over word windows of each document, averaged by words
-   (``pntm.encode_documents``), then centred on the corpus mean and re-normalised,
-   which removes the component all transformer embeddings share.
+   (``pntm.encode_documents``), then centred on the corpus mean and re-normalised, which
+   removes the component all transformer embeddings share.
 2. **Choose K** (unless ``n_topics`` is given) by the stability of k-means across random
    halves of the corpus against the same on structureless data (``choose_k``); every K's
    score is kept (``k_scores_``) and drawn in the report.
@@ -98,7 +98,7 @@ class DocumentTopicModel(BaseEstimator):
         n_jobs: spaCy worker processes for the phrases.
         phrase_words: spaCy reads a seeded sample of documents holding about this many
             words (None: every document); phrases are counted in all of them.
-        extractor: ``PhraseExtractor`` for the phrases (None: ``default_extractor()``).
+        extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
     """
 
     def __init__(
