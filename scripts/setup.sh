@@ -2,12 +2,13 @@
 # Create (or reuse) a virtual environment and install phrasekit with everything it needs.
 # torch is installed first and pinned (torch==2.13.0, the CPU wheel) so that nothing pulls a
 # CUDA build. Re-running is cheap: a stamp of pyproject.toml skips a reinstall when unchanged.
-# Settings: PHRASEKIT_VENV (default .venv), PYTHON (default python3), PHRASEKIT_EXTRAS (default dev).
+# Settings: PHRASEKIT_VENV (default .venv), PYTHON (default python3), PHRASEKIT_EXTRAS (default
+# dev,ray: the test tools and Ray, whose engine the tests check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${PHRASEKIT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
-EXTRAS="${PHRASEKIT_EXTRAS:-dev}"
+EXTRAS="${PHRASEKIT_EXTRAS:-dev,ray}"
 
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
   echo "phrasekit needs Python >= 3.11 ($PY is $("$PY" --version 2>&1))" >&2

@@ -8,14 +8,17 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command
+from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
+from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
 from phrasekit.io import atomic_write
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
+from phrasekit.pipeline import ShardedSearch
 from phrasekit.registry import DEFAULT_MODEL, check_model_name, load
 from phrasekit.similarity.index import INDEX_KINDS
 from phrasekit.similarity.join import (
@@ -131,6 +134,7 @@ def pairs_cmd(
 
 
 @command(app, "join", out="file")
+@with_config(run=ENGINE_OPTIONS)
 def join_cmd(
     left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],
     right: Annotated[Path, typer.Argument(help="Right CSV whose rows are matched to left rows.")],
@@ -168,6 +172,8 @@ def join_cmd(
              "rows).")] = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
 ) -> None:
     """Fuzzy-join two CSV tables by embedding similarity of one column each.
 
@@ -184,8 +190,12 @@ def join_cmd(
     left_table, right_table = read_table(left), read_table(right)
     left_vals = column_values(left_table, left_on, skip_empty=skip_empty)
     right_vals = column_values(right_table, right_on, skip_empty=skip_empty)
-    matches = fuzzy_join(left_vals, right_vals, load(model), k=k, threshold=threshold,
-                         one_to_one=one_to_one, show_progress=not quiet, index=index)
+    with open_run(run, out, quiet=quiet) as sharded:
+        search = None if sharded is None else \
+            ShardedSearch(sharded.engine, sharded.store, show_progress=not quiet)
+        matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model), k=k,
+                             threshold=threshold, one_to_one=one_to_one,
+                             show_progress=not quiet, index=index, search=search)
     rows = write_joined(out, matches, left_table, left_on, right_table, right_on, how=how)
     cut = "no threshold" if threshold is None else f"threshold {threshold}"
     typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows ({cut}); {rows} rows "
@@ -193,6 +203,7 @@ def join_cmd(
 
 
 @command(index_app, "build", out="folder")
+@with_config(run=ENGINE_OPTIONS)
 def index_build_cmd(
     names_file: Annotated[Path, typer.Argument(
         help="Names: .txt (one per line) or .csv/.tsv with a header row.")],
@@ -207,6 +218,8 @@ def index_build_cmd(
         help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 names).")] = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
 ) -> None:
     """Embed a dictionary of names and save a searchable index folder.
 
@@ -216,7 +229,9 @@ def index_build_cmd(
     _check_index_kind(index)
     check_index_out(out)
     names, ids = read_names(names_file, column=column, id_column=id_column)
-    ent = EntityIndex.build(names, model, ids=ids, index=index, show_progress=not quiet)
+    with open_run(run, out, quiet=quiet) as sharded:
+        encoder = model if sharded is None else encoder_for(sharded, model)
+        ent = EntityIndex.build(names, encoder, ids=ids, index=index, show_progress=not quiet)
     ent.save(out)
     typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}) -> {out}")
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
 
 from phrasekit.cli.common import ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
+from phrasekit.cli.options import with_config
 from phrasekit.io import atomic_write, read_lines
 from phrasekit.models.folders import quantize_model_folder
 from phrasekit.registry import (
@@ -16,7 +18,6 @@ from phrasekit.registry import (
     TASK_DEFAULTS,
     available_models,
     check_model_name,
-    load,
 )
 
 app = typer.Typer()
@@ -59,6 +60,7 @@ def quantize_cmd(
 
 
 @command(app, "encode", out="file")
+@with_config(run=ENGINE_OPTIONS)
 def encode_cmd(
     input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output .npy file (float32, n x d).")],
@@ -71,6 +73,8 @@ def encode_cmd(
              "output is then the i-th non-blank line.")] = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
 ) -> None:
     """Embed phrases (one per line; row i of the output is line i) and save an L2-normalised
     float32 matrix. Lines are split on newline characters only.
@@ -82,8 +86,9 @@ def encode_cmd(
     if skipped:
         typer.echo(f"skipped {skipped} blank line(s) of {input_file}", err=True)
     kwargs = {"precision": precision} if precision != "fp32" else {}
-    encoder = load(model, **kwargs)
-    vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)
+    with open_run(run, out, quiet=quiet) as sharded:
+        encoder = encoder_for(sharded, model, **kwargs)
+        vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)
     with atomic_write(out, "wb") as fh:
         np.save(fh, vecs)
     logger.info("wrote %s: %d x %d", out, *vecs.shape)

@@ -21,6 +21,16 @@ from phrasekit.cli.common import (
     logger,
     resolve_workers,
 )
+from phrasekit.cli.engine import (
+    ENGINE_OPTIONS,
+    SHARDED_METHODS,
+    Run,
+    extractor_for,
+    keyphrases_for,
+    open_run,
+    sharded_topic_parts,
+)
+from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
@@ -51,6 +61,7 @@ _NESTED_DEFAULT = "--suppress-nested" if _KP_DEFAULTS["suppress_nested"] else "-
 
 
 @command(app, "phrases", out="file")
+@with_config(run=ENGINE_OPTIONS)
 def phrases_cmd(
     corpus: CorpusArg,
     out: Annotated[Path, typer.Option(
@@ -62,6 +73,8 @@ def phrases_cmd(
     text_field: TextField = "text",
     quiet: Quiet = False,
     verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
 ) -> None:
     """Extract noun chunks and named entities with counts, document frequencies and surface forms.
 
@@ -70,7 +83,8 @@ def phrases_cmd(
     if min_df < 1:
         raise BadInputError(f"--min-df must be at least 1, got {min_df}")
     docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
-    vocab = PhraseExtractor().extract(docs, show_progress=not quiet)
+    with open_run(run, out, quiet=quiet) as sharded:
+        vocab = extractor_for(sharded, PhraseExtractor()).extract(docs, show_progress=not quiet)
     vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
     vocab.to_json(out)
     logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
@@ -79,10 +93,16 @@ def phrases_cmd(
 def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
                          k_min: int | None, k_max: int | None, min_df: int | None,
                          sentences: int, grounding: float, ccl_steps: int,
-                         max_instances: int, out: Path) -> None:
+                         max_instances: int, out: Path,
+                         caches: tuple[Path | None, ...] = (),
+                         run: dict[str, Any] | None = None) -> None:
     """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
     if method not in METHODS:
         raise BadInputError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    if run and (run["engine"] != "local" or run["work_dir"] is not None) \
+            and method not in SHARDED_METHODS:
+        raise BadInputError(f"--engine ray and --work-dir run the methods "
+                            f"{', '.join(SHARDED_METHODS)}, not {method}")
     if ccl_steps < 0 or max_instances < 10:
         raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
     if label_view not in LABEL_VIEWS:
@@ -99,7 +119,15 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
         raise BadInputError(f"--sentences must be >= 0, got {sentences}")
     if grounding < 0:
         raise BadInputError(f"--grounding must be >= 0, got {grounding}")
-    check_topics_out(out)
+    check_topics_out(out, caches=caches)
+
+
+def set_threads(threads: int | None) -> None:
+    """``--threads``: torch's intra-op threads (None: leave torch's own setting)."""
+    if threads is not None:
+        if threads < 1:
+            raise BadInputError(f"--threads must be at least 1, got {threads}")
+        torch.set_num_threads(threads)
 
 
 def existing_corpus(corpus: str) -> Path:
@@ -113,10 +141,14 @@ def existing_corpus(corpus: str) -> Path:
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
-                grounding: float, ccl_steps: int, max_instances: int, label_view: str,
-                common: dict[str, Any]) -> tuple[int, Any, dict[str, Path]]:
-    """Run one method with its defaults filled in: (number of topics, model, written paths)."""
+                grounding: float, ccl: tuple[int, int, str], common: dict[str, Any],
+                run: Run | None = None) -> tuple[int, Any, dict[str, Path]]:
+    """Run one method with its defaults filled in: (number of topics, model, written paths).
+    ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
+    sharded stages (None: in-process)."""
     common = {**common, "model": model or (CCL_MODEL if method == "ccl" else TOPICS_MODEL)}
+    if run is not None:
+        common.update(sharded_topic_parts(method, common["model"], run))
     if method == "pntm":
         tm, paths = run_pntm(path, out, n_topics=n_topics or 50, min_df=min_df or 6,
                              max_phrases=max_phrases or 75_000, phrase_cache=phrase_cache,
@@ -129,8 +161,8 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
         k_range = (lo if k_range[0] is None else k_range[0],
                    hi if k_range[1] is None else k_range[1])
         tm, paths = run_uctopic(path, out, n_topics=n_topics, k_range=k_range,
-                                parse_cache=phrase_cache, ccl_steps=ccl_steps,
-                                max_instances=max_instances, label_view=label_view, **common)
+                                parse_cache=phrase_cache, ccl_steps=ccl[0],
+                                max_instances=ccl[1], label_view=ccl[2], **common)
         return tm.n_topics_, tm, paths
     tm, paths = run_topics(path, out, method=method, n_topics=n_topics, k_min=k_range[0],
                            k_max=k_range[1], min_df=min_df, max_phrases=max_phrases,
@@ -139,6 +171,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
 
 
 @command(app, "topics", out="folder")
+@with_config(run=ENGINE_OPTIONS)
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(help=f"{_CORPUS} (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option(
@@ -195,6 +228,8 @@ def topics_cmd(
                                      "topic overview, 2-D map of terms).")] = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
 ) -> None:
     """Mine topics described by words and phrases; writes topics.json, topics.md and report.html.
 
@@ -204,23 +239,23 @@ def topics_cmd(
     """
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
-                         ccl_steps=ccl_steps, max_instances=max_instances, out=out)
-    check_topics_out(out, caches=(phrase_cache, cache_dir))
-    path = existing_corpus(corpus)
+                         ccl_steps=ccl_steps, max_instances=max_instances, out=out,
+                         caches=(phrase_cache, cache_dir), run=run)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
-              "workers": resolve_workers(workers)}
+              "workers": resolve_workers(workers), "path": existing_corpus(corpus)}
     t0 = time.perf_counter()
-    k, tm, paths = mine_topics(
-        method, path, out, model=model, n_topics=n_topics, k_range=(k_min, k_max), min_df=min_df,
-        max_phrases=max_phrases, phrase_cache=phrase_cache, cache_dir=cache_dir,
-        sentences=sentences, grounding=grounding, ccl_steps=ccl_steps,
-        max_instances=max_instances, label_view=label_view, common=common)
-    secs = time.perf_counter() - t0
-    shown = paths.get("report", paths["markdown"])
-    typer.echo(f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) -> {shown}")
+    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
+        k, tm, paths = mine_topics(
+            method, common.pop("path"), out, model=model, n_topics=n_topics, k_range=(k_min, k_max),
+            min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
+            cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
+            ccl=(ccl_steps, max_instances, label_view), run=sharded)
+    typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
+               f"-> {paths.get('report', paths['markdown'])}")
 
 
 @command(app, "keyphrases", out="file")
+@with_config(run=ENGINE_OPTIONS)
 def keyphrases_cmd(
     corpus: CorpusArg,
     out: Annotated[Path | None, typer.Option(
@@ -251,6 +286,8 @@ def keyphrases_cmd(
     workers: Workers = 0,
     quiet: Quiet = False,
     verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
 ) -> None:
     """Keyphrases per document: noun phrases ranked by embedding similarity to the document.
 
@@ -258,10 +295,7 @@ def keyphrases_cmd(
     Inspec dev score: phrasekit keyphrases ../shared/corpora/inspec --split dev \\
                         --gold-field keyphrases --out dev.jsonl
     """
-    if threads is not None:
-        if threads < 1:
-            raise BadInputError(f"--threads must be at least 1, got {threads}")
-        torch.set_num_threads(threads)
+    set_threads(threads)
     options: dict[str, Any] = {"encoder": model, "top_n": top_n,
                                "n_process": resolve_workers(workers)}
     if diversity is not None:
@@ -285,7 +319,8 @@ def keyphrases_cmd(
     if golds is not None:  # score at 5 and 10 even when fewer are written
         extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))
     t0 = time.perf_counter()
-    results = extractor.extract(docs, show_progress=not quiet)
+    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
+        results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
     secs = time.perf_counter() - t0
     lines = [json.dumps({"id": d.id, "keyphrases": [{"phrase": p, "score": round(s, 6)}
                                                       for p, s in r[:top_n]]},

@@ -311,6 +311,19 @@ class PhraseExtractor:
         documents = as_documents(docs)
         if not documents:
             raise ValueError("the corpus is empty: no documents to extract phrases from")
+        vocab = PhraseVocabulary.from_occurrences(
+            [d.id for d in documents], self.occurrences(documents, show_progress),
+            params=self.get_params()
+        )
+        logger.info("extracted %r", vocab)
+        return vocab
+
+    def occurrences(
+        self, documents: Sequence[Document], show_progress: bool = False
+    ) -> list[list[tuple[str, str, str]]]:
+        """Cleaned occurrences ``(key, surface, source)`` of every document, in text order: what
+        ``extract`` counts (documents are independent, so shards of a corpus can be extracted
+        apart and their lists joined)."""
         nlp = self.nlp
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
@@ -327,11 +340,7 @@ class PhraseExtractor:
         )
         for sdoc, i in bar:
             occurrences[i].extend(self.doc_candidates(sdoc))
-        vocab = PhraseVocabulary.from_occurrences(
-            [d.id for d in documents], occurrences, params=self.get_params()
-        )
-        logger.info("extracted %r", vocab)
-        return vocab
+        return occurrences
 
     def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
         """Occurrences ``(key, surface, source)`` per text (no vocabulary; for inspection)."""

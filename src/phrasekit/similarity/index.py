@@ -299,6 +299,17 @@ class ANNIndex(SearchIndex):
         self.num_threads = num_threads
         self.chunk = int(chunk)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The graph as faiss's own byte serialisation (so an index can be sent to worker
+        processes, e.g. a distributed join's actors)."""
+        state = dict(self.__dict__)
+        state["_index"] = _faiss().serialize_index(self._index)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        index = _faiss().deserialize_index(state.pop("_index"))
+        self.__dict__.update(state, _index=index)
+
     @property
     def dim(self) -> int:
         """Vector dimension."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,13 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import atomic_write
-from phrasekit.similarity.index import ANN_MIN_QUERIES, ANN_THRESHOLD, build_index, resolve_kind
+from phrasekit.similarity.index import (
+    ANN_MIN_QUERIES,
+    ANN_THRESHOLD,
+    SearchIndex,
+    build_index,
+    resolve_kind,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +43,11 @@ MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "
 #: ``benchmarks/join_threshold_dev.py``): pearl-minilm 0.76, dev F1 66.3 (P 70.9, R 62.2)
 #: against 65.4 without a threshold; the held-out half 67.2 against 66.2.
 DEFAULT_THRESHOLDS: dict[str, float] = {"pearl-minilm": 0.76}
+
+
+#: A search function: (index over the left vectors, left vectors, right vectors, k) ->
+#: (scores, ids), as ``SearchIndex.search`` gives them.
+Search = Callable[[SearchIndex, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
 class JoinError(ValueError):
@@ -156,6 +168,7 @@ def fuzzy_join(
     index: str = "auto",
     ann_threshold: int = ANN_THRESHOLD,
     ann_min_queries: int = ANN_MIN_QUERIES,
+    search: Search | None = None,
 ) -> list[Match]:
     """Top-``k`` left candidates for every right value, as ``Match`` rows sorted by right row.
 
@@ -163,7 +176,8 @@ def fuzzy_join(
     decreasing score, only pairs whose left and right rows are still unmatched. ``index`` is
     ``"exact"``, ``"ann"`` (faiss HNSW: approximate candidates, exact scores) or ``"auto"``
     (ANN from ``ann_threshold`` left rows and ``ann_min_queries`` right rows on: below either,
-    exact search is faster than building the graph).
+    exact search is faster than building the graph). ``search(index, left_vectors,
+    right_vectors, k)`` replaces the in-process search (e.g. a sharded one on a cluster).
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -178,7 +192,10 @@ def fuzzy_join(
     right_vecs = _embed(encoder, [v for _, v in right], show_progress)
     search_index = build_index(left_vecs, kind=kind, show_progress=show_progress)
     logger.info("searching %d right rows in %s", len(right), search_index.describe())
-    scores, ids = search_index.search(right_vecs, k=k, show_progress=show_progress)
+    if search is None:
+        scores, ids = search_index.search(right_vecs, k=k, show_progress=show_progress)
+    else:
+        scores, ids = search(search_index, left_vecs, right_vecs, k)
     matches: list[Match] = []
     for i, (r_row, r_val) in enumerate(right):
         for rank, (score, j) in enumerate(zip(scores[i], ids[i], strict=True), start=1):

@@ -187,8 +187,8 @@ def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str]
 
 def _model_spec(encoder: Encoder | str) -> tuple[Encoder, str]:
     """The encoder and the name to record for re-loading it (folders as absolute paths)."""
-    if isinstance(encoder, Encoder):
-        return encoder, str(encoder.name)
+    if isinstance(encoder, Encoder):  # a wrapper (a sharded encoder) names what it wraps
+        return encoder, str(getattr(encoder, "model_spec", encoder.name))
     if not isinstance(encoder, str | Path):
         raise TypeError(f"encoder must be a phrasekit Encoder or a model name, got {encoder!r}")
     spec = str(encoder)

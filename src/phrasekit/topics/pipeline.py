@@ -48,6 +48,7 @@ def run_topics(
     id_field: str = "id",
     report: bool = True,
     workers: int = 1,
+    extractor: PhraseExtractor | None = None,
     **model_kwargs: Any,
 ) -> tuple[DocumentTopicModel | PhraseTopicModel, dict[str, Path]]:
     """Read ``corpus``, fit a ``DocumentTopicModel`` (``method="documents"``) or a
@@ -57,7 +58,8 @@ def run_topics(
 
     ``phrase_cache``: a ``.json(.gz)`` file to reuse extracted phrases between runs.
     ``cache_dir`` (documents): a folder caching document vectors between runs.
-    ``workers``: spaCy processes for phrase extraction.
+    ``workers``: spaCy processes for phrase extraction. ``extractor``: the phrase extractor
+    (None: the method's own, with ``workers`` processes).
     Extra keyword arguments go to the model. Returns the model and the paths written.
     """
     if method not in TOPIC_MODELS:
@@ -71,8 +73,10 @@ def run_topics(
     if method == "documents":
         kwargs["cache_dir"] = None if cache_dir is None else str(cache_dir)
         kwargs["n_jobs"] = workers
-    elif workers > 1:
-        kwargs["extractor"] = PhraseExtractor(n_process=workers)
+    elif workers > 1 and extractor is None:
+        extractor = PhraseExtractor(n_process=workers)
+    if extractor is not None:
+        kwargs["extractor"] = extractor
     estimator = cls(encoder=model, **kwargs, **model_kwargs)
     estimator.check_params()
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
@@ -143,15 +147,17 @@ def run_pntm(
     id_field: str = "id",
     report: bool = True,
     workers: int = 1,
+    extractor: PhraseExtractor | None = None,
     **model_kwargs: Any,
 ) -> tuple[PNTM, dict[str, Path]]:
     """Read ``corpus``, fit ``PNTM`` and write ``topics.json`` / ``topics.md`` (and
     ``report.html`` with ``report``).
 
     ``n_sentences`` > 0 also reads every topic through its nearest corpus sentences.
-    ``cache_dir`` keeps document and vocabulary embeddings between runs.
+    ``cache_dir`` keeps document and vocabulary embeddings between runs. ``extractor``: the
+    phrase extractor (None: spaCy's noun chunks and entities with ``workers`` processes).
     """
-    extractor = PhraseExtractor(n_process=workers)
+    extractor = extractor or PhraseExtractor(n_process=workers)
     estimator = PNTM(encoder=model, n_topics=n_topics, min_df=min_df, max_phrases=max_phrases,
                      cache_dir=cache_dir, extractor=extractor, **model_kwargs)
     estimator.check_params()

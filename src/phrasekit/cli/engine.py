@@ -1,0 +1,134 @@
+"""``--engine``, ``--address``, ``--worker-cpus`` and ``--work-dir``: where a corpus command's
+heavy stages run, and where their finished shards are kept so that a killed run resumes."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phrasekit.cli.common import BadInputError
+from phrasekit.cli.options import ConfigOptions
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import Document
+from phrasekit.phrases import PhraseExtractor
+from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
+from phrasekit.pipeline import (
+    ENGINES,
+    Engine,
+    ShardedEncoder,
+    ShardedExtractor,
+    ShardStore,
+    make_engine,
+    sharded_keyphrases,
+)
+from phrasekit.registry import load
+from phrasekit.topics import DocumentTopicModel
+
+logger = logging.getLogger(__name__)
+
+#: Topic methods whose stages run sharded (ccl fine-tunes a model on the corpus in-process).
+SHARDED_METHODS = ("documents", "clusters", "pntm")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The engine options every corpus command takes."""
+
+    engine: str = "local"
+    address: str | None = None
+    worker_cpus: float = 1.0
+    work_dir: Path | None = None
+
+
+#: ``--engine``, ``--address``, ``--worker-cpus``, ``--work-dir`` (``@with_config(run=...)``).
+ENGINE_OPTIONS = ConfigOptions(EngineSettings, help={
+    "engine": "Where the heavy stages run: local (this process) or ray (actors on a Ray "
+              "cluster, see --address; needs pip install 'phrasekit[ray]'). Both give the "
+              "same results.",
+    "address": "--engine ray: the cluster's head as host:port (or auto: the cluster this "
+               "machine belongs to). Default: start Ray on this machine for the run.",
+    "worker_cpus": "--engine ray: CPUs each worker actor reserves (its torch threads).",
+    "work_dir": "Folder for the finished shards of the run (Parquet files and a manifest): "
+                "a run killed mid-way and started again with the same input and settings "
+                "redoes only the missing shards. Default with --engine ray: <out>.shards next "
+                "to the output, removed once the run succeeds; given, it is kept.",
+})
+
+
+@dataclass
+class Run:
+    """An open engine and the shard store of one command (``store`` None: no resuming)."""
+
+    engine: Engine
+    store: ShardStore | None
+
+
+def check_engine(engine: str, address: str | None, worker_cpus: float) -> None:
+    """Refuse a bad engine setting before any work starts."""
+    if engine not in ENGINES:
+        raise BadInputError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if address is not None and engine != "ray":
+        raise BadInputError("--address needs --engine ray")
+    if worker_cpus <= 0:
+        raise BadInputError(f"--worker-cpus must be positive, got {worker_cpus}")
+
+
+@contextlib.contextmanager
+def open_run(settings: dict[str, Any], out: Path | None, workers: int | None = None,
+             quiet: bool = False) -> Iterator[Run | None]:
+    """The engine and shard store of a command writing ``out`` (``settings``: the
+    ``ENGINE_OPTIONS`` values; ``workers``: Ray actors, None: one per cluster CPU); None for
+    the plain local path (``--engine local`` without ``--work-dir``). A default work folder is
+    removed when the block succeeds and kept when it fails, for the rerun."""
+    engine, address = settings["engine"], settings["address"]
+    worker_cpus, work_dir = settings["worker_cpus"], settings["work_dir"]
+    check_engine(engine, address, worker_cpus)
+    if engine == "local" and work_dir is None:
+        yield None
+        return
+    default = work_dir is None and out is not None
+    folder = out.with_name(out.name + ".shards") if default and out is not None else work_dir
+    try:
+        eng = make_engine(engine, address=address, workers=workers,
+                          cpus_per_worker=worker_cpus, quiet=quiet)
+    except ImportError as exc:
+        raise BadInputError(str(exc)) from None
+    with eng:
+        yield Run(eng, None if folder is None else ShardStore(folder))
+    if default and folder is not None and folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+        logger.info("removed the finished shards in %s", folder)
+
+
+def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
+    """The encoder and the phrase extractor of topic ``method`` (documents, clusters, pntm),
+    sharded over the run's engine."""
+    base = DocumentTopicModel().phrase_extractor() if method == "documents" \
+        else PhraseExtractor()
+    return {"model": ShardedEncoder(model, run.engine, run.store),
+            "extractor": ShardedExtractor.like(base, run.engine, run.store)}
+
+
+def extractor_for(run: Run | None, base: PhraseExtractor) -> PhraseExtractor:
+    """``base``, or an extractor with its settings sharded over the run's engine."""
+    return base if run is None else ShardedExtractor.like(base, run.engine, run.store)
+
+
+def encoder_for(run: Run | None, model: str, **options: Any) -> Encoder:
+    """Model ``model`` loaded here, or sharded over the run's engine (loaded by each worker)."""
+    return load(model, **options) if run is None \
+        else ShardedEncoder(model, run.engine, run.store, **options)
+
+
+def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Document],
+                   show_progress: bool) -> list[Keyphrases]:
+    """``extractor``'s keyphrases of ``docs``, here or shard by shard on the run's engine."""
+    if run is None:
+        return extractor.extract(docs, show_progress=show_progress)
+    return sharded_keyphrases(extractor.get_params(), [d.text for d in docs], run.engine,
+                              run.store, show_progress=show_progress)

@@ -1,0 +1,163 @@
+"""Drop-in sharded versions of phrasekit's corpus components: an ``Encoder`` and a
+``PhraseExtractor`` whose work is cut into shards and run by an engine (this process or a Ray
+cluster), with finished shards kept in a store for resuming. Topic models, keyphrases and the
+fuzzy join take them unchanged, so every engine gives the local engine's results."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from phrasekit.encoders.base import Encoder, check_finite, validate_texts
+from phrasekit.io import Document
+from phrasekit.phrases.extract import PhraseExtractor
+from phrasekit.phrases.keyphrases import Keyphrases
+from phrasekit.pipeline.engines import Engine, run_stage
+from phrasekit.pipeline.shards import ShardStore
+from phrasekit.pipeline.stages import (
+    EncodeStage,
+    ExtractStage,
+    KeyphraseStage,
+    SearchStage,
+    column_vectors,
+    vectors_column,
+)
+from phrasekit.registry import load
+from phrasekit.similarity.index import SearchIndex
+
+logger = logging.getLogger(__name__)
+
+#: Texts per encoding shard and documents per extraction shard: large enough that a worker's
+#: per-shard overhead is small, small enough that a lost worker costs little to redo.
+ENCODE_SHARD = 2048
+EXTRACT_SHARD = 256
+
+
+def _chunks(n: int, size: int) -> list[slice]:
+    return [slice(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def _store(store: ShardStore | str | Path | None) -> ShardStore | None:
+    return store if store is None or isinstance(store, ShardStore) else ShardStore(store)
+
+
+class ShardedEncoder(Encoder):
+    """``model``'s encoder with ``encode`` cut into shards of ``shard_size`` texts, each
+    encoded by an engine worker that loads the model once. Same name and dimension as the
+    model, vectors equal to its own up to float rounding."""
+
+    def __init__(self, model: str | Path | Encoder, engine: Engine,
+                 store: ShardStore | str | Path | None = None,
+                 shard_size: int = ENCODE_SHARD, **load_options: Any) -> None:
+        if shard_size < 1:
+            raise ValueError(f"shard_size must be at least 1, got {shard_size}")
+        self.local = model if isinstance(model, Encoder) else load(model, **load_options)
+        self.model = model
+        self.engine = engine
+        self.store = _store(store)
+        self.shard_size = int(shard_size)
+        self.load_options = load_options
+        self.name = self.local.name
+        self.dim = self.local.dim
+        path = Path(str(model)).expanduser()
+        #: what an index records to load the model again (as for a model given by name)
+        self.model_spec = self.name if isinstance(model, Encoder) \
+            else str(path.resolve()) if path.is_dir() else str(model)
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts)
+
+    def encode(self, texts: str | Iterable[str], batch_size: int | None = None,
+               show_progress: bool = False) -> np.ndarray:
+        """Embed ``texts`` shard by shard through the engine (unit rows, input order)."""
+        items = validate_texts(texts)
+        if not items:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        stage = EncodeStage(self.model, batch_size=batch_size, **self.load_options)
+        inputs = [pa.table({"text": items[s]}) for s in _chunks(len(items), self.shard_size)]
+        outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
+        vecs = np.concatenate([column_vectors(t.column("vector"), self.dim) for t in outs])
+        return check_finite(vecs, self.name)
+
+    def __repr__(self) -> str:
+        return f"ShardedEncoder({self.name!r}, engine={self.engine.name})"
+
+
+class ShardedExtractor(PhraseExtractor):
+    """A ``PhraseExtractor`` whose spaCy pass runs shard by shard (``shard_size`` documents)
+    on an engine's workers; the vocabulary is counted on the driver from the occurrences, in
+    document order, so it equals the one-process result."""
+
+    def __init__(self, engine: Engine, store: ShardStore | str | Path | None = None,
+                 shard_size: int = EXTRACT_SHARD, **params: Any) -> None:
+        super().__init__(**params)
+        if not isinstance(self.spacy_model, str):
+            raise TypeError("a sharded extractor loads spaCy by name on each worker; give "
+                            "spacy_model as a string")
+        self.engine = engine
+        self.store = _store(store)
+        self.shard_size = int(shard_size)
+
+    @classmethod
+    def like(cls, extractor: PhraseExtractor, engine: Engine,
+             store: ShardStore | str | Path | None = None, **kwargs: Any) -> ShardedExtractor:
+        """A sharded extractor with ``extractor``'s settings."""
+        return cls(engine, store, **kwargs, **extractor.get_params())
+
+    def occurrences(self, documents: Sequence[Document], show_progress: bool = False
+                    ) -> list[list[tuple[str, str, str]]]:
+        stage = ExtractStage(self.get_params())
+        slices = _chunks(len(documents), self.shard_size)
+        inputs = [pa.table({"id": [d.id for d in documents[s]],
+                            "text": [d.text for d in documents[s]]}) for s in slices]
+        outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
+        found: list[list[tuple[str, str, str]]] = [[] for _ in documents]
+        for s, table in zip(slices, outs, strict=True):
+            cols = [table.column(c).to_pylist() for c in ("doc", "key", "surface", "source")]
+            for d, key, surface, source in zip(*cols, strict=True):
+                found[s.start + d].append((key, surface, source))
+        return found
+
+
+def sharded_keyphrases(params: dict[str, Any], texts: Sequence[str], engine: Engine,
+                       store: ShardStore | str | Path | None = None,
+                       shard_size: int = EXTRACT_SHARD, show_progress: bool = False
+                       ) -> list[Keyphrases]:
+    """``KeyphraseExtractor(**params).extract(texts)`` run shard by shard on ``engine``."""
+    slices = _chunks(len(texts), shard_size)
+    inputs = [pa.table({"text": list(texts[s])}) for s in slices]
+    outs = run_stage(KeyphraseStage(params), inputs, engine, _store(store), show_progress)
+    found: list[Keyphrases] = [[] for _ in texts]
+    for s, table in zip(slices, outs, strict=True):
+        cols = [table.column(c).to_pylist() for c in ("doc", "phrase", "score")]
+        for d, phrase, score in zip(*cols, strict=True):
+            found[s.start + d].append((phrase, score))
+    return found
+
+
+class ShardedSearch:
+    """A search function for ``fuzzy_join(search=...)``: the index is sent once to every
+    engine worker, and the queries are answered shard by shard."""
+
+    def __init__(self, engine: Engine, store: ShardStore | str | Path | None = None,
+                 shard_size: int = ENCODE_SHARD, show_progress: bool = False) -> None:
+        self.engine = engine
+        self.store = _store(store)
+        self.shard_size = int(shard_size)
+        self.show_progress = show_progress
+
+    def __call__(self, index: SearchIndex, vectors: np.ndarray, queries: np.ndarray, k: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        stage = SearchStage(index, k, vectors)
+        inputs = [pa.table({"vector": vectors_column(queries[s])})
+                  for s in _chunks(len(queries), self.shard_size)]
+        outs = run_stage(stage, inputs, self.engine, self.store, self.show_progress)
+        scores = np.concatenate([column_vectors(t.column("scores"), k) for t in outs])
+        ids = np.concatenate([t.column("ids").combine_chunks().flatten().to_numpy()
+                              .reshape(-1, k) for t in outs])
+        return scores, ids.astype(np.int64)

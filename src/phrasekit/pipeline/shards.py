@@ -1,0 +1,106 @@
+"""Shards of a corpus job on disk: Parquet files written atomically, keyed by content, and a
+manifest of the shards that are complete, so that a job killed mid-way reruns only the rest."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from phrasekit.io import atomic_write
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+FORMAT_NAME = "phrasekit.shards"
+FORMAT_VERSION = 1
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    """``table`` as Arrow IPC stream bytes (how shards travel between driver and workers)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def bytes_table(data: bytes) -> pa.Table:
+    """The table of ``table_bytes``."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def shard_key(fingerprint: str, payload: bytes) -> str:
+    """A shard's name: a digest of what the stage does (``fingerprint``) and of its input, so
+    a shard is reused only for the same input under the same settings."""
+    digest = hashlib.blake2b(fingerprint.encode("utf-8"), digest_size=16)
+    digest.update(payload)
+    return digest.hexdigest()
+
+
+class ShardStore:
+    """A folder of finished shards: ``<key>.parquet`` plus ``manifest.json`` (key -> rows,
+    sha256). A shard is written to a temporary file and renamed, then added to the manifest
+    (also replaced atomically); only shards in the manifest whose bytes match are read back,
+    so a file left by a killed job is never taken for a finished one."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._done: dict[str, dict[str, Any]] = self._read_manifest()
+
+    def _read_manifest(self) -> dict[str, dict[str, Any]]:
+        path = self.folder / MANIFEST
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            logger.warning("shard manifest %s is unreadable (%s): starting over", path, exc)
+            return {}
+        if data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
+            logger.warning("%s is not a phrasekit shard manifest: starting over", path)
+            return {}
+        return dict(data.get("shards", {}))
+
+    def __len__(self) -> int:
+        return len(self._done)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._done
+
+    def get(self, key: str) -> pa.Table | None:
+        """The finished shard ``key``, or None (not finished, missing or damaged)."""
+        entry = self._done.get(key)
+        if entry is None:
+            return None
+        path = self.folder / f"{key}.parquet"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            logger.warning("shard %s does not match its manifest entry: recomputed", path)
+            del self._done[key]
+            return None
+        return pq.read_table(io.BytesIO(data))
+
+    def put(self, key: str, table: pa.Table) -> None:
+        """Write shard ``key`` atomically, then record it in the manifest."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        data = buf.getvalue()
+        with atomic_write(self.folder / f"{key}.parquet", "wb") as fh:
+            fh.write(data)
+        self._done[key] = {"rows": table.num_rows, "sha256": hashlib.sha256(data).hexdigest()}
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        data = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "shards": self._done}
+        with atomic_write(self.folder / MANIFEST) as fh:
+            fh.write(json.dumps(data, indent=1, sort_keys=True))

@@ -1,0 +1,159 @@
+"""The pipeline's stages: extract phrases, encode texts, pick keyphrases, search an index.
+Each maps one shard (an Arrow table) to one output table; rows of a shard are independent, so
+a corpus cut into shards and put back together gives what one pass over it gives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import Document
+from phrasekit.phrases.extract import PhraseExtractor
+from phrasekit.phrases.keyphrases import KeyphraseExtractor
+from phrasekit.pipeline.engines import Stage
+from phrasekit.registry import load
+from phrasekit.similarity.index import SearchIndex
+
+
+def vectors_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    """An (n, d) float32 matrix as an Arrow column of fixed-size lists."""
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(flat, int(vectors.shape[1]))
+
+
+def column_vectors(column: pa.ChunkedArray | pa.Array, dim: int) -> np.ndarray:
+    """The (n, dim) float32 matrix of a ``vectors_column``."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+
+
+def model_fingerprint(model: str | Path | Encoder, options: dict[str, Any]) -> str:
+    """What identifies a model's output: its name (a folder: its resolved path and the
+    modification time of its config) and the load options."""
+    if isinstance(model, Encoder):
+        name = f"{type(model).__name__}:{model.name}"
+    else:
+        path = Path(str(model)).expanduser()
+        config = path / "config.json"
+        name = f"{path.resolve()}@{config.stat().st_mtime_ns}" if config.is_file() \
+            else str(model)
+    return json.dumps([name, options], sort_keys=True)
+
+
+class EncodeStage(Stage):
+    """``text`` -> ``vector``: one model per worker, loaded by name or folder (or sent as
+    an ``Encoder`` object)."""
+
+    name = "encode"
+
+    def __init__(self, model: str | Path | Encoder, batch_size: int | None = None,
+                 **load_options: Any) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.load_options = load_options
+        self.encoder: Encoder | None = model if isinstance(model, Encoder) else None
+
+    def fingerprint(self) -> str:
+        return "encode|" + model_fingerprint(self.model, self.load_options)
+
+    def setup(self) -> None:
+        if self.encoder is None:
+            self.encoder = load(self.model, **self.load_options)
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        assert self.encoder is not None, "setup() first"
+        vecs = self.encoder.encode(table.column("text").to_pylist(), batch_size=self.batch_size)
+        return pa.table({"vector": vectors_column(vecs)})
+
+
+class ExtractStage(Stage):
+    """``id, text`` -> one row per phrase occurrence: ``doc`` (row in the shard), ``key``,
+    ``surface``, ``source``, in text order (what ``PhraseExtractor.extract`` counts)."""
+
+    name = "phrases"
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = {k: v for k, v in params.items() if k not in ("n_process", "batch_size")}
+        self.extractor: PhraseExtractor | None = None
+
+    def fingerprint(self) -> str:
+        return "phrases|" + json.dumps(self.params, sort_keys=True)
+
+    def setup(self) -> None:
+        self.extractor = PhraseExtractor(**self.params)
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        assert self.extractor is not None, "setup() first"
+        docs = [Document(id=str(i), text=t, meta={}) for i, t in
+                zip(table.column("id").to_pylist(), table.column("text").to_pylist(),
+                    strict=True)]
+        occ = self.extractor.occurrences(docs)
+        rows = [(d, *o) for d, found in enumerate(occ) for o in found]
+        names = ("doc", "key", "surface", "source")
+        cols = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
+        types = (pa.int32(), pa.string(), pa.string(), pa.string())
+        return pa.table({n: pa.array(c, type=t) for n, c, t in zip(names, cols, types,
+                                                                    strict=True)})
+
+
+class KeyphraseStage(Stage):
+    """``text`` -> ``doc`` (row in the shard), ``rank``, ``phrase``, ``score``: each
+    document's keyphrases (documents are ranked apart, so shards do not change them)."""
+
+    name = "keyphrases"
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = {k: v for k, v in params.items() if k != "n_process"}
+        self.extractor: KeyphraseExtractor | None = None
+
+    def fingerprint(self) -> str:
+        return "keyphrases|" + json.dumps(self.params, sort_keys=True)
+
+    def setup(self) -> None:
+        self.extractor = KeyphraseExtractor(**self.params)
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        assert self.extractor is not None, "setup() first"
+        found = self.extractor.extract(table.column("text").to_pylist())
+        rows = [(d, r, p, float(s)) for d, ranked in enumerate(found)
+                for r, (p, s) in enumerate(ranked)]
+        return pa.table({
+            "doc": pa.array([r[0] for r in rows], type=pa.int32()),
+            "rank": pa.array([r[1] for r in rows], type=pa.int32()),
+            "phrase": pa.array([r[2] for r in rows], type=pa.string()),
+            "score": pa.array([r[3] for r in rows], type=pa.float64()),
+        })
+
+
+class SearchStage(Stage):
+    """``vector`` -> ``scores``, ``ids`` (top ``k``): the index is built once on the driver
+    and sent to every worker with the stage."""
+
+    name = "search"
+
+    def __init__(self, index: SearchIndex, k: int, vectors: np.ndarray) -> None:
+        self.index = index
+        self.k = int(k)
+        digest = hashlib.blake2b(np.ascontiguousarray(vectors, np.float32).tobytes(),
+                                 digest_size=16).hexdigest()
+        self._fingerprint = f"search|{index.kind}|{self.k}|{digest}"
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        queries = column_vectors(table.column("vector"), self.index.dim)
+        scores, ids = self.index.search(queries, k=self.k)
+        return pa.table({
+            "scores": pa.FixedSizeListArray.from_arrays(
+                pa.array(scores.astype(np.float32).reshape(-1)), self.k),
+            "ids": pa.FixedSizeListArray.from_arrays(
+                pa.array(ids.astype(np.int64).reshape(-1)), self.k),
+        })

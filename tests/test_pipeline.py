@@ -1,0 +1,140 @@
+"""The sharded pipeline: the shard store, resuming, and the local engine's equality with the
+unsharded components (the Ray engine's equality is in test_ray_engine.py)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+from phrasekit.phrases import PhraseExtractor
+from phrasekit.pipeline import (
+    LocalEngine,
+    ShardedEncoder,
+    ShardedExtractor,
+    ShardedSearch,
+    ShardStore,
+    Stage,
+    make_engine,
+    run_stage,
+)
+from phrasekit.similarity.index import build_index
+
+runner = CliRunner()
+
+
+class Doubler(Stage):
+    """``x`` -> ``2x``; counts its calls and fails on the shard holding ``fail_on``."""
+
+    name = "double"
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.calls = 0
+        self.fail_on = fail_on
+
+    def fingerprint(self) -> str:
+        return "double-v1"
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        xs = table.column("x").to_pylist()
+        if self.fail_on in xs:
+            raise RuntimeError("killed")
+        self.calls += 1
+        return pa.table({"y": [2 * x for x in xs]})
+
+
+def _shards(n: int) -> list[pa.Table]:
+    return [pa.table({"x": [i, i + 100]}) for i in range(n)]
+
+
+def test_store_round_trip_and_damage(tmp_path):
+    store = ShardStore(tmp_path)
+    store.put("a", pa.table({"y": [1, 2]}))
+    again = ShardStore(tmp_path)  # the manifest is read back
+    assert "a" in again and again.get("a").column("y").to_pylist() == [1, 2]
+    (tmp_path / "a.parquet").write_bytes(b"garbage")
+    assert ShardStore(tmp_path).get("a") is None  # fails its checksum: recomputed
+    (tmp_path / "b.parquet").write_bytes(b"left by a killed job")
+    assert ShardStore(tmp_path).get("b") is None  # never in the manifest
+
+
+def test_killed_run_resumes_from_finished_shards(tmp_path):
+    with pytest.raises(RuntimeError, match="killed"):
+        run_stage(Doubler(fail_on=3), _shards(6), LocalEngine(), tmp_path)
+    assert len(ShardStore(tmp_path)) == 3  # shards 0, 1, 2 were written before the failure
+    stage = Doubler()
+    out = run_stage(stage, _shards(6), LocalEngine(), tmp_path)
+    assert stage.calls == 3  # only shards 3, 4, 5 run again
+    assert [t.column("y").to_pylist() for t in out] == [[2 * i, 2 * i + 200] for i in range(6)]
+    other = Doubler()
+    other_input = [pa.table({"x": [7, 8]})]
+    run_stage(other, other_input, LocalEngine(), tmp_path)
+    assert other.calls == 1  # another input is another shard
+
+
+def test_sharded_encoder_matches_plain(glove):
+    texts = [f"phrase number {i}" for i in range(50)] + ["new york city", "bank"]
+    sharded = ShardedEncoder(glove, LocalEngine(), shard_size=7)
+    assert sharded.name == glove.name and sharded.dim == glove.dim
+    np.testing.assert_allclose(sharded.encode(texts), glove.encode(texts), atol=1e-6)
+    assert sharded.encode([]).shape == (0, glove.dim)
+    with pytest.raises(ValueError, match=r"texts\[1\]"):
+        sharded.encode(["ok", " "])
+
+
+def test_sharded_extractor_matches_plain(small_corpus, small_corpus_phrases, tmp_path):
+    sharded = ShardedExtractor.like(PhraseExtractor(), LocalEngine(), tmp_path, shard_size=9)
+    assert sharded.extract(small_corpus).to_dict() == small_corpus_phrases.to_dict()
+    assert len(ShardStore(tmp_path)) == -(-len(small_corpus) // 9)
+
+
+@pytest.mark.parametrize("kind", ["exact", "ann"])
+def test_sharded_search_matches_index(kind):
+    rng = np.random.default_rng(0)
+    left = rng.normal(size=(300, 16)).astype(np.float32)
+    left /= np.linalg.norm(left, axis=1, keepdims=True)
+    queries = left[:40] + 0.05 * rng.normal(size=(40, 16)).astype(np.float32)
+    index = build_index(left, kind=kind)
+    copy = pickle.loads(pickle.dumps(index))  # what a worker receives
+    want = index.search(queries, k=3)
+    got = ShardedSearch(LocalEngine(), shard_size=16)(copy, left, queries, 3)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-6)
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_engine_settings_are_checked():
+    with pytest.raises(ValueError, match="engine must be one of"):
+        make_engine("spark")
+    with pytest.raises(ValueError, match="--address needs --engine ray"):
+        make_engine("local", address="127.0.0.1:6379")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["phrases", "sample", "--out", "{tmp}/p.json", "--engine", "spark"], "--engine must be"),
+    (["phrases", "sample", "--out", "{tmp}/p.json", "--address", "h:1"], "--address needs"),
+    (["topics", "sample", "--out", "{tmp}/t", "--method", "ccl", "--work-dir", "{tmp}/w"],
+     "run the methods documents, clusters, pntm"),
+    (["encode", "{tmp}/in.txt", "--out", "{tmp}/o.npy", "--engine", "ray", "--worker-cpus",
+      "0"], "--worker-cpus must be positive"),
+])
+def test_cli_refuses_bad_engine_options(tmp_path, args, message):
+    (tmp_path / "in.txt").write_text("a phrase\n", encoding="utf-8")
+    res = runner.invoke(app, [a.format(tmp=tmp_path) for a in args])
+    assert res.exit_code == 2, res.output
+    assert message in res.output
+
+
+def test_cli_encode_with_work_dir_equals_plain(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("".join(f"phrase {i}\n" for i in range(30)), encoding="utf-8")
+    plain, sharded = tmp_path / "plain.npy", tmp_path / "sharded.npy"
+    for out, extra in ((plain, []), (sharded, ["--work-dir", str(tmp_path / "w")])):
+        res = runner.invoke(app, ["encode", str(src), "--out", str(out), "-m", "glove-50d",
+                                  "--quiet", *extra])
+        assert res.exit_code == 0, res.output
+    np.testing.assert_allclose(np.load(sharded), np.load(plain), atol=1e-6)
+    assert (tmp_path / "w" / "manifest.json").is_file()  # a given work folder is kept

@@ -1,0 +1,70 @@
+"""The Ray engine gives the local engine's results: the same phrases, the same vectors up to
+float rounding, the same topics with fixed seeds, the same join. Ray runs in this process
+(``ray.init(num_cpus=2)``); the multi-node cluster test is test_ray_cluster.py."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+from phrasekit.phrases import PhraseExtractor
+from phrasekit.pipeline import RayEngine, ShardedEncoder, ShardedExtractor
+from phrasekit.topics import DocumentTopicModel
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'phrasekit[ray]')")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """Two actors on a Ray started for this module (and stopped after it)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             logging_level="ERROR")
+    try:
+        yield RayEngine(workers=2)
+    finally:
+        ray.shutdown()
+
+
+def test_extraction_identical(engine, small_corpus, small_corpus_phrases):
+    sharded = ShardedExtractor.like(PhraseExtractor(), engine, shard_size=15)
+    assert sharded.extract(small_corpus).to_dict() == small_corpus_phrases.to_dict()
+
+
+def test_vectors_within_float_tolerance(engine, minilm, small_corpus):
+    texts = [d.text[:300] for d in small_corpus]
+    sharded = ShardedEncoder("minilm", engine, shard_size=25)
+    np.testing.assert_allclose(sharded.encode(texts), minilm.encode(texts), atol=1e-5)
+
+
+def test_topics_identical_with_fixed_seed(engine, glove, small_corpus):
+    def fit(encoder, extractor):
+        return DocumentTopicModel(encoder=encoder, n_topics=4, min_df=3, extractor=extractor,
+                                  random_state=0).fit(small_corpus)
+
+    base = DocumentTopicModel().phrase_extractor()
+    local = fit(glove, base)
+    remote = fit(ShardedEncoder("glove-50d", engine, shard_size=30),
+                 ShardedExtractor.like(base, engine, shard_size=30))
+    assert remote.topics_ == local.topics_ and remote.k_scores_ == local.k_scores_
+    np.testing.assert_array_equal(remote.doc_labels_, local.doc_labels_)
+
+
+def test_cli_join_on_ray_equals_local(engine, tmp_path):
+    left, right = tmp_path / "left.csv", tmp_path / "right.csv"
+    left.write_text("name,id\nnew york city,1\nlos angeles,2\nparis,3\n", encoding="utf-8")
+    right.write_text("title\nnew york\nparis france\n", encoding="utf-8")
+    outs = {}
+    for name in ("local", "ray"):
+        outs[name] = tmp_path / f"{name}.csv"
+        res = runner.invoke(app, ["join", str(left), str(right), "--left-on", "name",
+                                  "--right-on", "title", "-m", "glove-50d", "--no-threshold",
+                                  "--out", str(outs[name]), "--engine", name, "--quiet"])
+        assert res.exit_code == 0, res.output
+    rows = {n: list(csv.reader(p.open(encoding="utf-8"))) for n, p in outs.items()}
+    assert rows["ray"] == rows["local"] and len(rows["ray"]) == 3
+    assert not (tmp_path / "ray.csv.shards").exists()  # the default work folder is removed
