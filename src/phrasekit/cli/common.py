@@ -26,7 +26,8 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m",
                                        help="Model name (see `phrasekit models`) or folder.")]
 Workers = Annotated[int, typer.Option(
     help="Processes for spaCy's parsing (0: one per CPU core; a corpus of a few hundred "
-         "documents is parsed in one).")]
+         "documents is parsed in one); with --engine ray, worker actors (0: one per CPU of "
+         "the cluster).")]
 
 #: Exceptions that mean "bad input": one line on stderr and exit code 2, no traceback.
 USER_ERRORS = (ValueError, TypeError, OSError, EOFError, zlib.error, SafetensorError, CorpusError,

@@ -71,6 +71,7 @@ def phrases_cmd(
     max_phrases: Annotated[int | None, typer.Option(
         help="Keep at most this many (most frequent).")] = None,
     text_field: TextField = "text",
+    workers: Workers = 0,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -83,8 +84,9 @@ def phrases_cmd(
     if min_df < 1:
         raise BadInputError(f"--min-df must be at least 1, got {min_df}")
     docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
-    with open_run(run, out, quiet=quiet) as sharded:
-        vocab = extractor_for(sharded, PhraseExtractor()).extract(docs, show_progress=not quiet)
+    extractor = PhraseExtractor(n_process=resolve_workers(workers))
+    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
+        vocab = extractor_for(sharded, extractor).extract(docs, show_progress=not quiet)
     vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
     vocab.to_json(out)
     logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
