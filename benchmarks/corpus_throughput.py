@@ -56,6 +56,22 @@ def write_corpus(src: Path, out: Path, n_docs: int | None, times: int) -> tuple[
     return out, len(docs) * times
 
 
+def add_corpus_args(ap: argparse.ArgumentParser, corpus: str) -> None:
+    """The options naming the input: ``--corpus`` (default ``corpus``), ``--n-docs`` and
+    ``--replicate``."""
+    ap.add_argument("--corpus", default=corpus,
+                    help="a corpus folder name under the shared corpora, or a path")
+    ap.add_argument("--n-docs", type=int, default=None, help="first N documents only")
+    ap.add_argument("--replicate", default="1", help="comma-separated repetition factors")
+
+
+def corpus_source(name: str) -> Path:
+    """``name`` as a path, else the shared corpus folder of that name."""
+    from phrasekit.settings import corpora_dir
+
+    return Path(name) if Path(name).exists() else corpora_dir() / name
+
+
 def timed(cmd: list[str], log: Path, timeout: float) -> dict:
     """Run ``cmd``; its wall seconds, exit code and peak RSS (MB), output kept in ``log``."""
     t0 = time.perf_counter()
@@ -144,10 +160,7 @@ def table(records: list[dict], baseline: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default="bbc_news",
-                    help="a corpus folder name under the shared corpora, or a path")
-    ap.add_argument("--n-docs", type=int, default=None, help="first N documents only")
-    ap.add_argument("--replicate", default="1", help="comma-separated repetition factors")
+    add_corpus_args(ap, "bbc_news")
     ap.add_argument("--runs", default="st_encode,topics,keyphrases")
     ap.add_argument("--baseline", default="st_encode", choices=RUNS)
     ap.add_argument("--out", default="runs/corpus_throughput")
@@ -161,11 +174,7 @@ def main() -> None:
     unknown = sorted(set(runs) - set(RUNS))
     if unknown:
         raise SystemExit(f"unknown runs {unknown}; choose from {RUNS}")
-    from phrasekit.settings import corpora_dir
-
-    src = Path(args.corpus)
-    if not src.exists():
-        src = corpora_dir() / args.corpus
+    src = corpus_source(args.corpus)
     out = Path(args.out)
     records = []
     for times in (int(x) for x in args.replicate.split(",")):

@@ -39,7 +39,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from corpus_throughput import timed, write_corpus
+from corpus_throughput import add_corpus_args, corpus_source, timed, write_corpus
 
 from phrasekit.pipeline.cluster import LocalCluster
 
@@ -95,10 +95,7 @@ def table(records: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default="20newsgroups",
-                    help="a corpus folder name under the shared corpora, or a path")
-    ap.add_argument("--n-docs", type=int, default=None, help="first N documents only")
-    ap.add_argument("--replicate", default="1", help="comma-separated repetition factors")
+    add_corpus_args(ap, "20newsgroups")
     ap.add_argument("--stages", default="phrases,encode")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--model", default="glove-50d", help="the encode stage's model")
@@ -107,9 +104,7 @@ def main() -> None:
     ap.add_argument("--out", default="runs/ray_scaling")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     args = ap.parse_args()
-    from phrasekit.settings import corpora_dir
-
-    src = Path(args.corpus) if Path(args.corpus).exists() else corpora_dir() / args.corpus
+    src = corpus_source(args.corpus)
     out = Path(args.out)
     records: list[dict] = []
     for times in (int(x) for x in args.replicate.split(",")):

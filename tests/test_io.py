@@ -11,6 +11,28 @@ from phrasekit.datasets import resolve_corpus, sample_corpus_path
 from phrasekit.io import CorpusError, atomic_write, read_corpus, write_json
 
 
+def test_read_parquet_file_and_shards(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["one", "two"], "split": ["x", "y"]}),
+                   shards / "part-0.parquet")
+    pq.write_table(pa.table({"id": ["c"], "text": ["three"], "split": ["x"]}),
+                   shards / "part-1.parquet")
+    docs = read_corpus(shards)
+    assert [(d.id, d.text, d.meta) for d in docs] == [
+        ("a", "one", {"split": "x"}), ("b", "two", {"split": "y"}), ("c", "three", {"split": "x"})]
+    assert [d.text for d in read_corpus(shards / "part-1.parquet")] == ["three"]
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"body": ["no text column"]}), bad)
+    with pytest.raises(CorpusError, match=r"bad.parquet: row 1: column 'text' missing"):
+        read_corpus(bad)
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(CorpusError, match="not a readable Parquet file"):
+        read_corpus(tmp_path / "junk.parquet")
+
+
 def test_read_jsonl_and_gz(tmp_path):
     rows = [{"id": "a", "text": "First doc.", "label": 1}, {"id": "b", "text": "Second doc."}]
     p = tmp_path / "c.jsonl"

@@ -164,11 +164,12 @@ def _open_text(path: Path):
 
 
 def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id") -> list[Document]:
-    """Read a corpus: JSONL (``.jsonl``/``.jsonl.gz``, one object per line with ``text_field``)
-    or plain text (``.txt``/anything else: one document per non-empty line).
+    """Read a corpus: JSONL (``.jsonl``/``.jsonl.gz``, one object per line with ``text_field``),
+    Parquet (``.parquet``, a ``text_field`` column) or plain text (``.txt``/anything else: one
+    document per non-empty line).
 
-    A directory is accepted when it holds ``documents.jsonl`` or ``documents.jsonl.gz``.
-    Errors name the file and line number.
+    A directory is accepted when it holds ``documents.jsonl`` or ``documents.jsonl.gz``, or
+    Parquet shards (``*.parquet``, read in name order). Errors name the file and line (row).
     """
     path = Path(path)
     if path.is_dir():
@@ -177,9 +178,15 @@ def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
                 path = path / name
                 break
         else:
-            raise CorpusError(f"{path} is a directory without documents.jsonl(.gz)")
+            shards = sorted(path.glob("*.parquet"))
+            if shards:
+                return _read_parquet(shards, text_field, id_field)
+            raise CorpusError(f"{path} is a directory without documents.jsonl(.gz) or "
+                              "*.parquet shards")
     if not path.is_file():
         raise CorpusError(f"corpus file not found: {path}")
+    if path.suffix == ".parquet":
+        return _read_parquet([path], text_field, id_field)
     is_jsonl = ".jsonl" in path.suffixes or ".json" in path.suffixes
     docs: list[Document] = []
     try:
@@ -198,6 +205,30 @@ def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
         raise CorpusError(f"{path}: cannot read ({exc})") from exc
     if not docs:
         raise CorpusError(f"{path}: no documents found")
+    return docs
+
+
+def _read_parquet(files: list[Path], text_field: str, id_field: str) -> list[Document]:
+    """Documents of Parquet files: ``text_field`` as text, ``id_field`` (else the running
+    row number) as id, the other columns as metadata."""
+    import pyarrow.parquet as pq
+
+    docs: list[Document] = []
+    for f in files:
+        try:
+            rows = pq.read_table(f).to_pylist()
+        except (OSError, ValueError) as exc:
+            raise CorpusError(f"{f}: not a readable Parquet file ({exc})") from exc
+        for row, rec in enumerate(rows, start=1):
+            text = rec.pop(text_field, None)
+            if not isinstance(text, str):
+                raise CorpusError(f"{f}: row {row}: column {text_field!r} missing or not a "
+                                  f"string (columns: {sorted([text_field, *rec])})")
+            doc_id = rec.pop(id_field, None)
+            docs.append(Document(id=str(len(docs) if doc_id is None else doc_id), text=text,
+                                 meta=rec))
+    if not docs:
+        raise CorpusError(f"{files[0]}: no documents found")
     return docs
 
 

@@ -50,7 +50,8 @@ from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
 
-_CORPUS = "JSONL(.gz) / text corpus, a folder with documents.jsonl, or `sample`"
+_CORPUS = ("JSONL(.gz) / Parquet / text corpus, a folder with documents.jsonl or Parquet "
+           "shards, or `sample`")
 CorpusArg = Annotated[str, typer.Argument(help=f"{_CORPUS}.")]
 TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
 METHODS = ("documents", "clusters", "pntm", "ccl")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +129,16 @@ class RayEngine(Engine):
             raise ValueError(f"workers must be at least 1, got {workers}")
         if cpus_per_worker <= 0 or max_attempts < 1:
             raise ValueError("cpus_per_worker must be > 0 and max_attempts >= 1")
+        if address is not None:  # before Ray is imported: it reads the mode once
+            os.environ.update(token_auth_env())
         self.ray = import_ray()
         self._started = not self.ray.is_initialized()
         if self._started:
-            if address is not None:
-                os.environ.update(token_auth_env())
             cpus = None if address else int(np.ceil((workers or os.cpu_count() or 1)
                                                     * cpus_per_worker))
             self.ray.init(address=address, num_cpus=cpus, include_dashboard=False,
-                          log_to_driver=False, logging_level=logging.WARNING)
+                          log_to_driver=False,
+                          logging_level=logging.ERROR if quiet else logging.WARNING)
         for name in ("ray", "ray.data"):
             logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.WARNING)
         ctx = self.ray.data.DataContext.get_current()
@@ -215,24 +216,29 @@ def make_engine(name: str = "local", address: str | None = None, workers: int | 
                      quiet=quiet)
 
 
-def run_stage(stage: Stage, inputs: Sequence[pa.Table], engine: Engine,
+def run_stage(stage: Stage, inputs: Iterable[pa.Table], engine: Engine,
               store: ShardStore | str | Path | None = None, show_progress: bool = False
               ) -> list[pa.Table]:
     """``stage`` applied to every input table through ``engine``: the outputs in input order.
     With a ``store`` (or its folder), finished shards are read back instead of recomputed and
-    new ones are written there as they arrive."""
+    new ones are written there as they arrive. ``inputs`` may be a generator: each table is
+    serialised as it comes, so only the serialised shards still to run are kept."""
     if store is not None and not isinstance(store, ShardStore):
         store = ShardStore(store)
     fingerprint = stage.fingerprint()
-    payloads = [table_bytes(t) for t in inputs]
-    keys = [shard_key(fingerprint, p) for p in payloads]
+    keys: list[str] = []
     results: dict[str, pa.Table] = {}
     todo: dict[str, bytes] = {}
-    for key, payload in zip(keys, payloads, strict=True):
-        done = store.get(key) if store is not None and key not in results else None
+    for table in inputs:
+        payload = table_bytes(table)
+        key = shard_key(fingerprint, payload)
+        keys.append(key)
+        if key in results or key in todo:
+            continue
+        done = store.get(key) if store is not None else None
         if done is not None:
             results[key] = done
-        elif key not in results:
+        else:
             todo[key] = payload
     if store is not None and results:
         logger.info("%s: %d shards reused from %s, %d to run", stage.name, len(results),

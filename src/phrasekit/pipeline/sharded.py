@@ -79,7 +79,7 @@ class ShardedEncoder(Encoder):
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         stage = EncodeStage(self.model, batch_size=batch_size, **self.load_options)
-        inputs = [pa.table({"text": items[s]}) for s in _chunks(len(items), self.shard_size)]
+        inputs = (pa.table({"text": items[s]}) for s in _chunks(len(items), self.shard_size))
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
         vecs = np.concatenate([column_vectors(t.column("vector"), self.dim) for t in outs])
         return check_finite(vecs, self.name)
@@ -113,8 +113,8 @@ class ShardedExtractor(PhraseExtractor):
                     ) -> list[list[tuple[str, str, str]]]:
         stage = ExtractStage(self.get_params())
         slices = _chunks(len(documents), self.shard_size)
-        inputs = [pa.table({"id": [d.id for d in documents[s]],
-                            "text": [d.text for d in documents[s]]}) for s in slices]
+        inputs = (pa.table({"id": [d.id for d in documents[s]],
+                            "text": [d.text for d in documents[s]]}) for s in slices)
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
         found: list[list[tuple[str, str, str]]] = [[] for _ in documents]
         for s, table in zip(slices, outs, strict=True):
@@ -130,7 +130,7 @@ def sharded_keyphrases(params: dict[str, Any], texts: Sequence[str], engine: Eng
                        ) -> list[Keyphrases]:
     """``KeyphraseExtractor(**params).extract(texts)`` run shard by shard on ``engine``."""
     slices = _chunks(len(texts), shard_size)
-    inputs = [pa.table({"text": list(texts[s])}) for s in slices]
+    inputs = (pa.table({"text": list(texts[s])}) for s in slices)
     outs = run_stage(KeyphraseStage(params), inputs, engine, _store(store), show_progress)
     found: list[Keyphrases] = [[] for _ in texts]
     for s, table in zip(slices, outs, strict=True):
@@ -154,8 +154,8 @@ class ShardedSearch:
     def __call__(self, index: SearchIndex, vectors: np.ndarray, queries: np.ndarray, k: int
                  ) -> tuple[np.ndarray, np.ndarray]:
         stage = SearchStage(index, k, vectors)
-        inputs = [pa.table({"vector": vectors_column(queries[s])})
-                  for s in _chunks(len(queries), self.shard_size)]
+        inputs = (pa.table({"vector": vectors_column(queries[s])})
+                  for s in _chunks(len(queries), self.shard_size))
         outs = run_stage(stage, inputs, self.engine, self.store, self.show_progress)
         scores = np.concatenate([column_vectors(t.column("scores"), k) for t in outs])
         ids = np.concatenate([t.column("ids").combine_chunks().flatten().to_numpy()

@@ -73,28 +73,39 @@ class EncodeStage(Stage):
         return pa.table({"vector": vectors_column(vecs)})
 
 
-class ExtractStage(Stage):
+class SettingsStage(Stage):
+    """A stage whose worker object is rebuilt on each worker from JSON-ready settings (an
+    extractor's ``get_params()``), so nothing but settings travels to the workers."""
+
+    #: builds the worker object from the settings
+    factory: Any = None
+    #: settings that do not change the output (and are not passed on)
+    ignored: tuple[str, ...] = ("n_process", "batch_size")
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = {k: v for k, v in params.items() if k not in self.ignored}
+        self.worker: Any = None
+
+    def fingerprint(self) -> str:
+        return f"{self.name}|" + json.dumps(self.params, sort_keys=True)
+
+    def setup(self) -> None:
+        self.worker = type(self).factory(**self.params)
+
+
+class ExtractStage(SettingsStage):
     """``id, text`` -> one row per phrase occurrence: ``doc`` (row in the shard), ``key``,
     ``surface``, ``source``, in text order (what ``PhraseExtractor.extract`` counts)."""
 
     name = "phrases"
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        self.params = {k: v for k, v in params.items() if k not in ("n_process", "batch_size")}
-        self.extractor: PhraseExtractor | None = None
-
-    def fingerprint(self) -> str:
-        return "phrases|" + json.dumps(self.params, sort_keys=True)
-
-    def setup(self) -> None:
-        self.extractor = PhraseExtractor(**self.params)
+    factory = PhraseExtractor
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        assert self.extractor is not None, "setup() first"
+        assert self.worker is not None, "setup() first"
         docs = [Document(id=str(i), text=t, meta={}) for i, t in
                 zip(table.column("id").to_pylist(), table.column("text").to_pylist(),
                     strict=True)]
-        occ = self.extractor.occurrences(docs)
+        occ = self.worker.occurrences(docs)
         rows = [(d, *o) for d, found in enumerate(occ) for o in found]
         names = ("doc", "key", "surface", "source")
         cols = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
@@ -103,25 +114,17 @@ class ExtractStage(Stage):
                                                                     strict=True)})
 
 
-class KeyphraseStage(Stage):
+class KeyphraseStage(SettingsStage):
     """``text`` -> ``doc`` (row in the shard), ``rank``, ``phrase``, ``score``: each
     document's keyphrases (documents are ranked apart, so shards do not change them)."""
 
     name = "keyphrases"
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        self.params = {k: v for k, v in params.items() if k != "n_process"}
-        self.extractor: KeyphraseExtractor | None = None
-
-    def fingerprint(self) -> str:
-        return "keyphrases|" + json.dumps(self.params, sort_keys=True)
-
-    def setup(self) -> None:
-        self.extractor = KeyphraseExtractor(**self.params)
+    factory = KeyphraseExtractor
+    ignored = ("n_process",)  # its batch_size is the encoder's, kept as given
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        assert self.extractor is not None, "setup() first"
-        found = self.extractor.extract(table.column("text").to_pylist())
+        assert self.worker is not None, "setup() first"
+        found = self.worker.extract(table.column("text").to_pylist())
         rows = [(d, r, p, float(s)) for d, ranked in enumerate(found)
                 for r, (p, s) in enumerate(ranked)]
         return pa.table({
