@@ -17,7 +17,7 @@ from phrasekit.encoders.base import Encoder, check_finite, validate_texts
 from phrasekit.io import Document
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.phrases.keyphrases import Keyphrases
-from phrasekit.pipeline.engines import Engine, run_stage
+from phrasekit.pipeline.engines import Engine, LocalEngine, run_stage
 from phrasekit.pipeline.shards import ShardStore
 from phrasekit.pipeline.stages import (
     EncodeStage,
@@ -78,7 +78,9 @@ class ShardedEncoder(Encoder):
         items = validate_texts(texts)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
-        stage = EncodeStage(self.model, batch_size=batch_size, **self.load_options)
+        here = self.local if isinstance(self.engine, LocalEngine) else None
+        stage = EncodeStage(self.model, batch_size=batch_size, encoder=here,
+                            **self.load_options)
         inputs = (pa.table({"text": items[s]}) for s in _chunks(len(items), self.shard_size))
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
         vecs = np.concatenate([column_vectors(t.column("vector"), self.dim) for t in outs])

@@ -49,16 +49,17 @@ def model_fingerprint(model: str | Path | Encoder, options: dict[str, Any]) -> s
 
 class EncodeStage(Stage):
     """``text`` -> ``vector``: one model per worker, loaded by name or folder (or sent as
-    an ``Encoder`` object)."""
+    an ``Encoder`` object). ``encoder``: the model already loaded in this process, used as is
+    by an in-process engine (the fingerprint still comes from ``model``)."""
 
     name = "encode"
 
     def __init__(self, model: str | Path | Encoder, batch_size: int | None = None,
-                 **load_options: Any) -> None:
+                 encoder: Encoder | None = None, **load_options: Any) -> None:
         self.model = model
         self.batch_size = batch_size
         self.load_options = load_options
-        self.encoder: Encoder | None = model if isinstance(model, Encoder) else None
+        self.encoder = encoder or (model if isinstance(model, Encoder) else None)
 
     def fingerprint(self) -> str:
         return "encode|" + model_fingerprint(self.model, self.load_options)
