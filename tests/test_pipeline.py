@@ -22,6 +22,7 @@ from phrasekit.pipeline import (
     make_engine,
     run_stage,
 )
+from phrasekit.pipeline.engines import worker_lost
 from phrasekit.similarity.index import build_index
 
 runner = CliRunner()
@@ -104,6 +105,20 @@ def test_sharded_search_matches_index(kind):
     got = ShardedSearch(LocalEngine(), shard_size=16)(copy, left, queries, 3)
     np.testing.assert_allclose(got[0], want[0], atol=1e-6)
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_lost_workers_are_told_from_other_errors():
+    class ActorDiedError(Exception):
+        pass
+
+    try:
+        try:
+            raise ActorDiedError("the actor died")
+        except ActorDiedError as inner:
+            raise RuntimeError("map_batches failed") from inner
+    except RuntimeError as exc:
+        assert worker_lost(exc)  # a lost worker, wrapped: its shards are submitted again
+    assert not worker_lost(ValueError("texts[3] is empty"))  # a bad input is not retried
 
 
 def test_engine_settings_are_checked():

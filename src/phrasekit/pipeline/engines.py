@@ -180,8 +180,10 @@ class RayEngine(Engine):
                 for key, table in self._run(stage, list(pending.items())):
                     if pending.pop(key, None) is not None:
                         yield key, table
+                if pending:
+                    raise RuntimeError(f"ray: {len(pending)} shard(s) came back without output")
             except Exception as exc:
-                if attempt >= self.max_attempts or not _worker_lost(exc):
+                if attempt >= self.max_attempts or not worker_lost(exc):
                     raise
                 attempt += 1
                 logger.warning("ray: a worker was lost (%s); submitting the %d unfinished "
@@ -192,7 +194,7 @@ class RayEngine(Engine):
             self.ray.shutdown()
 
 
-def _worker_lost(exc: BaseException) -> bool:
+def worker_lost(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it wraps) says a worker or node died."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
