@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from phrasekit.encoders.base import Encoder
 
@@ -20,6 +19,8 @@ class CharNgramEncoder(Encoder):
     default_batch_size = 4096
 
     def __init__(self, ngram_range: tuple[int, int] = (2, 4), n_features: int = 4096) -> None:
+        from sklearn.feature_extraction.text import HashingVectorizer  # slow import: on use
+
         self.name = "string"
         self.dim = int(n_features)
         self._vec = HashingVectorizer(

@@ -22,8 +22,6 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file
 from safetensors.numpy import save as safetensors_bytes
-from scipy.sparse import csr_matrix
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from phrasekit.encoders.base import validate_texts
 from phrasekit.io import atomic_write
@@ -36,6 +34,8 @@ FORMAT = "phrasekit-subword-lda"
 
 def _excluded_token_ids(tokenizer: Any) -> np.ndarray:
     """Ids of special tokens, punctuation/digit-only pieces and English stop words."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # slow import: on use
+
     vocab: dict[str, int] = tokenizer.get_vocab()
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     out = []
@@ -97,6 +97,8 @@ class SubwordLDA:
             rows.extend([i] * len(ids))
             cols.extend(ids.tolist())
         data = np.ones(len(rows), dtype=np.float64)
+        from scipy.sparse import csr_matrix  # slow import: on use
+
         return csr_matrix((data, (rows, cols)), shape=(len(ids_list), vocab_size))
 
     def fit(self, texts: Sequence[str], tokenizer: Any) -> SubwordLDA:
