@@ -1,4 +1,4 @@
-"""Engines that run a pipeline stage over shards: ``local`` (this process) and ``ray`` (Ray
+"""Engines that apply a pipeline stage to shards: ``local`` (this process) and ``ray`` (Ray
 Data actors on a local or remote Ray cluster). Both give the same results; ``run_stage`` adds
 the shard store, so finished shards are reused when a killed job is run again."""
 
@@ -44,7 +44,7 @@ class Stage(ABC):
 
 
 class Engine(ABC):
-    """Runs a stage over ``(key, input bytes)`` shards, yielding ``(key, output table)`` as
+    """Applies a stage to ``(key, input bytes)`` shards, yielding ``(key, output table)`` as
     each finishes (in any order)."""
 
     name: str = "engine"

@@ -24,8 +24,8 @@ from phrasekit.pipeline.stages import (
     ExtractStage,
     KeyphraseStage,
     SearchStage,
-    column_vectors,
-    vectors_column,
+    column_matrix,
+    matrix_column,
 )
 from phrasekit.registry import load
 from phrasekit.similarity.index import SearchIndex
@@ -40,6 +40,19 @@ EXTRACT_SHARD = 256
 
 def _chunks(n: int, size: int) -> list[slice]:
     return [slice(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def _gather(n: int, slices: list[slice], outs: list[pa.Table], columns: tuple[str, ...]
+            ) -> list[list[tuple]]:
+    """Per input row, the output rows of its shard that name it in their ``doc`` column
+    (its row in the shard), as tuples of ``columns``, in output order."""
+    found: list[list[tuple]] = [[] for _ in range(n)]
+    for s, table in zip(slices, outs, strict=True):
+        docs = table.column("doc").to_pylist()
+        values = zip(*(table.column(c).to_pylist() for c in columns), strict=True)
+        for d, row in zip(docs, values, strict=True):
+            found[s.start + d].append(row)
+    return found
 
 
 def _store(store: ShardStore | str | Path | None) -> ShardStore | None:
@@ -83,7 +96,7 @@ class ShardedEncoder(Encoder):
                             **self.load_options)
         inputs = (pa.table({"text": items[s]}) for s in _chunks(len(items), self.shard_size))
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
-        vecs = np.concatenate([column_vectors(t.column("vector"), self.dim) for t in outs])
+        vecs = np.concatenate([column_matrix(t.column("vector"), self.dim) for t in outs])
         return check_finite(vecs, self.name)
 
     def __repr__(self) -> str:
@@ -118,12 +131,7 @@ class ShardedExtractor(PhraseExtractor):
         inputs = (pa.table({"id": [d.id for d in documents[s]],
                             "text": [d.text for d in documents[s]]}) for s in slices)
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
-        found: list[list[tuple[str, str, str]]] = [[] for _ in documents]
-        for s, table in zip(slices, outs, strict=True):
-            cols = [table.column(c).to_pylist() for c in ("doc", "key", "surface", "source")]
-            for d, key, surface, source in zip(*cols, strict=True):
-                found[s.start + d].append((key, surface, source))
-        return found
+        return _gather(len(documents), slices, outs, ("key", "surface", "source"))
 
 
 def sharded_keyphrases(params: dict[str, Any], texts: Sequence[str], engine: Engine,
@@ -134,12 +142,7 @@ def sharded_keyphrases(params: dict[str, Any], texts: Sequence[str], engine: Eng
     slices = _chunks(len(texts), shard_size)
     inputs = (pa.table({"text": list(texts[s])}) for s in slices)
     outs = run_stage(KeyphraseStage(params), inputs, engine, _store(store), show_progress)
-    found: list[Keyphrases] = [[] for _ in texts]
-    for s, table in zip(slices, outs, strict=True):
-        cols = [table.column(c).to_pylist() for c in ("doc", "phrase", "score")]
-        for d, phrase, score in zip(*cols, strict=True):
-            found[s.start + d].append((phrase, score))
-    return found
+    return _gather(len(texts), slices, outs, ("phrase", "score"))
 
 
 class ShardedSearch:
@@ -156,10 +159,9 @@ class ShardedSearch:
     def __call__(self, index: SearchIndex, vectors: np.ndarray, queries: np.ndarray, k: int
                  ) -> tuple[np.ndarray, np.ndarray]:
         stage = SearchStage(index, k, vectors)
-        inputs = (pa.table({"vector": vectors_column(queries[s])})
+        inputs = (pa.table({"vector": matrix_column(queries[s].astype(np.float32))})
                   for s in _chunks(len(queries), self.shard_size))
         outs = run_stage(stage, inputs, self.engine, self.store, self.show_progress)
-        scores = np.concatenate([column_vectors(t.column("scores"), k) for t in outs])
-        ids = np.concatenate([t.column("ids").combine_chunks().flatten().to_numpy()
-                              .reshape(-1, k) for t in outs])
-        return scores, ids.astype(np.int64)
+        scores = np.concatenate([column_matrix(t.column("scores"), k) for t in outs])
+        ids = np.concatenate([column_matrix(t.column("ids"), k) for t in outs])
+        return scores, ids

@@ -21,17 +21,17 @@ from phrasekit.registry import load
 from phrasekit.similarity.index import SearchIndex
 
 
-def vectors_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
-    """An (n, d) float32 matrix as an Arrow column of fixed-size lists."""
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
-    return pa.FixedSizeListArray.from_arrays(flat, int(vectors.shape[1]))
+def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """An (n, d) matrix as an Arrow column of fixed-size lists (its dtype kept)."""
+    flat = pa.array(np.ascontiguousarray(matrix).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(flat, int(matrix.shape[1]))
 
 
-def column_vectors(column: pa.ChunkedArray | pa.Array, dim: int) -> np.ndarray:
-    """The (n, dim) float32 matrix of a ``vectors_column``."""
+def column_matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
+    """The (n, width) matrix of a ``matrix_column``."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    return column.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
 
 
 def model_fingerprint(model: str | Path | Encoder, options: dict[str, Any]) -> str:
@@ -71,7 +71,7 @@ class EncodeStage(Stage):
     def __call__(self, table: pa.Table) -> pa.Table:
         assert self.encoder is not None, "setup() first"
         vecs = self.encoder.encode(table.column("text").to_pylist(), batch_size=self.batch_size)
-        return pa.table({"vector": vectors_column(vecs)})
+        return pa.table({"vector": matrix_column(vecs)})
 
 
 class SettingsStage(Stage):
@@ -153,11 +153,7 @@ class SearchStage(Stage):
         return self._fingerprint
 
     def __call__(self, table: pa.Table) -> pa.Table:
-        queries = column_vectors(table.column("vector"), self.index.dim)
+        queries = column_matrix(table.column("vector"), self.index.dim)
         scores, ids = self.index.search(queries, k=self.k)
-        return pa.table({
-            "scores": pa.FixedSizeListArray.from_arrays(
-                pa.array(scores.astype(np.float32).reshape(-1)), self.k),
-            "ids": pa.FixedSizeListArray.from_arrays(
-                pa.array(ids.astype(np.int64).reshape(-1)), self.k),
-        })
+        return pa.table({"scores": matrix_column(scores.astype(np.float32)),
+                         "ids": matrix_column(ids.astype(np.int64))})
