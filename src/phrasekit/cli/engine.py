@@ -110,8 +110,7 @@ def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
     sharded over the run's engine."""
     base = DocumentTopicModel().phrase_extractor() if method == "documents" \
         else PhraseExtractor()
-    return {"model": ShardedEncoder(model, run.engine, run.store),
-            "extractor": ShardedExtractor.like(base, run.engine, run.store)}
+    return {"model": encoder_for(run, model), "extractor": extractor_for(run, base)}
 
 
 def extractor_for(run: Run | None, base: PhraseExtractor) -> PhraseExtractor:
