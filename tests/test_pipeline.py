@@ -3,7 +3,9 @@ unsharded components (the Ray engine's equality is in test_ray_engine.py)."""
 
 from __future__ import annotations
 
+import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -153,3 +155,20 @@ def test_cli_encode_with_work_dir_equals_plain(tmp_path):
         assert res.exit_code == 0, res.output
     np.testing.assert_allclose(np.load(sharded), np.load(plain), atol=1e-6)
     assert (tmp_path / "w" / "manifest.json").is_file()  # a given work folder is kept
+
+
+def test_cli_topics_with_work_dir_equals_plain(tmp_path):
+    corpus = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+    outs = {}
+    for name, extra in (("plain", []), ("sharded", ["--work-dir", str(tmp_path / "w")])):
+        outs[name] = tmp_path / name
+        res = runner.invoke(app, ["topics", str(corpus), "-m", "glove-50d", "-k", "4",
+                                  "--min-df", "3", "--no-report", "--quiet", "--out",
+                                  str(outs[name]), *extra])
+        assert res.exit_code == 0, res.output
+    topics = {n: json.loads((p / "topics.json").read_text(encoding="utf-8"))
+              for n, p in outs.items()}
+    for data in topics.values():
+        data.pop("timings_s")
+    assert topics["sharded"] == topics["plain"]
+    assert len(ShardStore(tmp_path / "w")) >= 2  # encoding and extraction shards kept
