@@ -20,9 +20,10 @@ import phrasekit
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.static import StaticWordEncoder
 from phrasekit.models.backbones import packaged_model_dir
+from phrasekit.registry import installed_models
 from phrasekit.settings import torch_threads
 
-NAMES = sorted(phrasekit.available_models())
+NAMES = installed_models()  # optional models (e.g. mpnet) only when their extra is installed
 FOLDERS = sorted(p.name for p in packaged_model_dir("").iterdir()
                  if (p / "config.json").is_file())
 MODELS = [f"name:{n}" for n in NAMES] + [f"folder:{f}" for f in FOLDERS]

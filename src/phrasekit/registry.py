@@ -32,6 +32,7 @@ from phrasekit.models.folders import (
     SUBTST_FORMAT,
     model_folder_format,
 )
+from phrasekit.models.mpnet import mpnet_installed, mpnet_path
 
 logger = logging.getLogger(__name__)
 
@@ -43,18 +44,20 @@ class ModelSpec:
     name: str
     factory: Callable[..., Encoder]
     description: str
+    installed: Callable[[], bool] = lambda: True  # False: an optional extra is missing
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
 
 def register(
-    name: str, description: str
+    name: str, description: str, installed: Callable[[], bool] | None = None
 ) -> Callable[[Callable[..., Encoder]], Callable[..., Encoder]]:
-    """Decorator registering an encoder factory under ``name``."""
+    """Decorator registering an encoder factory under ``name`` (``installed``: whether the
+    optional packages it needs are there)."""
 
     def deco(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:
-        _REGISTRY[name] = ModelSpec(name, factory, description)
+        _REGISTRY[name] = ModelSpec(name, factory, description, installed or (lambda: True))
         return factory
 
     return deco
@@ -65,6 +68,14 @@ def _minilm(**kwargs: Any) -> Encoder:
     precision = kwargs.get("precision", "fp32")
     kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
     return TransformerEncoder(minilm_path(), **kwargs)
+
+
+@register("mpnet", "all-mpnet-base-v2 (768d, 110M; extra: phrasekit[mpnet]), mean pooling; "
+                   "PEARL's distillation teacher", installed=mpnet_installed)
+def _mpnet(**kwargs: Any) -> Encoder:
+    precision = kwargs.get("precision", "fp32")
+    kwargs.setdefault("name", "mpnet" if precision == "fp32" else f"mpnet@{precision}")
+    return TransformerEncoder(mpnet_path(), **kwargs)
 
 
 @register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
@@ -156,6 +167,11 @@ _register_facet_models()
 def available_models() -> dict[str, str]:
     """Registered model names with their descriptions."""
     return {name: spec.description for name, spec in sorted(_REGISTRY.items())}
+
+
+def installed_models() -> list[str]:
+    """Registered names whose optional packages (if any) are installed."""
+    return sorted(name for name, spec in _REGISTRY.items() if spec.installed())
 
 
 def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:

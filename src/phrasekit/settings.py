@@ -80,6 +80,16 @@ def corpora_dir(required: bool = True) -> Path | None:
     return _sub_dir("PHRASEKIT_CORPORA", "corpora", required)
 
 
+def cache_dir() -> Path:
+    """phrasekit's cache folder for files made once per machine (e.g. unpacked weights):
+    ``PHRASEKIT_CACHE``, else ``$XDG_CACHE_HOME/phrasekit``, else ``~/.cache/phrasekit``."""
+    env = os.environ.get("PHRASEKIT_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "phrasekit"
+
+
 @contextlib.contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
     """Set torch's intra-op thread count to ``n`` inside a block, then restore it (None: as is).

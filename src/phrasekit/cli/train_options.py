@@ -51,6 +51,15 @@ PEARL = ConfigOptions(
                              "supersense of a noun phrase's head (noun.substance, noun.state, "
                              "noun.person, ...) from the output embedding; needs data/wordnet; "
                              "0 = off.",
+        "teachers": "Comma-separated distillation teachers (model names, e.g. mpnet,minilm): "
+                    "the student matches their averaged in-batch cosine structure on a "
+                    "transfer set of phrases and (entity name, variant) pairs.",
+        "distill_weight": "Weight of the teacher distillation term; 0 = off.",
+        "distill_batch": "Transfer-set texts per step (half of them name/variant pairs).",
+        "distill_phrases": "Training phrases sampled into the transfer set.",
+        "distill_names": "(Entity name, rule-made variant) pairs in the transfer set.",
+        "precision": "fp32, or bf16 for forward passes under bfloat16 autocast (master "
+                     "weights stay fp32; fast only on CPUs with AVX512-BF16 / AMX).",
         "max_steps": "Training steps (the default trains the shipped model).",
         "max_minutes": MAX_MINUTES,
         "use_char": "Use the character CNN.",
@@ -68,7 +77,8 @@ PEARL = ConfigOptions(
     },
     exclude={"backbone", "temperature", "lr_new", "lr_proj", "wordnet_dir", "decay_every",
              "decay_rate", "checkpoint_every", "max_seq_length", "freeze_embeddings",
-             "proj_alphas", "dev_data_dir", "show_progress", "limit_phrases"},
+             "proj_alphas", "dev_data_dir", "show_progress", "limit_phrases",
+             "distill_temperature"},
     rename={"use_char": "--char-encoder", "use_type": "--type-loss",
             "cliff_margin": "--cliff-guard", "num_threads": "--threads"},
 )

@@ -114,6 +114,35 @@ class SimilarityPreservationLoss(nn.Module):
         return (diff.pow(2) * off).sum(dim=1).mean()
 
 
+class SimilarityDistillationLoss(nn.Module):
+    """Soft in-batch neighbours from a teacher: for each row, the KL divergence between the
+    teacher's and the student's softmax over the other rows' cosines (temperature ``tau``).
+
+    ``forward(emb (B, d), teacher (B, d'))``: the dimensions may differ (a 384-d student, a
+    768-d teacher); ``teacher @ teacher.T`` is the teacher's cosine matrix (unit rows, or rows
+    scaled so that their dot products average several teachers' cosines). Unlike matching raw
+    cosines, it only asks the student to rank each row's neighbours as the teacher does.
+    """
+
+    def __init__(self, temperature: float = 0.05) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature = float(temperature)
+
+    def forward(self, emb: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+        """Mean over rows of KL(softmax(teacher cosines / tau) || softmax(student ones / tau))."""
+        if len(emb) != len(teacher):
+            raise ValueError(f"{len(emb)} student rows but {len(teacher)} teacher rows")
+        eye = torch.eye(len(emb), dtype=torch.bool, device=emb.device)
+        student = (emb @ emb.T / self.temperature).masked_fill(eye, float("-inf"))
+        target = (teacher @ teacher.T / self.temperature).masked_fill(eye, float("-inf"))
+        p = nn.functional.softmax(target.to(student.dtype), dim=1)
+        log_q = nn.functional.log_softmax(student, dim=1)
+        log_p = torch.log(p.clamp_min(1e-12))
+        return (p * (log_p - log_q)).masked_fill(eye, 0.0).sum(dim=1).mean()
+
+
 class LengthCovarianceLoss(nn.Module):
     """Charges for encoding phrase *length* beyond what a reference encoder encodes.
 

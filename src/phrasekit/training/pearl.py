@@ -39,13 +39,21 @@ from phrasekit.encoders.pearl import PearlModel
 from phrasekit.phrases.augment import Augmenter, paraphrase_map
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES, SupersenseLexicon
 from phrasekit.phrases.types import PHRASE_TYPES
+from phrasekit.registry import load as load_model
 from phrasekit.settings import data_dir as shared_data_dir
 from phrasekit.settings import torch_threads
 from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
+from phrasekit.training.distillation import (
+    TransferSet,
+    select_transfer_texts,
+    teacher_vectors,
+)
+from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
 from phrasekit.training.losses import (
     CrossBatchMemory,
     InfoNCELoss,
     LengthCovarianceLoss,
+    SimilarityDistillationLoss,
     SimilarityPreservationLoss,
     SoftLabelLoss,
     TypeClassificationLoss,
@@ -176,6 +184,32 @@ class _SupersenseTargets:
                                           for t, k in zip(texts, type_ids, strict=True)]))
 
 
+def build_transfer_set(cfg: PearlTrainingConfig, data: PearlData) -> TransferSet:
+    """The distillation transfer set and its teachers' vectors (cached under ``out_dir``).
+
+    Name variants equal to a benchmark string are left out when the benchmark data is found
+    (the training phrases themselves were filtered when the dataset was built).
+    """
+    bench = shared_data_dir(required=False)
+    keep = None
+    if bench is not None:
+        keep = BenchmarkStringFilter(collect_test_strings(bench, strict=False)).keep_phrase
+    else:
+        logger.warning("benchmark data not found: name variants are not checked against it")
+    texts, n_plain = select_transfer_texts(data.texts, data.type_names, data.types,
+                                           cfg.distill_phrases, cfg.distill_names,
+                                           seed=cfg.order_seed, keep=keep)
+    logger.info("transfer set: %d phrases and %d (name, variant) pairs", n_plain,
+                (len(texts) - n_plain) // 2)
+    teachers = [load_model(name) for name in cfg.teachers]
+    for teacher in teachers:  # the teachers read the texts as cut for the student
+        if hasattr(teacher, "max_seq_length"):
+            teacher.max_seq_length = cfg.max_seq_length
+    vectors = teacher_vectors(teachers, texts, Path(cfg.out_dir) / "teachers",
+                              show_progress=cfg.show_progress)
+    return TransferSet(texts, n_plain, vectors)
+
+
 class PearlTask:
     """PEARL's model, batches and losses as a :class:`~phrasekit.training.trainer.TrainingTask`.
 
@@ -198,6 +232,8 @@ class PearlTask:
         self.nce = InfoNCELoss(cfg.temperature)
         self.type_loss, self.sense_loss = TypeClassificationLoss(), SoftLabelLoss()
         self.preserve, self.length_cov = SimilarityPreservationLoss(), LengthCovarianceLoss()
+        self.transfer = build_transfer_set(cfg, data) if cfg.distill_weight > 0 else None
+        self.distill = SimilarityDistillationLoss(cfg.distill_temperature)
         self.mimicry: dict[str, Any] = {}
 
     def fingerprint(self) -> str:
@@ -230,7 +266,15 @@ class PearlTask:
         cfg = self.cfg
         anchors, positives, negatives, types = self.batch(step, rng)
         texts = anchors + positives + negatives
-        emb, logits = self.model(texts)
+        rows = None if self.transfer is None else self.transfer.batch(step, cfg.distill_batch,
+                                                                      cfg.order_seed)
+        extra = [] if rows is None else [self.transfer.texts[i] for i in rows]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.precision == "bf16"):
+            emb, logits = self.model(texts + extra)
+        emb = emb.float()
+        logits = None if logits is None else logits[: len(texts)].float()
+        if rows is not None:
+            distill_emb, emb = emb[len(texts):], emb[: len(texts)]
         b = len(anchors)
         mask = self.memory.mask(anchors, positives) if len(self.memory) else None
         terms = {"nce": (1.0, self.nce(emb[:b], emb[b : 2 * b], emb[2 * b :],
@@ -244,6 +288,9 @@ class PearlTask:
             terms["sense"] = (cfg.supersense_weight,
                               self.sense_loss(self.model.sense_logits(emb), targets))
         terms.update(self._reference_terms(emb, texts, b))
+        if rows is not None:
+            terms["distill"] = (cfg.distill_weight,
+                                self.distill(distill_emb, self.transfer.targets(rows)))
         loss = sum((w * value for w, value in terms.values()), torch.zeros(()))
         return loss, {k: float(value.detach()) for k, (_, value) in terms.items()}
 

@@ -25,7 +25,10 @@ _TRAJECTORY = ("data_dir", "backbone", "seed", "data_seed", "batch_size", "hard_
                "lr_char", "char_pretrain_steps", "type_head_on", "preserve_weight",
                "length_weight", "supersense_weight", "decay_every", "decay_rate",
                "max_seq_length", "use_char", "use_type", "char_aug", "token_aug", "phrase_aug",
-               "freeze_embeddings", "limit_phrases")
+               "freeze_embeddings", "limit_phrases", "teachers", "distill_weight",
+               "distill_batch", "distill_phrases", "distill_names", "distill_temperature",
+               "precision")
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass
@@ -52,6 +55,13 @@ class PearlTrainingConfig:
     length_weight: float = 0.0  # no more length covariance than the initial model (0 = off)
     supersense_weight: float = 1.0  # WordNet noun-supersense head on the output (0 = off)
     wordnet_dir: str | None = None  # for supersense labels; None = the shared data's wordnet/
+    teachers: tuple[str, ...] = ()  # e.g. ("mpnet", "minilm"): distillation teachers
+    distill_weight: float = 0.0  # weight of the teacher distillation term (0 = off)
+    distill_batch: int = 64  # transfer-set texts per step (a quarter names, a quarter variants)
+    distill_phrases: int = 16000  # sampled training phrases in the transfer set
+    distill_names: int = 4000  # (entity name, rule-made variant) pairs in the transfer set
+    distill_temperature: float = 0.05
+    precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (fp32 weights)
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -88,7 +98,8 @@ class PearlTrainingConfig:
     def validate(self) -> None:
         """Fail fast on nonsense settings and a missing dataset."""
         weights = {k: getattr(self, k) for k in ("type_weight", "preserve_weight",
-                                                 "length_weight", "supersense_weight")}
+                                                 "length_weight", "supersense_weight",
+                                                 "distill_weight")}
         rates = {"lr_new": self.lr_new, "lr_proj": self.lr_proj, "lr_char": self.lr_char}
         raise_failed([
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
@@ -100,6 +111,13 @@ class PearlTrainingConfig:
             (self.type_head_on in TYPE_HEAD_INPUTS,
              f"type_head_on must be one of {TYPE_HEAD_INPUTS}"),
             (self.char_pretrain_steps >= 0, "char_pretrain_steps must be >= 0"),
+            (not self.distill_weight or bool(self.teachers),
+             "distill_weight needs at least one teacher (teachers)"),
+            (self.distill_batch >= 8, f"distill_batch must be >= 8, got {self.distill_batch}"),
+            (self.distill_phrases > 0 and self.distill_names >= 0,
+             "distill_phrases must be > 0 and distill_names >= 0"),
+            (self.distill_temperature > 0, "distill_temperature must be > 0"),
+            (self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}"),
             (not self.char_pretrain_steps or self.use_char,
              "char_pretrain_steps needs the char encoder (use_char)"),
             (self.char_aug or self.token_aug or self.phrase_aug,
