@@ -243,3 +243,18 @@ def test_cli_topics_pntm(tmp_path) -> None:
     bad = runner.invoke(app, ["topics", str(FIXTURE), "--method", "pntm", "--sentences", "-1",
                               "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and not (tmp_path / "x").exists()
+
+
+def test_phrases_are_shown_without_the_corpus_quote_marks() -> None:
+    from phrasekit.topics.terms import shown_form
+
+    assert shown_form("``The Government") == "The Government"
+    assert shown_form("“New York”") == "New York"
+    assert shown_form("Smith's car") == "Smith's car" and shown_form("''") == "''"
+    docs = [tokenize("the government said ``the government'' would act")] * 3
+    vocab = PhraseVocabulary(phrases=["the government"], counts=[6], doc_freq=[3],
+                             surface_forms=[{"``The Government": 3}], sources=[{"NP": 3}],
+                             doc_ids=["0", "1", "2"],
+                             doc_phrases=[{"the government": 2}] * 3)
+    terms = build_term_vocabulary(docs, vocab, min_df=2)
+    assert terms.surface[terms.index("the government")] == "The Government"

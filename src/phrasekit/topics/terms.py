@@ -27,6 +27,14 @@ from phrasekit.phrases.keyphrase_candidates import brackets_balanced
 from phrasekit.text import stop_words, tokenize
 
 _HAS_LETTER = re.compile(r"[a-z]")
+#: Quote marks a corpus may leave on a span's edges (``LaTeX'', "straight", ‘curly’, «French»).
+_EDGE_QUOTES = re.compile(r"""^(?:``|''|["'`‘’“”«»])+\s*|\s*(?:``|''|["'`‘’“”«»])+$""")
+
+
+def shown_form(text: str) -> str:
+    """A phrase as shown to users: without quote marks left on its edges (``The Government
+    -> The Government); the text itself when nothing else would remain."""
+    return _EDGE_QUOTES.sub("", text).strip() or text
 _TWO_LETTERS = re.compile(r"[a-z].*[a-z]")
 
 
@@ -134,7 +142,7 @@ def build_term_vocabulary(
                 continue
             seen.add(key)
             terms.append(key)
-            surface.append(candidates[p])
+            surface.append(shown_form(candidates[p]))
             freqs.append(matched[p])
     return TermVocabulary(terms=terms, surface=surface, doc_freq=freqs, n_words=n_words)
 
