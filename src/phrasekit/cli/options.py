@@ -49,6 +49,7 @@ class OptionSpec:
     default: Any
     help: str
     item: type | None = None  # set for comma-separated tuple fields
+    empty: bool = False  # the field's default is an empty tuple (the option's default: unset)
 
     def parameter(self) -> inspect.Parameter:
         """The typer parameter (a keyword-only ``Annotated`` one)."""
@@ -58,6 +59,8 @@ class OptionSpec:
 
     def value(self, raw: Any) -> Any:
         """The field value for what the option parsed."""
+        if self.empty and raw is None:
+            return ()
         return parse_list(raw, self.decls[0], self.item) if self.item else raw
 
 
@@ -87,10 +90,11 @@ class ConfigOptions:
             decl = self.rename.get(name, "--" + name.replace("_", "-"))
             if cli_type is bool and "/" not in decl and decl.startswith("--"):
                 decl = f"{decl}/--no-{decl[2:]}"
+            empty = item is not None and default == ()
             if item is not None and default is not None:
-                default = ",".join(str(x) for x in default)
+                default = ",".join(str(x) for x in default) or None
             out.append(OptionSpec(name, (decl,), cli_type, default, self.help.get(name, ""),
-                                  item))
+                                  item, empty))
         return out
 
     def values(self, kwargs: dict[str, Any]) -> dict[str, Any]:
