@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.cache import encode_cached
+from phrasekit.encoders.cache import encode_cached, text_key
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +133,15 @@ def select_transfer_texts(texts: Sequence[str], type_names: Sequence[str], types
     return plain + pairs, len(plain)
 
 
+def _cached_count(cache: Path, texts: Sequence[str]) -> int:
+    """How many leading ``texts`` the cache file already holds (0 when there is none)."""
+    if not cache.is_file():
+        return 0
+    with np.load(cache, allow_pickle=False) as z:
+        have = {bytes(k) for k in z["keys"]}
+    return next((i for i, t in enumerate(texts) if text_key(t) not in have), len(texts))
+
+
 def teacher_vectors(teachers: Sequence[object], texts: Sequence[str], cache_dir: Path,
                     show_progress: bool = True) -> np.ndarray:
     """Each teacher's unit vectors of ``texts`` (cached per teacher, chunk by chunk),
@@ -144,9 +153,12 @@ def teacher_vectors(teachers: Sequence[object], texts: Sequence[str], cache_dir:
         cache = cache_dir / f"teacher-{name}.npz"
         bar = tqdm(total=len(texts), desc=f"teacher {name}", disable=not show_progress,
                    unit="text")
-        for start in range(0, len(texts), CHUNK):  # each chunk saved: resumable
-            encode_cached(teacher, texts[: start + CHUNK], cache, show_progress=False)
-            bar.update(min(CHUNK, len(texts) - start))
+        done = _cached_count(cache, texts)  # a finished or partial cache is not re-read per chunk
+        bar.update(done)
+        for start in range(done - done % CHUNK, len(texts), CHUNK):  # each chunk saved: resumable
+            if start + CHUNK > done:
+                encode_cached(teacher, texts[: start + CHUNK], cache, show_progress=False)
+                bar.update(min(CHUNK, len(texts) - start) - max(0, done - start))
         bar.close()
         vec = encode_cached(teacher, texts, cache, show_progress=False)
         vec /= np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)
