@@ -133,10 +133,11 @@ def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
                                           alphas=(0.5, 1.0), cliff_margin=0.0, num_threads=2,
                                           supersense_weight=0.0, wordnet_dir=None)
     res = runner.invoke(app, [*map(str, args), "--teachers", "mpnet,minilm", "--distill-weight",
-                              "1", "--precision", "bf16", "-q"])
+                              "1", "--precision", "bf16", "--device", "cuda", "-q"])
     assert res.exit_code == 0, res.output
     assert seen[2] == dataclasses.replace(expected, teachers=("mpnet", "minilm"),
-                                          distill_weight=1.0, precision="bf16")
+                                          distill_weight=1.0, precision="bf16",
+                                          device="cuda")
 
 
 def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_path):

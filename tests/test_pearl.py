@@ -215,6 +215,11 @@ def test_training_validates_before_work(tmp_path):
     with pytest.raises(ValueError, match="augmentation"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", char_aug=False,
                             token_aug=False, phrase_aug=False).validate()
+    with pytest.raises(ValueError, match="device must be cpu, cuda or cuda:N"):
+        PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", device="gpu").validate()
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", device="cuda:0").validate()
 
 
 def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):

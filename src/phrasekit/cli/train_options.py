@@ -60,6 +60,7 @@ PEARL = ConfigOptions(
         "distill_names": "(Entity name, rule-made variant) pairs in the transfer set.",
         "precision": "fp32, or bf16 for forward passes under bfloat16 autocast (master "
                      "weights stay fp32; fast only on CPUs with AVX512-BF16 / AMX).",
+        "device": "cpu, or cuda / cuda:N to train on a GPU (the saved model runs anywhere).",
         "max_steps": "Training steps (the default trains the shipped model).",
         "max_minutes": MAX_MINUTES,
         "use_char": "Use the character CNN.",

@@ -230,7 +230,7 @@ class PearlEncoder(Encoder):
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         with torch.inference_mode():
             emb, _ = self.model(texts)
-        return emb.numpy()
+        return emb.cpu().numpy()
 
     def predict_types(self, texts: Sequence[str], top: int = 1) -> list[list[tuple[str, float]]]:
         """Most probable phrase types (label, probability) per text, from the auxiliary head."""

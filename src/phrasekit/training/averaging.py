@@ -36,7 +36,7 @@ def interpolate_weights(model: nn.Module, initial: dict[str, torch.Tensor], alph
         for name, value in model.state_dict().items():
             if not (name.startswith(prefixes) and name in initial and value.is_floating_point()):
                 continue
-            start = initial[name].to(value.dtype)
+            start = initial[name].to(device=value.device, dtype=value.dtype)
             if torch.equal(value, start):  # frozen: keep bit-exact (rounding would store deltas)
                 continue
             value.mul_(alpha).add_(start, alpha=1.0 - alpha)
@@ -180,7 +180,7 @@ def undo_interpolation(module: nn.Module, initial: dict[str, torch.Tensor],
                 continue
             for prefixes, alpha in coefficients.items():
                 if name.startswith(prefixes):
-                    start = initial[name].to(value.dtype)
+                    start = initial[name].to(device=value.device, dtype=value.dtype)
                     value.sub_(start).div_(alpha).add_(start)
                     break
 

@@ -44,7 +44,7 @@ def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
     names = {id(p): n for n, p in model.named_parameters()}
     tensors: dict[str, torch.Tensor] = {}
     for name, value in model.state_dict().items():
-        tensors["model." + name] = value.detach().contiguous()
+        tensors["model." + name] = value.detach().cpu().contiguous()
     steps: dict[str, float] = {}
     for group in optimizer.param_groups:
         for p in group["params"]:
@@ -52,11 +52,11 @@ def save_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
             if not state:
                 continue
             name = names[id(p)]
-            tensors["exp_avg." + name] = state["exp_avg"].contiguous()
-            tensors["exp_avg_sq." + name] = state["exp_avg_sq"].contiguous()
+            tensors["exp_avg." + name] = state["exp_avg"].cpu().contiguous()
+            tensors["exp_avg_sq." + name] = state["exp_avg_sq"].cpu().contiguous()
             steps[name] = float(state["step"])
     for name, value in (extra or {}).items():
-        tensors["extra." + name] = value.detach().contiguous()
+        tensors["extra." + name] = value.detach().cpu().contiguous()
     core = {"meta": meta, "adam_steps": steps}
     blob = json.dumps({**core, "sha256": tensors_digest(tensors, core)})
     with atomic_write(path, mode="wb") as fh:
@@ -92,8 +92,8 @@ def load_checkpoint(path: str | Path, model: nn.Module, optimizer: torch.optim.O
         p = params[name]
         optimizer.state[p] = {
             "step": torch.tensor(step),
-            "exp_avg": tensors["exp_avg." + name],
-            "exp_avg_sq": tensors["exp_avg_sq." + name],
+            "exp_avg": tensors["exp_avg." + name].to(p.device),
+            "exp_avg_sq": tensors["exp_avg_sq." + name].to(p.device),
         }
     if extra is not None:
         extra.update({k[len("extra."):]: v for k, v in tensors.items() if k.startswith("extra.")})

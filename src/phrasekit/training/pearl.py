@@ -269,29 +269,31 @@ class PearlTask:
         rows = None if self.transfer is None else self.transfer.batch(step, cfg.distill_batch,
                                                                       cfg.order_seed)
         extra = [] if rows is None else [self.transfer.texts[i] for i in rows]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.precision == "bf16"):
+        device = torch.device(cfg.device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16"):
             emb, logits = self.model(texts + extra)
         emb = emb.float()
         logits = None if logits is None else logits[: len(texts)].float()
         if rows is not None:
             distill_emb, emb = emb[len(texts):], emb[: len(texts)]
         b = len(anchors)
-        mask = self.memory.mask(anchors, positives) if len(self.memory) else None
+        mask = self.memory.mask(anchors, positives).to(device) if len(self.memory) else None
         terms = {"nce": (1.0, self.nce(emb[:b], emb[b : 2 * b], emb[2 * b :],
                                        self.memory.rows, mask))}
         self.memory.push(emb[b:], texts[b:])
         if cfg.use_type and logits is not None:
-            terms["type"] = (cfg.type_weight, self.type_loss(logits, torch.tensor(types)))
+            labels = torch.tensor(types, device=device)
+            terms["type"] = (cfg.type_weight, self.type_loss(logits, labels))
         if self.senses is not None:
             # a positive is its anchor rewritten, so it shares the anchor's label (as for types)
-            targets = self.senses(anchors + anchors + negatives, types)
+            targets = self.senses(anchors + anchors + negatives, types).to(device)
             terms["sense"] = (cfg.supersense_weight,
                               self.sense_loss(self.model.sense_logits(emb), targets))
         terms.update(self._reference_terms(emb, texts, b))
         if rows is not None:
             terms["distill"] = (cfg.distill_weight,
-                                self.distill(distill_emb, self.transfer.targets(rows)))
-        loss = sum((w * value for w, value in terms.values()), torch.zeros(()))
+                                self.distill(distill_emb, self.transfer.targets(rows).to(device)))
+        loss = sum((w * value for w, value in terms.values()), torch.zeros((), device=device))
         return loss, {k: float(value.detach()) for k, (_, value) in terms.items()}
 
     def _reference_terms(self, emb: torch.Tensor, texts: list[str], b: int
@@ -306,7 +308,8 @@ class PearlTask:
         if cfg.preserve_weight > 0:
             terms["keep"] = (cfg.preserve_weight, self.preserve(emb[:b], ref[:b]))
         if cfg.length_weight > 0:
-            lengths = torch.tensor([len(t) for t in texts], dtype=torch.float32)
+            lengths = torch.tensor([len(t) for t in texts], dtype=torch.float32,
+                                   device=emb.device)
             terms["length"] = (cfg.length_weight, self.length_cov(emb, lengths, ref))
         return terms
 
@@ -318,7 +321,9 @@ class PearlTask:
 
     def restore_state(self, meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
         """Inverse of :meth:`training_state`."""
-        self.memory.restore(tensors.get("memory"), meta.get("memory_texts", []))
+        rows = tensors.get("memory")
+        self.memory.restore(None if rows is None else rows.to(self.cfg.device),
+                            meta.get("memory_texts", []))
         self.mimicry = meta.get("char_mimicry", {})
 
 
@@ -335,7 +340,7 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                     "%d phrases with hard negatives", len(data.texts), len(data.paraphrases),
                     len(data.synonyms), len(data.hard_negatives))
         torch.manual_seed(cfg.seed)  # the initial weights of the new modules
-        task = PearlTask(cfg, data, build_model(cfg))
+        task = PearlTask(cfg, data, build_model(cfg).to(cfg.device))
         extra: dict[str, Any] = {}
         if task.senses is not None:
             extra["supersenses"] = {"coverage": round(task.senses.coverage(data.texts,

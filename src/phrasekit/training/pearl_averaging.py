@@ -98,7 +98,7 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
                 "alpha_proj": alpha_proj, "train_minutes": round(train_seconds / 60, 2),
                 "dev": dev_table, "history": history, **(extra or {})}
     model.config.extra = {"alpha": best_alpha, "alpha_proj": alpha_proj, "steps": steps_done}
-    model_dir = model.save_pretrained(out / "model", extra_config={"training": training})
+    model_dir = model.cpu().save_pretrained(out / "model", extra_config={"training": training})
     size_mb = sum(f.stat().st_size for f in model_dir.iterdir()) / 2**20
     report = {**training, "selection_minutes": round((time.perf_counter() - t0) / 60, 2),
               "model_dir": str(model_dir), "model_mb": round(size_mb, 2)}

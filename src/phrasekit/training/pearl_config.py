@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from phrasekit.encoders.char import CharCNNConfig
 from phrasekit.encoders.pearl import TYPE_HEAD_INPUTS, PearlConfig, PearlModel
@@ -62,6 +65,7 @@ class PearlTrainingConfig:
     distill_names: int = 4000  # (entity name, rule-made variant) pairs in the transfer set
     distill_temperature: float = 0.05
     precision: str = "fp32"  # "bf16": forward passes under bfloat16 autocast (fp32 weights)
+    device: str = "cpu"  # "cuda" (or "cuda:N") trains on a GPU; the model is saved from the CPU
     decay_every: int = 100
     decay_rate: float = 0.98
     max_steps: int = 800
@@ -118,6 +122,7 @@ class PearlTrainingConfig:
              "distill_phrases must be > 0 and distill_names >= 0"),
             (self.distill_temperature > 0, "distill_temperature must be > 0"),
             (self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}"),
+            *device_checks(self.device),
             (not self.char_pretrain_steps or self.use_char,
              "char_pretrain_steps needs the char encoder (use_char)"),
             (self.char_aug or self.token_aug or self.phrase_aug,
@@ -132,6 +137,15 @@ class PearlTrainingConfig:
                 raise FileNotFoundError(
                     f"{Path(self.data_dir) / name} missing: build the dataset first "
                     "(phrasekit train pearl-data --out DIR)")
+
+
+def device_checks(device: str) -> list[tuple[bool, str]]:
+    """``device`` is ``cpu`` or a CUDA device that this machine has."""
+    if device == "cpu":
+        return []
+    if not re.fullmatch(r"cuda(:\d+)?", device):
+        return [(False, f"device must be cpu, cuda or cuda:N, got {device!r}")]
+    return [(torch.cuda.is_available(), f"device {device}: no CUDA GPU is available here")]
 
 
 def build_model(cfg: PearlTrainingConfig) -> PearlModel:
