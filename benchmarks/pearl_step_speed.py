@@ -1,8 +1,8 @@
 """PEARL training steps per second: precision, threads and the distillation term, one run.
 
 Every variant trains ``--steps`` steps (after ``--warmup`` untimed ones) of the shipped recipe on
-the same dataset, without checkpoints; the table gives steps/s and the ratio to the first
-variant (the fp32 loop on one thread that trained the previous model).
+the same dataset, without checkpoints; the table gives steps/s, anchors/s and the ratio of
+anchors/s to the first variant (the fp32 loop on one thread that trained the previous model).
 
     python benchmarks/pearl_step_speed.py --data runs/pearl-data --steps 20
 """
@@ -27,7 +27,11 @@ VARIANTS: dict[str, dict[str, object]] = {
     "fp32, 2 threads, + distillation (minilm teacher)": {
         "num_threads": 2, "teachers": ("minilm",), "distill_weight": 1.0,
         "distill_phrases": 2000, "distill_names": 500},
+    "fp32, 2 threads, batch 128": {"num_threads": 2, "batch_size": 128},
+    "GPU (--device cuda), batch 64": {"device": "cuda"},
 }
+#: Variants run when --variants is not given (the GPU one needs a GPU).
+CPU_VARIANTS = "0,1,2,3,4"
 
 
 def steps_per_second(cfg: PearlTrainingConfig, data: PearlData, steps: int,
@@ -35,7 +39,7 @@ def steps_per_second(cfg: PearlTrainingConfig, data: PearlData, steps: int,
     """Steps/s of ``steps`` training steps after ``warmup`` untimed ones (from the trainer's
     per-step history: cumulative minutes, 0.01 min resolution)."""
     torch.manual_seed(cfg.seed)
-    task = PearlTask(cfg, data, build_model(cfg))
+    task = PearlTask(cfg, data, build_model(cfg).to(cfg.device))
     result = Trainer(None, total_steps=warmup + steps, checkpoint_every=1,
                      num_threads=cfg.num_threads, show_progress=False).fit(task)
     minutes = {row["step"]: row["minutes"] for row in result.history}
@@ -48,21 +52,22 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="dataset from `phrasekit train pearl-data`")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--variants", default=",".join(str(i) for i in range(len(VARIANTS))),
-                        help="comma-separated indices into the variant list")
+    parser.add_argument("--variants", default=CPU_VARIANTS,
+                        help="comma-separated indices into the variant list (5: a GPU)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     data = PearlData.load(args.data, list(PHRASE_TYPES))
     names = [list(VARIANTS)[int(i)] for i in args.variants.split(",")]
-    print("| variant | steps/s | vs first row |\n|---|---:|---:|")
+    print("| variant | steps/s | anchors/s | anchors/s vs first row |\n|---|---:|---:|---:|")
     base = None
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             cfg = PearlTrainingConfig(data_dir=args.data, out_dir=tmp, show_progress=False,
                                       **VARIANTS[name])  # type: ignore[arg-type]
             rate = steps_per_second(cfg, data, args.steps, args.warmup)
-            base = base or rate
-            print(f"| {name} | {rate:.3f} | {rate / base:.2f} |", flush=True)
+            anchors = rate * cfg.batch_size
+            base = base or anchors
+            print(f"| {name} | {rate:.3f} | {anchors:.1f} | {anchors / base:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
