@@ -143,9 +143,13 @@ def device_checks(device: str) -> list[tuple[bool, str]]:
     """``device`` is ``cpu`` or a CUDA device that this machine has."""
     if device == "cpu":
         return []
-    if not re.fullmatch(r"cuda(:\d+)?", device):
+    found = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if not found:
         return [(False, f"device must be cpu, cuda or cuda:N, got {device!r}")]
-    return [(torch.cuda.is_available(), f"device {device}: no CUDA GPU is available here")]
+    if not torch.cuda.is_available():
+        return [(False, f"device {device}: no CUDA GPU is available here")]
+    index, count = int(found.group(1) or 0), torch.cuda.device_count()
+    return [(index < count, f"device {device}: this machine has {count} CUDA GPU(s)")]
 
 
 def build_model(cfg: PearlTrainingConfig) -> PearlModel:
