@@ -16,7 +16,9 @@ Stages:
 - ``phrases``: ``phrasekit phrases`` (spaCy noun chunks and entities, parser and NER), the
   compute-bound stage;
 - ``encode``: ``phrasekit encode`` of one line per document (whitespace folded, the first
-  ``--encode-chars`` characters) with ``--model``, where the engine's own overhead shows.
+  ``--encode-chars`` characters) with ``--model``, where the engine's own overhead shows;
+- ``topics``: ``phrasekit topics`` end to end (default method) with ``--model`` as the document
+  encoder: reading, the phrase sample, encoding, choosing K, clustering, naming, writing.
 
 For each run: wall seconds, documents per second, throughput relative to ``local`` on the same
 input (the overhead ratio: 1.0 = as fast), and the peak resident memory of the driver process
@@ -28,6 +30,7 @@ Usage::
     python benchmarks/ray_scaling.py --corpus 20newsgroups --n-docs 1000 --replicate 1,4 \\
         --stages phrases
     python benchmarks/ray_scaling.py --corpus 20newsgroups --replicate 10 --stages encode
+    python benchmarks/ray_scaling.py --corpus 20newsgroups --replicate 1,10 --stages topics
 """
 
 from __future__ import annotations
@@ -39,12 +42,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from corpus_throughput import add_corpus_args, corpus_source, timed, write_corpus
+from corpus_throughput import add_corpus_args, corpus_source, stages, timed, write_corpus
 
 from phrasekit.pipeline.cluster import LocalCluster
 
 CONFIGS = ("local", "ray1", "ray2")
-STAGES = ("phrases", "encode")
+STAGES = ("phrases", "encode", "topics")
 
 
 def encode_input(corpus: Path, out: Path, chars: int) -> Path:
@@ -73,6 +76,9 @@ def stage_command(stage: str, data: Path, work: Path, model: str) -> list[str]:
     base = [sys.executable, "-m", "phrasekit"]
     if stage == "phrases":
         return [*base, "phrases", str(data), "--out", str(work / "phrases.json.gz"), "-q"]
+    if stage == "topics":
+        return [*base, "topics", str(data), "--out", str(work / "topics"), "-m", model, "-q",
+                "--no-report"]
     return [*base, "encode", str(data), "--out", str(work / "vectors.npy"), "-m", model, "-q"]
 
 
@@ -80,15 +86,16 @@ def table(records: list[dict]) -> str:
     """Markdown table; throughput relative to ``local`` on the same stage and input."""
     local = {(r["stage"], r["n_docs"]): r["wall_s"] for r in records
              if r["config"] == "local" and r["rc"] == 0}
-    rows = ["| stage | engine | docs | wall s | docs/s | throughput vs local | driver peak MB |",
-            "|---|---|---:|---:|---:|---:|---:|"]
+    rows = ["| stage | engine | docs | wall s | docs/s | throughput vs local | driver peak MB "
+            "| stages (s) |", "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in records:
         key = (r["stage"], r["n_docs"])
         ratio = f"{local[key] / r['wall_s']:.2f}" if key in local and r["rc"] == 0 else "-"
         status = "" if r["rc"] == 0 else f" (rc {r['rc']})"
         rows.append(f"| {r['stage']} | {r['config']}{status} | {r['n_docs']} | "
                     f"{r['wall_s']:.1f} | {r['n_docs'] / r['wall_s']:.1f} | {ratio} | "
-                    f"{r['peak_mb']:.0f} |")
+                    f"{r['peak_mb']:.0f} | "
+                    + ", ".join(f"{k} {v}" for k, v in r.get("stages", {}).items()) + " |")
     return "\n".join(rows)
 
 
@@ -98,7 +105,8 @@ def main() -> None:
     add_corpus_args(ap, "20newsgroups")
     ap.add_argument("--stages", default="phrases,encode")
     ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--model", default="glove-50d", help="the encode stage's model")
+    ap.add_argument("--model", default="glove-50d",
+                    help="the encoder of the encode and topics stages")
     ap.add_argument("--encode-chars", type=int, default=1000)
     ap.add_argument("--cpus", type=int, default=2, help="CPUs of the Ray cluster")
     ap.add_argument("--out", default="runs/ray_scaling")
@@ -111,7 +119,7 @@ def main() -> None:
         name = f"{src.name}-{args.n_docs or 'all'}-x{times}"
         corpus, n_docs = write_corpus(src, out / "data" / f"{name}.jsonl", args.n_docs, times)
         for stage in args.stages.split(","):
-            data = corpus if stage == "phrases" else \
+            data = corpus if stage != "encode" else \
                 encode_input(corpus, out / "data" / f"{name}.txt", args.encode_chars)
             for config in args.configs.split(","):
                 work = out / name / stage / config
@@ -120,7 +128,8 @@ def main() -> None:
                 with engine_args(config, args.cpus) as extra:
                     cmd = stage_command(stage, data, work, args.model) + extra
                     rec = timed(cmd, work / "log.txt", args.timeout)
-                rec.update(stage=stage, config=config, times=times, n_docs=n_docs)
+                rec.update(stage=stage, config=config, times=times, n_docs=n_docs,
+                           stages=stages(stage, work))
                 records.append(rec)
                 print(f"  {rec['wall_s']:.1f}s rc {rec['rc']} driver peak "
                       f"{rec['peak_mb']:.0f} MB", flush=True)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
-from phrasekit.text import tokenize
+from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import PNTM, LDATopics, run_pntm
 from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
 from phrasekit.topics.pipeline import corpus_sentences
@@ -51,6 +51,23 @@ def test_tokenize() -> None:
     assert tokenize("The Bank of England\u2019s state-of-the-art rates, 2008!") == [
         "the", "bank", "of", "england", "state-of-the-art", "rates", "2008"]
     assert tokenize("") == []
+
+
+def test_token_docs_read_back_as_token_lists(docs, token_docs, phrases) -> None:
+    compact = TokenDocs(d.text for d in docs)
+    assert len(compact) == len(token_docs) and list(compact) == token_docs
+    assert compact[3] == token_docs[3] and compact[-1] == token_docs[-1]
+    assert compact.ids.dtype == np.int32 and len(compact.ids) == sum(map(len, token_docs))
+    with pytest.raises(IndexError):
+        compact[len(docs)]
+    assert list(TokenDocs(["", "two words", ""])) == [[], ["two", "words"], []]
+    assert len(TokenDocs([])) == 0
+    vocab = build_term_vocabulary(compact, phrases, min_df=2)
+    assert vocab == build_term_vocabulary(token_docs, phrases, min_df=2)
+    a, b = (presence_matrix(t, vocab.terms) for t in (compact, token_docs))
+    assert a.format == "csc" and a.dtype == np.float32 and (a != b).nnz == 0
+    c, d = (count_matrix(t, vocab, phrases=True) for t in (compact, token_docs))
+    assert (c != d).nnz == 0 and c.sum() > 0 and a.sum() > 0
 
 
 def test_term_vocabulary_words_and_verbatim_phrases(token_docs, phrases) -> None:

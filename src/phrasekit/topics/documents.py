@@ -45,7 +45,7 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import as_encoder
-from phrasekit.text import tokenize
+from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.pntm import encode_documents
@@ -218,7 +218,7 @@ class DocumentTopicModel(BaseEstimator):
         timings["extraction"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        token_docs = [tokenize(t) for t in texts]
+        token_docs = TokenDocs(texts)
         vocab = build_term_vocabulary(token_docs, vocabulary, self.min_df, self.max_df,
                                       self.max_phrases)
         if len(vocab) < self.top_n:

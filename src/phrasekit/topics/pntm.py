@@ -40,7 +40,7 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
-from phrasekit.text import tokenize
+from phrasekit.text import TokenDocs
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ class PNTM(BaseEstimator):
         timings["extraction"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        token_docs = [tokenize(t) for t in texts]
+        token_docs = TokenDocs(texts)
         vocab = build_term_vocabulary(
             token_docs, phrases, self.min_df, self.max_df, self.max_phrases
         )

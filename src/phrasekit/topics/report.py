@@ -27,7 +27,7 @@ from markupsafe import Markup
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
-from phrasekit.text import tokenize
+from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.metrics import (
     npmi_coherence,
@@ -146,7 +146,7 @@ def run_metrics(model: TopicModel, docs: Iterable[Document | str]) -> dict[str, 
     """Label-free quality numbers of a fit, from the corpus itself: mean and per-topic NPMI of
     the top-10 terms (document co-occurrence), diversity of the top-25, UCTopic's
     informativeness and within-topic word diversity of the top-10, unassigned documents."""
-    token_docs = [tokenize(d.text) for d in as_documents(docs)]
+    token_docs = TokenDocs(d.text for d in as_documents(docs))
     keys = [[k for k in topic if k] for topic in topic_term_keys(model)]
     npmi, per_topic = npmi_coherence(keys, token_docs, top_n=10)
     labels = model.labels_ if isinstance(model, PNTM) else model.doc_labels_
