@@ -19,13 +19,14 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import scipy.sparse as sp
 
 from phrasekit.phrases import PhraseVocabulary
 from phrasekit.phrases.keyphrase_candidates import brackets_balanced
-from phrasekit.text import stop_words, tokenize
+from phrasekit.text import TokenDocs, stop_words, tokenize
 
 _HAS_LETTER = re.compile(r"[a-z]")
 #: Quote marks a corpus may leave on a span's edges (``LaTeX'', "straight", ‘curly’, «French»).
@@ -107,9 +108,7 @@ def build_term_vocabulary(
         raise ValueError(f"min_df must be >= 1 and max_df in (0, 1], got {min_df}, {max_df}")
     n = len(token_docs)
     stops = stop_words()
-    df: Counter[str] = Counter()
-    for toks in token_docs:
-        df.update(set(toks))
+    df = _word_doc_freq(token_docs)
     words = [
         w
         for w, c in df.items()
@@ -166,6 +165,8 @@ def presence_matrix(token_docs: Sequence[Sequence[str]], terms: Sequence[str]) -
     present in a document that mentions the Bank of England.
     """
     keys = [tuple(t.split()) for t in terms]
+    if isinstance(token_docs, TokenDocs):
+        return _presence_of_ids(token_docs, keys).tocsc()
     col = {k: j for j, k in enumerate(keys)}
     lengths = sorted({len(k) for k in keys})
     rows = _SparseRows(binary=True)
@@ -178,6 +179,53 @@ def presence_matrix(token_docs: Sequence[Sequence[str]], terms: Sequence[str]) -
                     found.add(j)
         rows.add(sorted(found))
     return rows.matrix(len(terms), np.float32).tocsc()
+
+
+def _word_doc_freq(token_docs: Sequence[Sequence[str]]) -> Counter[str]:
+    """In how many documents each token occurs."""
+    if not isinstance(token_docs, TokenDocs):
+        df: Counter[str] = Counter()
+        for toks in token_docs:
+            df.update(set(toks))
+        return df
+    counts = np.zeros(len(token_docs.words), dtype=np.int64)
+    for lo, hi in pairwise(token_docs.offsets.tolist()):
+        counts[np.unique(token_docs.ids[lo:hi])] += 1
+    return Counter(dict(zip(token_docs.words, counts.tolist(), strict=True)))
+
+
+def _presence_of_ids(docs: TokenDocs, keys: list[tuple[str, ...]]) -> sp.csr_matrix:
+    """``presence_matrix`` on token ids: one-word terms by an array lookup of every token,
+    longer ones tried only where a token starts one of them."""
+    word_id = {w: i for i, w in enumerate(docs.words)}
+    single = np.full(len(docs.words), -1, dtype=np.int64)
+    multi: dict[tuple[int, ...], int] = {}
+    for j, key in enumerate(keys):
+        ids = tuple(word_id.get(w, -1) for w in key)
+        if -1 in ids or not ids:
+            continue  # a word the corpus never uses: the term occurs nowhere
+        if len(ids) == 1:
+            single[ids[0]] = j
+        else:
+            multi[ids] = j
+    starts = np.zeros(len(docs.words), dtype=bool)
+    starts[[ids[0] for ids in multi]] = True
+    lengths = sorted({len(ids) for ids in multi})
+    rows = _SparseRows(binary=True)
+    for lo, hi in pairwise(docs.offsets.tolist()):
+        seg = docs.ids[lo:hi]
+        cols = single[seg]
+        found = set(cols[cols >= 0].tolist())
+        at = np.flatnonzero(starts[seg]).tolist()
+        if at:
+            toks = seg.tolist()
+            for i in at:
+                for n in lengths:
+                    j = multi.get(tuple(toks[i : i + n]))
+                    if j is not None:
+                        found.add(j)
+        rows.add(sorted(found))
+    return rows.matrix(len(keys), np.float32)
 
 
 class _SparseRows:
