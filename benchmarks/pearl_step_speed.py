@@ -1,4 +1,4 @@
-"""PEARL training steps per second: precision, threads and the distillation term, one run.
+"""PEARL training steps per second: precision, threads, distillation, frozen layers, one run.
 
 Every variant trains ``--steps`` steps (after ``--warmup`` untimed ones) of the shipped recipe on
 the same dataset, without checkpoints; the table gives steps/s, anchors/s and the ratio of
@@ -29,9 +29,10 @@ VARIANTS: dict[str, dict[str, object]] = {
         "distill_phrases": 2000, "distill_names": 500},
     "fp32, 2 threads, batch 128": {"num_threads": 2, "batch_size": 128},
     "GPU (--device cuda), batch 64": {"device": "cuda"},
+    "fp32, 2 threads, top 3 of 6 layers trained": {"num_threads": 2, "train_layers": 3},
 }
-#: Variants run when --variants is not given (the GPU one needs a GPU).
-CPU_VARIANTS = "0,1,2,3,4"
+#: Variants run when --variants is not given (the GPU one, 5, needs a GPU).
+CPU_VARIANTS = "0,1,2,3,4,6"
 
 
 def steps_per_second(cfg: PearlTrainingConfig, data: PearlData, steps: int,

@@ -222,6 +222,28 @@ def test_training_validates_before_work(tmp_path):
             PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", device="cuda:0").validate()
 
 
+def test_training_only_the_top_layers_leaves_the_lower_ones_as_the_backbone(tmp_path):
+    from phrasekit.models.backbones import load_backbone
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_config import PearlTrainingConfig, build_model
+
+    _tiny_dataset(tmp_path / "data")
+    cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "t"),
+                              batch_size=6, max_steps=2, alpha=1.0, lr=1e-3, max_seq_length=12,
+                              show_progress=False, train_layers=2, **_NO_WORDNET)
+    train_pearl(cfg)
+    trained = PearlModel.from_pretrained(tmp_path / "t" / "model").backbone.state_dict()
+    base = load_backbone("minilm")[1].state_dict()
+    layer = re.compile(r"encoder\.layer\.(\d+)\.")
+    changed = {int(m.group(1)) if (m := layer.match(k)) else -1
+               for k in base if not torch.equal(trained[k], base[k])}
+    assert changed == {4, 5}  # embeddings (-1) and layers 0-3 are the backbone's, bit for bit
+    with pytest.raises(ValueError, match="train_layers must be >= 0"):
+        PearlTrainingConfig(**{**cfg.__dict__, "train_layers": -1}).validate()
+    with pytest.raises(ValueError, match="only 6 layers"):
+        build_model(PearlTrainingConfig(**{**cfg.__dict__, "train_layers": 7}))
+
+
 def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
     from phrasekit.training.pearl import train_pearl
     from phrasekit.training.pearl_averaging import reaverage_pearl

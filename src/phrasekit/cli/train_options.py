@@ -63,6 +63,8 @@ PEARL = ConfigOptions(
         "device": "cpu, or cuda / cuda:N to train on a GPU (the saved model runs anywhere).",
         "max_steps": "Training steps (the default trains the shipped model).",
         "max_minutes": MAX_MINUTES,
+        "train_layers": "Train only the top N transformer layers (default: all); the lower "
+                        "layers and the embeddings stay the backbone's.",
         "use_char": "Use the character CNN.",
         "use_type": "Phrase-type classification loss.",
         "char_aug": "Character-level augmentation.",

@@ -30,7 +30,7 @@ _TRAJECTORY = ("data_dir", "backbone", "seed", "data_seed", "batch_size", "hard_
                "max_seq_length", "use_char", "use_type", "char_aug", "token_aug", "phrase_aug",
                "freeze_embeddings", "limit_phrases", "teachers", "distill_weight",
                "distill_batch", "distill_phrases", "distill_names", "distill_temperature",
-               "precision")
+               "precision", "train_layers")
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -78,6 +78,7 @@ class PearlTrainingConfig:
     token_aug: bool = True
     phrase_aug: bool = True
     freeze_embeddings: bool = True
+    train_layers: int | None = None  # only the top N transformer layers train (None = all)
     alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
     alpha: float | None = None
     proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
@@ -115,6 +116,8 @@ class PearlTrainingConfig:
             (self.type_head_on in TYPE_HEAD_INPUTS,
              f"type_head_on must be one of {TYPE_HEAD_INPUTS}"),
             (self.char_pretrain_steps >= 0, "char_pretrain_steps must be >= 0"),
+            (self.train_layers is None or self.train_layers >= 0,
+             f"train_layers must be >= 0, got {self.train_layers}"),
             (not self.distill_weight or bool(self.teachers),
              "distill_weight needs at least one teacher (teachers)"),
             (self.distill_batch >= 8, f"distill_batch must be >= 8, got {self.distill_batch}"),
@@ -162,4 +165,18 @@ def build_model(cfg: PearlTrainingConfig) -> PearlModel:
     model = PearlModel(pcfg)
     if cfg.freeze_embeddings:
         model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)
+    if cfg.train_layers is not None:
+        freeze_lower_layers(model.backbone, cfg.train_layers)
     return model
+
+
+def freeze_lower_layers(backbone: torch.nn.Module, train_layers: int) -> None:
+    """Freeze the embeddings and every transformer layer below the top ``train_layers``: the
+    lower layers keep the backbone's surface-form knowledge and need no backward pass."""
+    layers = backbone.encoder.layer
+    if train_layers > len(layers):
+        raise ValueError(f"train_layers is {train_layers}, but the backbone has only "
+                         f"{len(layers)} layers")
+    backbone.embeddings.requires_grad_(False)
+    for layer in layers[: len(layers) - train_layers]:
+        layer.requires_grad_(False)
