@@ -34,10 +34,22 @@ class TokenDocs(Sequence[list[str]]):
     for 20newsgroups x 10), and each document's token list is rebuilt when it is read."""
 
     def __init__(self, texts: Iterable[str]) -> None:
+        self._fill(tokenize(text) for text in texts)
+
+    @classmethod
+    def of(cls, token_docs: Iterable[Sequence[str]]) -> TokenDocs:
+        """``token_docs`` as ``TokenDocs`` (itself when it already is one)."""
+        if isinstance(token_docs, TokenDocs):
+            return token_docs
+        docs = cls.__new__(cls)
+        docs._fill(token_docs)
+        return docs
+
+    def _fill(self, token_lists: Iterable[Sequence[str]]) -> None:
         index: dict[str, int] = {}
         ids, offsets = array("i"), array("q", [0])
-        for text in texts:
-            ids.extend([index.setdefault(tok, len(index)) for tok in tokenize(text)])
+        for toks in token_lists:
+            ids.extend([index.setdefault(tok, len(index)) for tok in toks])
             offsets.append(len(ids))
         self.words = list(index)  #: token strings by id, in order of first occurrence
         self.ids = np.frombuffer(ids, dtype=np.int32) if ids else np.zeros(0, np.int32)

@@ -224,7 +224,7 @@ class DocumentTopicModel(BaseEstimator):
         if len(vocab) < self.top_n:
             raise ValueError(f"only {len(vocab)} terms occur in at least {self.min_df} "
                              "documents; lower min_df or give a larger corpus")
-        P = presence_matrix(token_docs, vocab.terms).tocsr()
+        P = presence_matrix(token_docs, vocab.terms, format="csr")
         labels = np.full(len(texts), -1, dtype=np.int64)
         labels[used] = labels_used
         self._describe(Xc, labels, centres, k, vocab, P)

@@ -106,6 +106,7 @@ def build_term_vocabulary(
         raise ValueError("no documents: cannot build a vocabulary")
     if min_df < 1 or not 0.0 < max_df <= 1.0:
         raise ValueError(f"min_df must be >= 1 and max_df in (0, 1], got {min_df}, {max_df}")
+    token_docs = TokenDocs.of(token_docs)
     n = len(token_docs)
     stops = stop_words()
     df = _word_doc_freq(token_docs)
@@ -158,45 +159,30 @@ def count_phrases(
     return {p: int(c) for p, c in zip(wanted, df.ravel(), strict=True)}
 
 
-def presence_matrix(token_docs: Sequence[Sequence[str]], terms: Sequence[str]) -> sp.csc_matrix:
-    """Binary documents x terms matrix: 1 where the term's tokens occur contiguously.
+def presence_matrix(token_docs: Sequence[Sequence[str]], terms: Sequence[str],
+                    format: str = "csc") -> sp.spmatrix:
+    """Binary documents x terms matrix (in scipy ``format``): 1 where the term's tokens occur
+    contiguously.
 
     Unlike ``count_matrix`` nothing is consumed: "bank of england" and "england" are both
     present in a document that mentions the Bank of England.
     """
     keys = [tuple(t.split()) for t in terms]
-    if isinstance(token_docs, TokenDocs):
-        return _presence_of_ids(token_docs, keys).tocsc()
-    col = {k: j for j, k in enumerate(keys)}
-    lengths = sorted({len(k) for k in keys})
-    rows = _SparseRows(binary=True)
-    for toks in token_docs:
-        found = set()
-        for n in lengths:
-            for i in range(len(toks) - n + 1):
-                j = col.get(tuple(toks[i : i + n]))
-                if j is not None:
-                    found.add(j)
-        rows.add(sorted(found))
-    return rows.matrix(len(terms), np.float32).tocsc()
+    return _presence_of_ids(TokenDocs.of(token_docs), keys).asformat(format)
 
 
-def _word_doc_freq(token_docs: Sequence[Sequence[str]]) -> Counter[str]:
+def _word_doc_freq(docs: TokenDocs) -> Counter[str]:
     """In how many documents each token occurs."""
-    if not isinstance(token_docs, TokenDocs):
-        df: Counter[str] = Counter()
-        for toks in token_docs:
-            df.update(set(toks))
-        return df
-    counts = np.zeros(len(token_docs.words), dtype=np.int64)
-    for lo, hi in pairwise(token_docs.offsets.tolist()):
-        counts[np.unique(token_docs.ids[lo:hi])] += 1
-    return Counter(dict(zip(token_docs.words, counts.tolist(), strict=True)))
+    counts = np.zeros(len(docs.words), dtype=np.int64)
+    for lo, hi in pairwise(docs.offsets.tolist()):
+        counts[np.unique(docs.ids[lo:hi])] += 1
+    return Counter(dict(zip(docs.words, counts.tolist(), strict=True)))
 
 
 def _presence_of_ids(docs: TokenDocs, keys: list[tuple[str, ...]]) -> sp.csr_matrix:
     """``presence_matrix`` on token ids: one-word terms by an array lookup of every token,
-    longer ones tried only where a token starts one of them."""
+    longer ones tried only where a token starts one of them (``keys``: terms as token tuples;
+    an empty one occurs nowhere)."""
     word_id = {w: i for i, w in enumerate(docs.words)}
     single = np.full(len(docs.words), -1, dtype=np.int64)
     multi: dict[tuple[int, ...], int] = {}
