@@ -21,7 +21,14 @@ from phrasekit.artifacts import (
     verify_folder,
     write_manifest,
 )
-from phrasekit.io import CorpusError, atomic_write, read_lines
+from phrasekit.io import (
+    CorpusError,
+    atomic_write,
+    count_lines,
+    iter_lines,
+    read_lines,
+    write_npy_rows,
+)
 
 
 def _dead_pid() -> int:
@@ -174,6 +181,26 @@ def test_read_lines_blank_lines_refused_or_counted(tmp_path):
         read_lines(path, skip_blank=True)
     with pytest.raises(CorpusError, match="not a file"):
         read_lines(tmp_path)
+
+
+def test_lines_streamed_and_checked_before_reading(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("\ufeffa\n\nb\r\n c ", encoding="utf-8")
+    assert count_lines(path, skip_blank=True) == (3, 1)
+    assert list(iter_lines(path, skip_blank=True)) == ["a", "b", "c"]
+    path.write_bytes(b"fine\nok\n\xff\n")
+    with pytest.raises(CorpusError, match=r"in\.txt:3: not valid UTF-8"):
+        count_lines(path)  # the whole file is checked up front
+
+
+def test_npy_written_from_row_chunks(tmp_path):
+    rows = np.arange(21, dtype=np.float32).reshape(7, 3)
+    with open(tmp_path / "v.npy", "wb") as fh:
+        write_npy_rows(fh, (rows[i : i + 3] for i in range(0, 7, 3)), 7, 3)
+    np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), rows)
+    for n_rows in (6, 8):  # the stream must hold exactly the rows announced in the header
+        with open(tmp_path / "w.npy", "wb") as fh, pytest.raises(ValueError, match="rows"):
+            write_npy_rows(fh, iter([rows]), n_rows, 3)
 
 
 def test_topics_refuse_a_cache_inside_the_output_folder(tmp_path):

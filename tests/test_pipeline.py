@@ -21,6 +21,7 @@ from phrasekit.pipeline import (
     ShardedSearch,
     ShardStore,
     Stage,
+    iter_stage,
     make_engine,
     run_stage,
 )
@@ -87,6 +88,32 @@ def test_sharded_encoder_matches_plain(glove):
     assert sharded.encode([]).shape == (0, glove.dim)
     with pytest.raises(ValueError, match=r"texts\[1\]"):
         sharded.encode(["ok", " "])
+
+
+def test_encode_stream_matches_encode_chunk_by_chunk(glove):
+    texts = [f"phrase number {i}" for i in range(30)]
+    for encoder in (glove, ShardedEncoder(glove, LocalEngine(), shard_size=4)):
+        chunks = list(encoder.encode_stream(iter(texts), chunk_size=4))
+        np.testing.assert_allclose(np.concatenate(chunks), glove.encode(texts), atol=1e-6)
+        with pytest.raises(ValueError, match=r"texts\[9\]"):  # indexed in the whole stream
+            list(encoder.encode_stream(iter([*texts[:9], " "]), chunk_size=4))
+
+
+def test_stage_streams_its_input_and_keeps_input_order(tmp_path):
+    read: list[int] = []
+
+    def inputs(ids):
+        for i in ids:
+            read.append(i)
+            yield pa.table({"x": [i, i + 100]})
+
+    ids = [0, 1, 2, 1, 3, 0, 4]  # repeated shards are run once and given back in place
+    stage = Doubler()
+    outs = iter_stage(stage, inputs(ids), LocalEngine(), tmp_path)
+    assert next(outs).column("y").to_pylist() == [0, 200]
+    assert read == [0]  # nothing is read ahead of the work
+    assert [t.column("y").to_pylist()[0] for t in outs] == [2 * i for i in ids[1:]]
+    assert stage.calls == 5
 
 
 def test_sharded_extractor_matches_plain(small_corpus, small_corpus_phrases, tmp_path):

@@ -30,6 +30,23 @@ def engine():
         ray.shutdown()
 
 
+def test_driver_streams_shards_in_order(engine, glove):
+    read: list[int] = []
+
+    def texts(n):
+        for i in range(n):
+            read.append(i)
+            yield f"phrase number {i}"
+
+    stream = ShardedEncoder("glove-50d", engine, shard_size=5).encode_stream(texts(200))
+    first = next(stream)
+    # at most 2 x depth 2 x 2 actors = 8 shards of 5 past the oldest one running, not 200
+    assert len(read) <= 45
+    got = np.concatenate([first, *stream])
+    want = glove.encode([f"phrase number {i}" for i in range(200)])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 def test_extraction_identical(engine, small_corpus, small_corpus_phrases):
     sharded = ShardedExtractor.like(PhraseExtractor(), engine, shard_size=15)
     assert sharded.extract(small_corpus).to_dict() == small_corpus_phrases.to_dict()

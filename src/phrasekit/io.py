@@ -9,10 +9,12 @@ import json
 import os
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import numpy as np
 
 
 def umask() -> int:
@@ -113,37 +115,72 @@ class CorpusError(ValueError):
     """A corpus file that cannot be read: missing, wrong encoding, malformed lines."""
 
 
-def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], int]:
-    """The lines of a UTF-8 text file split on ``\\n`` only (a ``\\r`` before it dropped), so
-    line i is row i; other separators (U+2028, form feed...) stay inside their line. Blank
-    lines raise ``CorpusError`` naming the line, or are skipped and counted with ``skip_blank``.
-
-    Returns ``(lines stripped of surrounding whitespace, blank lines skipped)``.
-    """
+def iter_lines(path: str | Path, skip_blank: bool = False) -> Iterator[str]:
+    """The lines of a UTF-8 text file, read one at a time and split on ``\\n`` only (a
+    ``\\r`` before it dropped), so line i is row i; other separators (U+2028, form feed...)
+    stay inside their line. Each line is stripped of surrounding whitespace. A blank line
+    raises ``CorpusError`` naming it, or is skipped with ``skip_blank``; so does a line that is
+    not UTF-8."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: not found" if not path.exists() else f"{path}: not a file")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CorpusError(f"{path}: not valid UTF-8 ({exc})") from exc
-    raw = text.removeprefix("\ufeff").split("\n")
-    if raw and raw[-1] == "":  # the final newline ends the last line
-        raw.pop()
-    lines: list[str] = []
-    skipped = 0
-    for lineno, line in enumerate(raw, start=1):
-        line = line.removesuffix("\r").strip()
-        if line:
-            lines.append(line)
-        elif skip_blank:
-            skipped += 1
-        else:
-            raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
-                              "--skip-blank drops them)")
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorpusError(f"{path}:{lineno}: not valid UTF-8 ({exc})") from exc
+            if lineno == 1:
+                line = line.removeprefix("\ufeff")
+            line = line.removesuffix("\n").removesuffix("\r").strip()
+            if line:
+                yield line
+            elif not skip_blank:
+                raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
+                                  "--skip-blank drops them)")
+
+
+def count_lines(path: str | Path, skip_blank: bool = False) -> tuple[int, int]:
+    """Check a whole file as ``iter_lines`` reads it, without keeping it: ``(lines with a
+    text, blank lines skipped)``. Run before long work, so a bad line fails first."""
+    kept = sum(1 for _ in iter_lines(path, skip_blank))
+    if not kept:
+        raise CorpusError(f"{path}: no lines to read (empty file)")
+    return kept, _raw_line_count(path) - kept
+
+
+def _raw_line_count(path: str | Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for _ in fh)
+
+
+def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], int]:
+    """The lines of a UTF-8 text file, as ``iter_lines`` reads them, in one list.
+
+    Returns ``(lines stripped of surrounding whitespace, blank lines skipped)``.
+    """
+    lines = list(iter_lines(path, skip_blank))
     if not lines:
         raise CorpusError(f"{path}: no lines to read (empty file)")
-    return lines, skipped
+    return lines, _raw_line_count(path) - len(lines)
+
+
+def write_npy_rows(fh: BinaryIO, chunks: Iterable[np.ndarray], n_rows: int, dim: int,
+                   dtype: str = "float32") -> None:
+    """Write an ``(n_rows, dim)`` ``.npy`` to ``fh`` from row chunks as they come, so the
+    matrix is never whole in memory; a stream that ends with another row count raises."""
+    dt = np.dtype(dtype)
+    np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(dt),
+                                              "fortran_order": False, "shape": (n_rows, dim)})
+    rows = 0
+    for chunk in chunks:
+        if chunk.ndim != 2 or chunk.shape[1] != dim or rows + len(chunk) > n_rows:
+            raise ValueError(f"rows of shape {chunk.shape} do not fit a ({n_rows}, {dim}) "
+                             f"matrix after {rows} rows")
+        fh.write(np.ascontiguousarray(chunk, dtype=dt).tobytes())
+        rows += len(chunk)
+    if rows != n_rows:
+        raise ValueError(f"expected {n_rows} rows, got {rows}")
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 
 from phrasekit.cli.common import ModelOpt, Quiet, Verbose, command, logger
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
-from phrasekit.io import atomic_write, read_lines
+from phrasekit.io import atomic_write, count_lines, iter_lines, write_npy_rows
 from phrasekit.models.folders import quantize_model_folder
 from phrasekit.registry import (
     DEFAULT_MODEL,
@@ -82,13 +81,15 @@ def encode_cmd(
     Example: phrasekit encode phrases.txt --out phrases.npy --model minilm
     """
     check_model_name(model)
-    phrases, skipped = read_lines(input_file, skip_blank=skip_blank)
+    n_lines, skipped = count_lines(input_file, skip_blank=skip_blank)  # before any work
     if skipped:
         typer.echo(f"skipped {skipped} blank line(s) of {input_file}", err=True)
     kwargs = {"precision": precision} if precision != "fp32" else {}
     with open_run(run, out, quiet=quiet) as sharded:
         encoder = encoder_for(sharded, model, **kwargs)
-        vecs = encoder.encode(phrases, batch_size=batch_size, show_progress=not quiet)
-    with atomic_write(out, "wb") as fh:
-        np.save(fh, vecs)
-    logger.info("wrote %s: %d x %d", out, *vecs.shape)
+        rows = encoder.encode_stream(iter_lines(input_file, skip_blank=skip_blank),
+                                     batch_size=batch_size, show_progress=not quiet,
+                                     total=n_lines)
+        with atomic_write(out, "wb") as fh:
+            write_npy_rows(fh, rows, n_lines, encoder.dim)
+    logger.info("wrote %s: %d x %d", out, n_lines, encoder.dim)

@@ -8,6 +8,7 @@ item fails before any long work starts.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from abc import ABC, abstractmethod
@@ -23,8 +24,9 @@ logger = logging.getLogger(__name__)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def validate_texts(texts: str | Iterable[str]) -> list[str]:
-    """Return ``texts`` as a list of non-empty strings or raise naming the first bad index.
+def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
+    """Return ``texts`` as a list of non-empty strings or raise naming the first bad index
+    (counted from ``start``, for a chunk of a longer stream).
 
     A single string is accepted and treated as a list of one.
     """
@@ -39,7 +41,7 @@ def validate_texts(texts: str | Iterable[str]) -> list[str]:
     except TypeError as exc:
         kind = type(texts).__name__
         raise TypeError(f"texts must be an iterable of strings, got {kind}") from exc
-    for i, t in enumerate(items):
+    for i, t in enumerate(items, start=start):
         if t is None:
             raise TypeError(f"texts[{i}] is None; every item must be a non-empty string")
         if not isinstance(t, str):
@@ -50,6 +52,24 @@ def validate_texts(texts: str | Iterable[str]) -> list[str]:
             raise ValueError(f"texts[{i}] holds a lone surrogate (U+{ord(lone[0]):04X}), which "
                              "is not a character; fix the text's decoding")
     return items
+
+
+def text_chunks(texts: str | Iterable[str], size: int) -> Iterator[list[str]]:
+    """``texts`` read lazily in validated lists of up to ``size`` (an error names the item's
+    index in the whole stream), so a long stream is never held whole."""
+    if size < 1:
+        raise ValueError(f"chunk size must be at least 1, got {size}")
+    if isinstance(texts, str | bytes | bytearray) or texts is None:
+        texts = validate_texts(texts)
+    try:
+        source = iter(texts)
+    except TypeError as exc:
+        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}"
+                        ) from exc
+    start = 0
+    while chunk := list(itertools.islice(source, size)):
+        yield validate_texts(chunk, start=start)
+        start += len(chunk)
 
 
 def check_finite(vectors: np.ndarray, name: str) -> np.ndarray:
@@ -98,6 +118,18 @@ class Encoder(ABC):
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
                 out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))
         return check_finite(out, self.name)
+
+    def encode_stream(self, texts: Iterable[str], chunk_size: int = 4096,
+                      batch_size: int | None = None, show_progress: bool = False,
+                      total: int | None = None) -> Iterator[np.ndarray]:
+        """Embed a stream of texts chunk by chunk, yielding each chunk's rows (as ``encode``
+        gives them) in input order: memory holds one chunk, not the corpus. ``total``: the
+        number of texts, for the progress bar."""
+        with tqdm(total=total, desc=f"encode[{self.name}]", unit="text",
+                  disable=not show_progress, leave=False) as bar:
+            for chunk in text_chunks(texts, chunk_size):
+                yield self.encode(chunk, batch_size=batch_size)
+                bar.update(len(chunk))
 
     def _batches(self, items: Sequence[str], batch_size: int | None, desc: str,
                  show_progress: bool) -> Iterator[list[int]]:

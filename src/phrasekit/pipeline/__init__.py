@@ -9,6 +9,7 @@ from phrasekit.pipeline.engines import (
     LocalEngine,
     RayEngine,
     Stage,
+    iter_stage,
     make_engine,
     run_stage,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "ShardedExtractor",
     "ShardedSearch",
     "Stage",
+    "iter_stage",
     "make_engine",
     "run_stage",
     "sharded_keyphrases",

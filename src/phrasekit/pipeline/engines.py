@@ -1,13 +1,17 @@
-"""Engines that apply a pipeline stage to shards: ``local`` (this process) and ``ray`` (Ray
-Data actors on a local or remote Ray cluster). Both give the same results; ``run_stage`` adds
-the shard store, so finished shards are reused when a killed job is run again."""
+"""Engines that apply a pipeline stage to shards: ``local`` (this process) and ``ray`` (a pool
+of Ray actors on a local or remote Ray cluster). Both give the same results and both stream:
+input shards are read as workers take them, so the driver holds only the shards in flight.
+``iter_stage`` adds the shard store, so finished shards are reused when a killed job is run
+again."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +49,13 @@ class Stage(ABC):
 
 class Engine(ABC):
     """Applies a stage to ``(key, input bytes)`` shards, yielding ``(key, output table)`` as
-    each finishes (in any order)."""
+    each finishes (in any order). ``items`` is read only as workers become free, so a
+    generator of shards is never held whole."""
 
     name: str = "engine"
 
     @abstractmethod
-    def map(self, stage: Stage, items: Sequence[tuple[str, bytes]]
+    def map(self, stage: Stage, items: Iterable[tuple[str, bytes]]
             ) -> Iterator[tuple[str, pa.Table]]:
         """Run ``stage`` on every shard."""
 
@@ -69,31 +74,31 @@ class LocalEngine(Engine):
 
     name = "local"
 
-    def map(self, stage: Stage, items: Sequence[tuple[str, bytes]]
+    def map(self, stage: Stage, items: Iterable[tuple[str, bytes]]
             ) -> Iterator[tuple[str, pa.Table]]:
-        if items:
-            stage.setup()
+        ready = False
         for key, data in items:
+            if not ready:
+                stage.setup()
+                ready = True
             yield key, stage(bytes_table(data))
 
 
 class _StageActor:
-    """A Ray Data actor holding one set-up stage; each batch holds one shard."""
+    """A Ray actor holding one set-up stage; each call maps one serialised shard."""
 
     def __init__(self, stage: Stage) -> None:
         self.stage = stage
         stage.setup()
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        out = [table_bytes(self.stage(bytes_table(bytes(d)))) for d in batch["data"]]
-        return {"key": np.asarray(batch["key"]), "data": np.asarray(out, dtype=object)}
+    def run(self, data: bytes) -> bytes:
+        return table_bytes(self.stage(bytes_table(data)))
 
 
 def import_ray() -> Any:
     """The ``ray`` module, or an ImportError naming the extra that installs it."""
     try:
         import ray
-        import ray.data
     except ImportError as exc:
         raise ImportError("--engine ray needs Ray: pip install 'phrasekit[ray]'") from exc
     return ray
@@ -108,12 +113,99 @@ def token_auth_env() -> dict[str, str]:
         else {}
 
 
+class _RayRun:
+    """One ``RayEngine.map`` run: up to ``size`` actors, started as work arrives, each with
+    at most ``depth`` shards in flight. A shard is read only when an actor has room for it
+    and it is fewer than ``ahead`` shards past the oldest one still running (so a slow actor
+    cannot make the caller hold many finished shards waiting for it). A lost actor is
+    dropped, the pool shrinks to what is left, and its shards are run again (up to
+    ``max_attempts`` tries each)."""
+
+    def __init__(self, ray: Any, stage: Stage, options: dict[str, Any], size: int,
+                 source: Iterator[tuple[str, bytes]], max_attempts: int, depth: int = 2
+                 ) -> None:
+        self.ray = ray
+        self.stage_ref = ray.put(stage)  # sent once, shared by every actor
+        self.options = options
+        self.size = size
+        self.depth = depth
+        self.source = source
+        self.max_attempts = max_attempts
+        self.load: dict[Any, int] = {}  # actor -> shards in flight
+        self.flight: dict[Any, tuple[Any, int, str, bytes]] = {}  # ref -> actor, shard
+        self.queue: deque[tuple[int, str, bytes]] = deque()  # read, not yet submitted
+        self.tries: Counter[str] = Counter()
+        self.read = 0
+
+    def _free_actor(self) -> Any | None:
+        """An actor with room for one more shard (a new one while the pool is not full)."""
+        if len(self.load) < self.size:
+            actor = self.ray.remote(_StageActor).options(**self.options).remote(self.stage_ref)
+            self.load[actor] = 0
+            return actor
+        actor = min(self.load, key=self.load.__getitem__, default=None)
+        return actor if actor is not None and self.load[actor] < self.depth else None
+
+    def fill(self) -> None:
+        """Submit shards while an actor has room: those to run again first, then new ones."""
+        ahead = 2 * self.depth * max(self.size, 1)
+        while True:
+            if not self.queue:
+                oldest = min((f[1] for f in self.flight.values()), default=self.read)
+                item = next(self.source, None) if self.read - oldest < ahead else None
+                if item is None:
+                    return
+                self.queue.append((self.read, *item))
+                self.read += 1
+            actor = self._free_actor()
+            if actor is None:
+                return
+            seq, key, data = self.queue.popleft()
+            self.tries[key] += 1
+            self.flight[actor.run.remote(data)] = (actor, seq, key, data)
+            self.load[actor] += 1
+
+    def next_done(self) -> tuple[str, bytes | None]:
+        """The next finished shard's key and output; None when its worker was lost (the
+        shard is queued again); any other failure is raised."""
+        (ref,), _ = self.ray.wait(list(self.flight), num_returns=1)
+        actor, seq, key, data = self.flight.pop(ref)
+        if actor in self.load:
+            self.load[actor] -= 1
+        try:
+            return key, self.ray.get(ref)
+        except Exception as exc:
+            if not worker_lost(exc):
+                raise
+            if self.tries[key] >= self.max_attempts:
+                raise RuntimeError(f"ray: shard {key[:12]} lost its worker "
+                                   f"{self.tries[key]} times") from exc
+            if self.load.pop(actor, None) is not None:
+                logger.warning("ray: a worker was lost (%s); its shards go to the %d left",
+                               type(exc).__name__, len(self.load))
+                self.size = len(self.load)
+            self.queue.appendleft((seq, key, data))
+            return key, None
+
+    def close(self) -> None:
+        """Cancel what is still running and release the actors' CPUs for the next stage."""
+        for ref in self.flight:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref, force=True)
+        for actor in self.load:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor)
+        self.flight.clear()
+        self.load.clear()
+
+
 class RayEngine(Engine):
-    """Shards as rows of a Ray Dataset, mapped by a pool of actors (``workers`` of them, each
-    with ``cpus_per_worker`` CPUs, placed by Ray on the cluster's nodes) that each load the stage's
-    model once. Finished shards stream back to the driver. When a worker or a node is lost,
-    the shards not yet back are submitted again to what is left of the cluster (up to
-    ``max_attempts`` runs).
+    """Shards mapped by a pool of Ray actors (``workers`` of them, each with
+    ``cpus_per_worker`` CPUs, spread by Ray over the cluster's nodes) that each load the
+    stage's model once. The driver streams: it reads a shard only when an actor has room for
+    it (two in flight per actor) and yields results as they come back, so its memory does not
+    grow with the corpus. A shard whose worker or node was lost is run again on the actors
+    left (up to ``max_attempts`` tries per shard).
 
     ``address``: a running cluster (``host:port`` of its head, or ``auto``); None starts a
     local Ray with ``workers * cpus_per_worker`` CPUs (default: all cores) and stops it on
@@ -139,55 +231,44 @@ class RayEngine(Engine):
             self.ray.init(address=address, num_cpus=cpus, include_dashboard=False,
                           log_to_driver=False,
                           logging_level=logging.ERROR if quiet else logging.WARNING)
-        for name in ("ray", "ray.data"):
-            logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.WARNING)
-        ctx = self.ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
-        ctx.print_on_execution_start = False
-        ctx.enable_auto_log_stats = False
+        logging.getLogger("ray").setLevel(logging.ERROR if quiet else logging.WARNING)
         self.workers = workers
         self.cpus_per_worker = float(cpus_per_worker)
         self.max_attempts = int(max_attempts)
         self.quiet = quiet
 
-    def pool_size(self, n_items: int) -> int:
-        """Actors for ``n_items`` shards: ``workers``, else as many as the cluster's CPUs
-        hold now (fewer after a node is lost), never more than the shards."""
-        size = self.workers
-        if size is None:
-            cpus = float(self.ray.available_resources().get("CPU", 0.0)) \
-                or float(self.ray.cluster_resources().get("CPU", 1.0))
-            size = int(cpus // self.cpus_per_worker)
-        return max(1, min(size, n_items))
+    def pool_size(self) -> int:
+        """Actors to start: ``workers``, else as many as the cluster's CPUs hold now (fewer
+        after a node is lost)."""
+        if self.workers is not None:
+            return self.workers
+        cpus = float(self.ray.available_resources().get("CPU", 0.0)) \
+            or float(self.ray.cluster_resources().get("CPU", 0.0))
+        size = int(cpus // self.cpus_per_worker)
+        if size < 1:
+            raise RuntimeError(f"ray: no room left in the cluster for a worker of "
+                               f"{self.cpus_per_worker:g} CPUs")
+        return size
 
-    def _run(self, stage: Stage, items: Sequence[tuple[str, bytes]]
-             ) -> Iterator[tuple[str, pa.Table]]:
-        rows = [{"key": k, "data": d} for k, d in items]
-        ds = self.ray.data.from_items(rows, override_num_blocks=len(rows))
-        pool = self.ray.data.ActorPoolStrategy(size=self.pool_size(len(rows)),
-                                               max_tasks_in_flight_per_actor=1)
-        out = ds.map_batches(_StageActor, fn_constructor_args=(stage,), batch_size=1,
-                             compute=pool, num_cpus=self.cpus_per_worker)
-        for row in out.iter_rows():
-            yield str(row["key"]), bytes_table(bytes(row["data"]))
-
-    def map(self, stage: Stage, items: Sequence[tuple[str, bytes]]
+    def map(self, stage: Stage, items: Iterable[tuple[str, bytes]]
             ) -> Iterator[tuple[str, pa.Table]]:
-        pending = dict(items)
-        attempt = 1
-        while pending:
-            try:
-                for key, table in self._run(stage, list(pending.items())):
-                    if pending.pop(key, None) is not None:
-                        yield key, table
-                if pending:
-                    raise RuntimeError(f"ray: {len(pending)} shard(s) came back without output")
-            except Exception as exc:
-                if attempt >= self.max_attempts or not worker_lost(exc):
-                    raise
-                attempt += 1
-                logger.warning("ray: a worker was lost (%s); submitting the %d unfinished "
-                               "shards again", type(exc).__name__, len(pending))
+        options = {"num_cpus": self.cpus_per_worker, "max_restarts": 0,
+                   "max_task_retries": 0, "scheduling_strategy": "SPREAD"}
+        run = _RayRun(self.ray, stage, options, self.pool_size(), iter(items),
+                      self.max_attempts)
+        try:
+            while True:
+                run.fill()
+                if not run.flight:
+                    if not run.queue:
+                        return
+                    run.size = self.pool_size()  # every actor was lost: start new ones
+                    continue
+                key, out = run.next_done()
+                if out is not None:
+                    yield key, bytes_table(out)
+        finally:
+            run.close()
 
     def close(self) -> None:
         if self._started and self.ray.is_initialized():
@@ -199,6 +280,8 @@ def worker_lost(exc: BaseException) -> bool:
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
+        if getattr(exc, "actor_init_failed", False):
+            return False  # the worker's setup failed (a bad model or setting): not retried
         if type(exc).__name__ in _LOST or any(n in str(exc) for n in _LOST):
             return True
         exc = exc.__cause__ or exc.__context__
@@ -218,38 +301,79 @@ def make_engine(name: str = "local", address: str | None = None, workers: int | 
                      quiet=quiet)
 
 
-def run_stage(stage: Stage, inputs: Iterable[pa.Table], engine: Engine,
-              store: ShardStore | str | Path | None = None, show_progress: bool = False
-              ) -> list[pa.Table]:
-    """``stage`` applied to every input table through ``engine``: the outputs in input order.
-    With a ``store`` (or its folder), finished shards are read back instead of recomputed and
-    new ones are written there as they arrive. ``inputs`` may be a generator: each table is
-    serialised as it comes, so only the serialised shards still to run are kept."""
+class _InOrder:
+    """Shard outputs put back into input order: each input's key is noted as it is read;
+    outputs wait here only until every earlier one is back."""
+
+    def __init__(self) -> None:
+        self.order: deque[str] = deque()
+        self.ready: dict[str, pa.Table] = {}
+        self.wanted: Counter[str] = Counter()  # a shard given twice is run once
+
+    def expect(self, key: str) -> None:
+        self.order.append(key)
+        self.wanted[key] += 1
+
+    def release(self) -> Iterator[pa.Table]:
+        """The outputs now at the head of the order."""
+        while self.order and self.order[0] in self.ready:
+            key = self.order.popleft()
+            self.wanted[key] -= 1
+            yield self.ready[key] if self.wanted[key] else self.ready.pop(key)
+
+
+def iter_stage(stage: Stage, inputs: Iterable[pa.Table], engine: Engine,
+               store: ShardStore | str | Path | None = None, show_progress: bool = False,
+               total: int | None = None) -> Iterator[pa.Table]:
+    """``stage`` applied to every input table through ``engine``, yielding the outputs in
+    input order as they become available. Inputs are read only as the engine takes work, so
+    memory holds the shards in flight, not the corpus. With a ``store`` (or its folder),
+    finished shards are read back instead of recomputed and new ones are written there as
+    they arrive. ``total``: the number of inputs, for the progress bar."""
     if store is not None and not isinstance(store, ShardStore):
         store = ShardStore(store)
     fingerprint = stage.fingerprint()
-    keys: list[str] = []
-    results: dict[str, pa.Table] = {}
-    todo: dict[str, bytes] = {}
-    for table in inputs:
-        payload = table_bytes(table)
-        key = shard_key(fingerprint, payload)
-        keys.append(key)
-        if key in results or key in todo:
-            continue
-        done = store.get(key) if store is not None else None
-        if done is not None:
-            results[key] = done
-        else:
-            todo[key] = payload
-    if store is not None and results:
-        logger.info("%s: %d shards reused from %s, %d to run", stage.name, len(results),
-                    store.folder, len(todo))
-    with tqdm(total=len(todo), desc=f"{stage.name}[{engine.name}]", unit="shard",
-              disable=not show_progress or not todo, leave=False) as bar:
-        for key, table in engine.map(stage, list(todo.items())):
+    out = _InOrder()
+    running: set[str] = set()
+    reused = 0
+
+    def todo() -> Iterator[tuple[str, bytes]]:
+        nonlocal reused
+        for table in inputs:
+            payload = table_bytes(table)
+            key = shard_key(fingerprint, payload)
+            out.expect(key)
+            if key in out.ready or key in running:
+                continue
+            done = store.get(key) if store is not None else None
+            if done is not None:
+                out.ready[key] = done
+                reused += 1
+            else:
+                running.add(key)
+                yield key, payload
+
+    with tqdm(total=total, desc=f"{stage.name}[{engine.name}]", unit="shard",
+              disable=not show_progress, leave=False) as bar:
+        for key, table in engine.map(stage, todo()):
             if store is not None:
                 store.put(key, table)
-            results[key] = table
+            running.discard(key)
+            out.ready[key] = table
+            for done in out.release():
+                bar.update()
+                yield done
+        for done in out.release():
             bar.update()
-    return [results[k] for k in keys]
+            yield done
+    if out.order:
+        raise RuntimeError(f"{stage.name}: {len(out.order)} shard(s) came back without output")
+    if store is not None and reused:
+        logger.info("%s: %d shards reused from %s", stage.name, reused, store.folder)
+
+
+def run_stage(stage: Stage, inputs: Iterable[pa.Table], engine: Engine,
+              store: ShardStore | str | Path | None = None, show_progress: bool = False
+              ) -> list[pa.Table]:
+    """``iter_stage``'s outputs as a list, in input order."""
+    return list(iter_stage(stage, inputs, engine, store, show_progress))

@@ -6,18 +6,18 @@ fuzzy join take them unchanged, so every engine gives the local engine's results
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from phrasekit.encoders.base import Encoder, check_finite, validate_texts
+from phrasekit.encoders.base import Encoder, check_finite, text_chunks, validate_texts
 from phrasekit.io import Document
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.phrases.keyphrases import Keyphrases
-from phrasekit.pipeline.engines import Engine, LocalEngine, run_stage
+from phrasekit.pipeline.engines import Engine, LocalEngine, iter_stage, run_stage
 from phrasekit.pipeline.shards import ShardStore
 from phrasekit.pipeline.stages import (
     EncodeStage,
@@ -91,13 +91,22 @@ class ShardedEncoder(Encoder):
         items = validate_texts(texts)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(list(self.encode_stream(
+            items, batch_size=batch_size, show_progress=show_progress, total=len(items))))
+
+    def encode_stream(self, texts: Iterable[str], chunk_size: int | None = None,
+                      batch_size: int | None = None, show_progress: bool = False,
+                      total: int | None = None) -> Iterator[np.ndarray]:
+        """Embed a stream of texts, one shard of ``shard_size`` texts at a time (``chunk_size``
+        is the shard size here), yielding each shard's rows in input order as the engine
+        returns them: the driver holds the shards in flight, not the corpus."""
         here = self.local if isinstance(self.engine, LocalEngine) else None
         stage = EncodeStage(self.model, batch_size=batch_size, encoder=here,
                             **self.load_options)
-        inputs = (pa.table({"text": items[s]}) for s in _chunks(len(items), self.shard_size))
-        outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
-        vecs = np.concatenate([column_matrix(t.column("vector"), self.dim) for t in outs])
-        return check_finite(vecs, self.name)
+        inputs = (pa.table({"text": chunk}) for chunk in text_chunks(texts, self.shard_size))
+        shards = None if total is None else -(-total // self.shard_size)
+        for table in iter_stage(stage, inputs, self.engine, self.store, show_progress, shards):
+            yield check_finite(column_matrix(table.column("vector"), self.dim), self.name)
 
     def __repr__(self) -> str:
         return f"ShardedEncoder({self.name!r}, engine={self.engine.name})"
