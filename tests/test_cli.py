@@ -133,6 +133,15 @@ def test_encode_writes_npy(tmp_path):
     assert "skipped 1 blank line" in res.output
     vecs = np.load(out)
     assert vecs.shape == (3, 50) and vecs.dtype == np.float32
+    half = tmp_path / "h.npy"
+    res = invoke("encode", src, "--out", half, "-m", "glove-50d", "-q", "--skip-blank",
+                 "--dtype", "float16")
+    assert res.exit_code == 0, res.output
+    small = np.load(half, mmap_mode="r")
+    assert small.dtype == np.float16 and small.shape == (3, 50)
+    np.testing.assert_allclose(small, vecs, atol=1e-3)
+    res = invoke("encode", src, "--out", half, "-m", "glove-50d", "--dtype", "int8")
+    assert res.exit_code == 2 and "--dtype must be one of float32, float16" in res.output
 
 
 def test_encode_rows_follow_newlines_only(tmp_path):

@@ -165,6 +165,10 @@ def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], i
     return lines, _raw_line_count(path) - len(lines)
 
 
+#: number types a vector file may be written in
+VECTOR_DTYPES = ("float32", "float16")
+
+
 def write_npy_rows(fh: BinaryIO, chunks: Iterable[np.ndarray], n_rows: int, dim: int,
                    dtype: str = "float32") -> None:
     """Write an ``(n_rows, dim)`` ``.npy`` to ``fh`` from row chunks as they come, so the

@@ -116,8 +116,8 @@ def token_auth_env() -> dict[str, str]:
 class _RayRun:
     """One ``RayEngine.map`` run: up to ``size`` actors, started as work arrives, each with
     at most ``depth`` shards in flight. A shard is read only when an actor has room for it
-    and it is fewer than ``ahead`` shards past the oldest one still running (so a slow actor
-    cannot make the caller hold many finished shards waiting for it). A lost actor is
+    and it is fewer than ``2 * depth`` shards per actor past the oldest one still running (so
+    a slow actor cannot make the caller hold many finished shards waiting for it). A lost actor is
     dropped, the pool shrinks to what is left, and its shards are run again (up to
     ``max_attempts`` tries each)."""
 
@@ -188,10 +188,8 @@ class _RayRun:
             return key, None
 
     def close(self) -> None:
-        """Cancel what is still running and release the actors' CPUs for the next stage."""
-        for ref in self.flight:
-            with contextlib.suppress(Exception):
-                self.ray.cancel(ref, force=True)
+        """Stop the actors (and what they still run), releasing their CPUs for the next
+        stage."""
         for actor in self.load:
             with contextlib.suppress(Exception):
                 self.ray.kill(actor)
