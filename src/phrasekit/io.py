@@ -115,12 +115,9 @@ class CorpusError(ValueError):
     """A corpus file that cannot be read: missing, wrong encoding, malformed lines."""
 
 
-def iter_lines(path: str | Path, skip_blank: bool = False) -> Iterator[str]:
-    """The lines of a UTF-8 text file, read one at a time and split on ``\\n`` only (a
-    ``\\r`` before it dropped), so line i is row i; other separators (U+2028, form feed...)
-    stay inside their line. Each line is stripped of surrounding whitespace. A blank line
-    raises ``CorpusError`` naming it, or is skipped with ``skip_blank``; so does a line that is
-    not UTF-8."""
+def _text_lines(path: str | Path, skip_blank: bool) -> Iterator[str | None]:
+    """Every line of a UTF-8 file, stripped; None for a blank line that ``skip_blank`` lets
+    through (see ``iter_lines``)."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: not found" if not path.exists() else f"{path}: not a file")
@@ -133,25 +130,31 @@ def iter_lines(path: str | Path, skip_blank: bool = False) -> Iterator[str]:
             if lineno == 1:
                 line = line.removeprefix("\ufeff")
             line = line.removesuffix("\n").removesuffix("\r").strip()
-            if line:
-                yield line
-            elif not skip_blank:
+            if not line and not skip_blank:
                 raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
                                   "--skip-blank drops them)")
+            yield line or None
+
+
+def iter_lines(path: str | Path, skip_blank: bool = False) -> Iterator[str]:
+    """The lines of a UTF-8 text file, read one at a time and split on ``\\n`` only (a
+    ``\\r`` before it dropped), so line i is row i; other separators (U+2028, form feed...)
+    stay inside their line. Each line is stripped of surrounding whitespace. A blank line
+    raises ``CorpusError`` naming it, or is skipped with ``skip_blank``; so does a line that is
+    not UTF-8."""
+    return (line for line in _text_lines(path, skip_blank) if line is not None)
 
 
 def count_lines(path: str | Path, skip_blank: bool = False) -> tuple[int, int]:
     """Check a whole file as ``iter_lines`` reads it, without keeping it: ``(lines with a
     text, blank lines skipped)``. Run before long work, so a bad line fails first."""
-    kept = sum(1 for _ in iter_lines(path, skip_blank))
+    kept = skipped = 0
+    for line in _text_lines(path, skip_blank):
+        kept += line is not None
+        skipped += line is None
     if not kept:
         raise CorpusError(f"{path}: no lines to read (empty file)")
-    return kept, _raw_line_count(path) - kept
-
-
-def _raw_line_count(path: str | Path) -> int:
-    with open(path, "rb") as fh:
-        return sum(1 for _ in fh)
+    return kept, skipped
 
 
 def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], int]:
@@ -159,10 +162,11 @@ def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], i
 
     Returns ``(lines stripped of surrounding whitespace, blank lines skipped)``.
     """
-    lines = list(iter_lines(path, skip_blank))
-    if not lines:
+    lines = list(_text_lines(path, skip_blank))
+    kept = [line for line in lines if line is not None]
+    if not kept:
         raise CorpusError(f"{path}: no lines to read (empty file)")
-    return lines, _raw_line_count(path) - len(lines)
+    return kept, len(lines) - len(kept)
 
 
 #: number types a vector file may be written in
