@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.encoders.span import SpanEncoder
 from phrasekit.io import read_corpus
-from phrasekit.text import tokenize
+from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import UCTopicModel, write_uctopic_outputs
-from phrasekit.topics.metrics import phrase_informativeness, word_diversity
+from phrasekit.topics.metrics import phrase_informativeness, word_diversity, word_tfidf
 from phrasekit.training.uctopic_ccl import (
     CCLConfig,
     assign_topics,
@@ -52,6 +52,19 @@ def test_phrase_informativeness_known_answers():
     assert mean == pytest.approx((red_wine + cheese) / 2)
     with pytest.raises(ValueError, match="no documents"):
         phrase_informativeness([["a"]], [])
+
+
+def test_word_tfidf_equals_scikit_learn_columns(small_corpus):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = TokenDocs(d.text for d in small_corpus)
+    vec = TfidfVectorizer(analyzer=lambda t: t)
+    full = vec.fit_transform(docs)
+    words = docs.words[::40]
+    got = word_tfidf(docs, words, chunk=7).toarray()  # chunks of 7 documents: two passes
+    want = full[:, [vec.vocabulary_[w] for w in words]].toarray()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    assert np.count_nonzero(got) > len(words)
 
 
 def test_pseudo_labels_on_toy_clusters():

@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy import sparse
 from sklearn.metrics import normalized_mutual_info_score
 
+from phrasekit.text import TokenDocs
 from phrasekit.topics.terms import presence_matrix
 
 
@@ -87,6 +89,43 @@ def topic_diversity(topics: Sequence[Sequence[str]], top_n: int = 25) -> float:
     return len(set(words)) / len(words) if words else float("nan")
 
 
+def _doc_word_counts(docs: TokenDocs, lo: int, hi: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (document, word id) pairs of documents ``lo:hi`` with their counts."""
+    lengths = np.diff(docs.offsets[lo:hi + 1])
+    doc = np.repeat(np.arange(lo, hi, dtype=np.int64), lengths)
+    keys, counts = np.unique(doc * len(docs.words) + docs.ids[docs.offsets[lo]:docs.offsets[hi]],
+                             return_counts=True)
+    return keys // len(docs.words), keys % len(docs.words), counts
+
+
+def word_tfidf(docs: TokenDocs, words: Sequence[str], chunk: int = 20_000) -> sparse.csr_matrix:
+    """The columns for ``words`` of scikit-learn's tf-idf matrix of ``docs`` (raw counts,
+    smoothed idf, rows L2-normalised over every word), from the token ids ``chunk`` documents
+    at a time: the full document-word matrix, which a large corpus cannot afford, is never
+    built."""
+    n, index = len(docs), {w: i for i, w in enumerate(docs.words)}
+    wanted = np.full(len(docs.words), -1, dtype=np.int64)
+    for j, w in enumerate(words):
+        wanted[index[w]] = j
+    spans = [(lo, min(lo + chunk, n)) for lo in range(0, n, chunk)]
+    df = np.zeros(len(docs.words), dtype=np.int64)
+    for lo, hi in spans:
+        df += np.bincount(_doc_word_counts(docs, lo, hi)[1], minlength=len(docs.words))
+    idf = np.log((1 + n) / (1 + df)) + 1.0
+    rows, cols, vals = [], [], []
+    for lo, hi in spans:
+        doc, word, counts = _doc_word_counts(docs, lo, hi)
+        value = counts * idf[word]
+        norm = np.sqrt(np.bincount(doc - lo, value**2, minlength=hi - lo))
+        keep = wanted[word] >= 0
+        rows.append(doc[keep])
+        cols.append(wanted[word[keep]])
+        vals.append(value[keep] / norm[doc[keep] - lo])
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(n, len(words)))
+
+
 def phrase_informativeness(
     topics: Sequence[Sequence[str]], token_docs: Sequence[Sequence[str]], top_n: int = 10
 ) -> tuple[float, list[float]]:
@@ -94,22 +133,22 @@ def phrase_informativeness(
     per-topic scores. tf-idf: scikit-learn's (raw counts, smoothed idf, L2-normalised rows)
     over ``token_docs``. A phrase found in no document is skipped; a topic without any
     scorable phrase gets NaN and is left out of the mean."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     if not token_docs:
         raise ValueError("no documents to compute tf-idf from")
+    docs = TokenDocs.of(token_docs)
     tops = [list(dict.fromkeys(t))[:top_n] for t in topics]
     terms = sorted({p for t in tops for p in t if p})
-    vec = TfidfVectorizer(analyzer=lambda toks: toks)
-    T = vec.fit_transform(token_docs).tocsr()
-    word_col = vec.vocabulary_
-    P = presence_matrix(token_docs, terms)
+    known = set(docs.words)
+    words = sorted({w for term in terms for w in term.split() if w in known})
+    word_col = {w: j for j, w in enumerate(words)}
+    T = word_tfidf(docs, words)
+    P = presence_matrix(docs, terms)
     value: dict[str, float] = {}
     for j, term in enumerate(terms):
-        docs = P[:, j].nonzero()[0]
+        found = P[:, j].nonzero()[0]
         cols = [word_col[w] for w in term.split() if w in word_col]
-        if len(docs) and cols:
-            value[term] = float(T[docs][:, cols].toarray().mean())
+        if len(found) and cols:
+            value[term] = float(T[found][:, cols].toarray().mean())
     scores = []
     for t in tops:
         vals = [value[p] for p in t if p in value]
