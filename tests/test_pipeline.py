@@ -150,6 +150,26 @@ def test_lost_workers_are_told_from_other_errors():
     assert not worker_lost(ValueError("texts[3] is empty"))  # a bad input is not retried
 
 
+def test_ray_pool_fits_the_cluster():
+    from types import SimpleNamespace
+
+    from phrasekit.pipeline import RayEngine
+
+    def engine(workers, free, total=4.0, cpus=1.0):
+        eng = RayEngine.__new__(RayEngine)  # no Ray started: only the sizing is tested
+        eng.ray = SimpleNamespace(available_resources=lambda: {"CPU": free},
+                                  cluster_resources=lambda: {"CPU": total})
+        eng.workers, eng.cpus_per_worker = workers, cpus
+        return eng
+
+    assert engine(None, 4.0).pool_size() == 4
+    assert engine(2, 4.0).pool_size() == 2
+    assert engine(8, 4.0).pool_size() == 4  # more actors than CPUs would never start
+    assert engine(None, 0.0, total=3.0, cpus=1.5).pool_size() == 2
+    with pytest.raises(RuntimeError, match="no room"):
+        engine(None, 0.0, total=0.0).pool_size()
+
+
 def test_engine_settings_are_checked():
     with pytest.raises(ValueError, match="engine must be one of"):
         make_engine("spark")

@@ -236,13 +236,19 @@ class RayEngine(Engine):
         self.quiet = quiet
 
     def pool_size(self) -> int:
-        """Actors to start: ``workers``, else as many as the cluster's CPUs hold now (fewer
-        after a node is lost)."""
+        """Actors to start: ``workers``, at most as many as the cluster's CPUs hold (an actor
+        the cluster has no CPUs for would never start, and the shards sent to it would never
+        come back); by default as many as its free CPUs hold now (fewer after a node is
+        lost)."""
+        total = float(self.ray.cluster_resources().get("CPU", 0.0))
         if self.workers is not None:
-            return self.workers
-        cpus = float(self.ray.available_resources().get("CPU", 0.0)) \
-            or float(self.ray.cluster_resources().get("CPU", 0.0))
-        size = int(cpus // self.cpus_per_worker)
+            size = min(self.workers, int(total // self.cpus_per_worker))
+            if size < self.workers:
+                logger.warning("ray: %d workers asked, the cluster has CPUs for %d",
+                               self.workers, size)
+        else:
+            free = float(self.ray.available_resources().get("CPU", 0.0))
+            size = int((free or total) // self.cpus_per_worker)
         if size < 1:
             raise RuntimeError(f"ray: no room left in the cluster for a worker of "
                                f"{self.cpus_per_worker:g} CPUs")
