@@ -59,13 +59,9 @@ def text_chunks(texts: str | Iterable[str], size: int) -> Iterator[list[str]]:
     index in the whole stream), so a long stream is never held whole."""
     if size < 1:
         raise ValueError(f"chunk size must be at least 1, got {size}")
-    if isinstance(texts, str | bytes | bytearray) or texts is None:
-        texts = validate_texts(texts)
-    try:
-        source = iter(texts)
-    except TypeError as exc:
-        raise TypeError(f"texts must be an iterable of strings, got {type(texts).__name__}"
-                        ) from exc
+    if isinstance(texts, str | bytes | bytearray) or not isinstance(texts, Iterable):
+        texts = validate_texts(texts)  # one string is a list of one; other kinds raise
+    source = iter(texts)
     start = 0
     while chunk := list(itertools.islice(source, size)):
         yield validate_texts(chunk, start=start)
