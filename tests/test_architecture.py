@@ -47,3 +47,28 @@ def test_files_and_functions_fit_on_a_screen():
                     long_funcs.append(f"{rel}:{node.lineno} {node.name}: {length} lines")
     assert not long_files, long_files
     assert not long_funcs, long_funcs
+
+
+def test_quick_commands_do_not_import_torch_or_scikit_learn():
+    """`import phrasekit`, listing models and the `neighbors` command's module start in well
+    under a second: torch and scikit-learn are imported only by what uses them."""
+    probe = ("import sys, phrasekit, phrasekit.cli, phrasekit.cli.match, phrasekit.registry\n"
+             "phrasekit.available_models()\n"
+             "print(sorted({'torch', 'sklearn', 'transformers'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_root_command_table_lists_every_command():
+    import typer
+    from typer.core import TyperGroup
+
+    from phrasekit.cli import COMMANDS, app
+
+    root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
+    for name in COMMANDS:  # each name resolves to the command (or group) of that name
+        command = root.get_command(None, name)
+        assert command is not None and command.name == name
+    assert list(root.list_commands(None)) == list(COMMANDS)

@@ -466,7 +466,7 @@ def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
 
 
 def test_int8_deltas_halve_the_folder_and_load_to_nearly_the_same_model(tmp_path, fresh_model):
-    from phrasekit.models.folders import quantize_model_folder
+    from phrasekit.models.weights import quantize_model_folder
 
     model = PearlModel(PearlConfig(types=["NP-ORG", "NP-GPE", "NP-OTHER"]))
     with torch.no_grad():  # a fine-tune-sized change of every trainable backbone tensor

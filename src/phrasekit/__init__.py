@@ -5,10 +5,15 @@ Quick start::
     import phrasekit
     enc = phrasekit.load("minilm")
     vecs = enc.encode(["natural language processing", "machine translation"])
+
+The names below are imported on first use, so ``import phrasekit`` (and every command that
+never loads a model) does not pay for torch.
 """
 
-from phrasekit.encoders.base import Encoder
-from phrasekit.registry import available_models, load
+import lazy_loader
 
 __version__ = "0.1.0"
+__getattr__, __dir__, _names = lazy_loader.attach(
+    __name__, submod_attrs={"encoders.base": ["Encoder"],
+                            "registry": ["available_models", "load"]})
 __all__ = ["Encoder", "__version__", "available_models", "load"]

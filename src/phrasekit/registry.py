@@ -11,18 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from phrasekit import encoders
 from phrasekit.encoders.base import Encoder
-from phrasekit.encoders.facets.encoder import FacetEncoder
-from phrasekit.encoders.pearl import PearlEncoder
-from phrasekit.encoders.phrase_bert import load_phrase_bert
-from phrasekit.encoders.span import SpanEncoder
-from phrasekit.encoders.static import StaticWordEncoder
-from phrasekit.encoders.string import CharNgramEncoder
-from phrasekit.encoders.subtst import SubTST
-from phrasekit.encoders.transformer import TransformerEncoder
 from phrasekit.models.backbones import minilm_path, packaged_model_dir
 from phrasekit.models.folders import (
     FACETS_FORMAT,
@@ -33,6 +27,9 @@ from phrasekit.models.folders import (
     model_folder_format,
 )
 from phrasekit.models.mpnet import mpnet_installed, mpnet_path
+
+if TYPE_CHECKING:
+    from phrasekit.encoders.span import SpanEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +64,7 @@ def register(
 def _minilm(**kwargs: Any) -> Encoder:
     precision = kwargs.get("precision", "fp32")
     kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
-    return TransformerEncoder(minilm_path(), **kwargs)
+    return encoders.TransformerEncoder(minilm_path(), **kwargs)
 
 
 @register("mpnet", "all-mpnet-base-v2 (768d, 110M; extra: phrasekit[mpnet]), mean pooling; "
@@ -75,19 +72,19 @@ def _minilm(**kwargs: Any) -> Encoder:
 def _mpnet(**kwargs: Any) -> Encoder:
     precision = kwargs.get("precision", "fp32")
     kwargs.setdefault("name", "mpnet" if precision == "fp32" else f"mpnet@{precision}")
-    return TransformerEncoder(mpnet_path(), **kwargs)
+    return encoders.TransformerEncoder(mpnet_path(), **kwargs)
 
 
 @register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
 def _glove(**kwargs: Any) -> Encoder:
     if kwargs:
         raise TypeError(f"glove-50d takes no options, got {sorted(kwargs)}")
-    return StaticWordEncoder.from_glove_package()
+    return encoders.StaticWordEncoder.from_glove_package()
 
 
 @register("string", "character 2-4-gram hashed TF, cosine (surface-overlap baseline)")
 def _string(**kwargs: Any) -> Encoder:
-    return CharNgramEncoder(**kwargs)
+    return encoders.CharNgramEncoder(**kwargs)
 
 
 PEARL_MINILM = "pearl-minilm"
@@ -120,7 +117,7 @@ def _pearl_minilm(**kwargs: Any) -> Encoder:
     precision = kwargs.pop("precision", "fp32")
     if precision != "fp32":
         raise ValueError(f"{PEARL_MINILM} supports precision fp32 only, got {precision!r}")
-    return PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
+    return encoders.PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
 
 
 UCTOPIC_MINILM = "uctopic-minilm"
@@ -130,7 +127,7 @@ UCTOPIC_MINILM = "uctopic-minilm"
                           "same-mention contrastive pairs (encode_spans; topics --method ccl)")
 def _uctopic_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(UCTOPIC_MINILM, "phrasekit train uctopic")
-    return SpanEncoder.from_pretrained(path, name=UCTOPIC_MINILM, **kwargs)
+    return encoders.SpanEncoder.from_pretrained(path, name=UCTOPIC_MINILM, **kwargs)
 
 
 PHRASE_BERT_MINILM = "phrase-bert-minilm"
@@ -140,7 +137,7 @@ PHRASE_BERT_MINILM = "phrase-bert-minilm"
                               "triplets on paraphrases and phrases in context (mean pooling)")
 def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
-    return load_phrase_bert(path, name=PHRASE_BERT_MINILM, **kwargs)
+    return encoders.load_phrase_bert(path, name=PHRASE_BERT_MINILM, **kwargs)
 
 
 def _register_facet_models() -> None:
@@ -153,8 +150,8 @@ def _register_facet_models() -> None:
                 continue
 
             def factory(_name: str = name, **kwargs: Any) -> Encoder:
-                return FacetEncoder.from_pretrained(packaged_model_dir(_name), name=_name,
-                                                    **kwargs)
+                return encoders.FacetEncoder.from_pretrained(packaged_model_dir(_name),
+                                                             name=_name, **kwargs)
 
             what = "noun phrases" if granularity == "phrase" else "sentences"
             register(name, f"multi-facet codebook model for {what}, K={k}, GloVe-50d space "
@@ -215,8 +212,8 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
         return spec.factory(**kwargs)
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
-    loader = FOLDER_LOADERS.get(model_folder_format(path) or "", TransformerEncoder)
-    return loader(path, **kwargs)
+    loader = FOLDER_LOADERS.get(model_folder_format(path) or "", "TransformerEncoder")
+    return attrgetter(loader)(encoders)(path, **kwargs)
 
 
 def as_encoder(model: str | Path | Encoder) -> Encoder:
@@ -225,13 +222,14 @@ def as_encoder(model: str | Path | Encoder) -> Encoder:
     return model if isinstance(model, Encoder) else load(model)
 
 
-#: How each phrasekit model-folder ``format`` is loaded (anything else: a plain transformer).
-FOLDER_LOADERS: dict[str, Callable[..., Encoder]] = {
-    PEARL_FORMAT: PearlEncoder.from_pretrained,
-    PHRASE_BERT_FORMAT: load_phrase_bert,
-    SPAN_FORMAT: SpanEncoder.from_pretrained,
-    SUBTST_FORMAT: SubTST.from_pretrained,
-    FACETS_FORMAT: FacetEncoder.from_pretrained,
+#: How each phrasekit model-folder ``format`` is loaded (anything else: a plain transformer);
+#: names in :mod:`phrasekit.encoders`, looked up on use so that listing models loads no torch.
+FOLDER_LOADERS: dict[str, str] = {
+    PEARL_FORMAT: "PearlEncoder.from_pretrained",
+    PHRASE_BERT_FORMAT: "load_phrase_bert",
+    SPAN_FORMAT: "SpanEncoder.from_pretrained",
+    SUBTST_FORMAT: "SubTST.from_pretrained",
+    FACETS_FORMAT: "FacetEncoder.from_pretrained",
 }
 
 
@@ -239,7 +237,7 @@ def load_span(name_or_path: str | Path, **kwargs: Any) -> SpanEncoder:
     """A fresh ``SpanEncoder``: a span model folder as saved, otherwise span pooling over the
     transformer that ``load(name_or_path)`` gives (``minilm``, PEARL, Phrase-BERT, a folder)."""
     if model_folder_format(Path(str(name_or_path)).expanduser()) == SPAN_FORMAT:
-        return SpanEncoder.from_pretrained(name_or_path, **kwargs)
+        return encoders.SpanEncoder.from_pretrained(name_or_path, **kwargs)
     if str(name_or_path) == "minilm":
-        return SpanEncoder("minilm", **kwargs)
-    return SpanEncoder(load(name_or_path), **kwargs)
+        return encoders.SpanEncoder("minilm", **kwargs)
+    return encoders.SpanEncoder(load(name_or_path), **kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -59,19 +60,27 @@ def check_output_file(out: Path, inputs: tuple[Path, ...] = ()) -> None:
 
 def setup_logging(quiet: bool, verbose: bool = False) -> None:
     """Log level from --quiet/--verbose; third-party loggers and progress bars kept quiet."""
-    if quiet:  # read when huggingface_hub / transformers are imported, also in worker processes
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S", force=True)
     for noisy in ("transformers", "sentence_transformers", "urllib3", "filelock", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING if not verbose else logging.INFO)
-    try:  # transformers' weights-loading bar is noise for a CLI user (even if imported already)
+    _hide_weight_loading_bars()
+
+
+def _hide_weight_loading_bars() -> None:
+    """transformers' weights-loading bar is noise for a CLI user. Importing transformers takes
+    seconds, so it is not imported for this: the environment variable covers a later import
+    (worker processes included), the calls an earlier one."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover
-        pass
 
 
 def _one_line(exc: BaseException) -> str:

@@ -14,26 +14,16 @@ from typing import Any
 from phrasekit.cli.common import BadInputError
 from phrasekit.cli.options import ConfigOptions
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import Document
-from phrasekit.phrases import PhraseExtractor
-from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
 from phrasekit.pipeline import (
     ENGINES,
     Engine,
     ShardedEncoder,
-    ShardedExtractor,
     ShardStore,
     make_engine,
-    sharded_keyphrases,
 )
 from phrasekit.registry import load
-from phrasekit.topics import DocumentTopicModel
 
 logger = logging.getLogger(__name__)
-
-#: Topic methods whose stages run sharded (ccl fine-tunes a model on the corpus in-process).
-SHARDED_METHODS = ("documents", "clusters", "pntm")
-
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -105,29 +95,7 @@ def open_run(settings: dict[str, Any], out: Path | None, workers: int | None = N
         logger.info("removed the finished shards in %s", folder)
 
 
-def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
-    """The encoder and the phrase extractor of topic ``method`` (documents, clusters, pntm),
-    sharded over the run's engine."""
-    base = DocumentTopicModel().phrase_extractor() if method == "documents" \
-        else PhraseExtractor()
-    return {"model": encoder_for(run, model), "extractor": extractor_for(run, base)}
-
-
-def extractor_for(run: Run | None, base: PhraseExtractor) -> PhraseExtractor:
-    """``base``, or an extractor with its settings sharded over the run's engine."""
-    return base if run is None else ShardedExtractor.like(base, run.engine, run.store)
-
-
 def encoder_for(run: Run | None, model: str, **options: Any) -> Encoder:
     """Model ``model`` loaded here, or sharded over the run's engine (loaded by each worker)."""
     return load(model, **options) if run is None \
         else ShardedEncoder(model, run.engine, run.store, **options)
-
-
-def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Document],
-                   show_progress: bool) -> list[Keyphrases]:
-    """``extractor``'s keyphrases of ``docs``, here or shard by shard on the run's engine."""
-    if run is None:
-        return extractor.extract(docs, show_progress=show_progress)
-    return sharded_keyphrases(extractor.get_params(), [d.text for d in docs], run.engine,
-                              run.store, show_progress=show_progress)

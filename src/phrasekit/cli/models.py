@@ -11,7 +11,7 @@ from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, comman
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.io import VECTOR_DTYPES, atomic_write, count_lines, iter_lines, write_npy_rows
-from phrasekit.models.folders import quantize_model_folder
+from phrasekit.models.weights import quantize_model_folder
 from phrasekit.registry import (
     DEFAULT_MODEL,
     TASK_DEFAULTS,

@@ -21,24 +21,18 @@ from phrasekit.cli.common import (
     logger,
     resolve_workers,
 )
-from phrasekit.cli.engine import (
-    ENGINE_OPTIONS,
-    SHARDED_METHODS,
-    Run,
-    extractor_for,
-    keyphrases_for,
-    open_run,
-    sharded_topic_parts,
-)
+from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import atomic_write, read_corpus
+from phrasekit.io import Document, atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
-from phrasekit.phrases.keyphrases import KeyphraseExtractor
+from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
+from phrasekit.pipeline import ShardedExtractor, sharded_keyphrases
 from phrasekit.registry import CCL_MODEL, TOPICS_MODEL, available_models, load
 from phrasekit.topics import (
+    DocumentTopicModel,
     UCTopicModel,
     check_topics_out,
     format_timings,
@@ -59,6 +53,32 @@ METHODS = ("documents", "clusters", "pntm", "ccl")
 _KP_DEFAULTS = {name: p.default for name, p in
                 inspect.signature(KeyphraseExtractor.__init__).parameters.items()}
 _NESTED_DEFAULT = "--suppress-nested" if _KP_DEFAULTS["suppress_nested"] else "--keep-nested"
+
+
+#: Topic methods whose stages run sharded (ccl fine-tunes a model on the corpus in-process).
+SHARDED_METHODS = ("documents", "clusters", "pntm")
+
+
+def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
+    """The encoder and the phrase extractor of topic ``method`` (documents, clusters, pntm),
+    sharded over the run's engine."""
+    base = DocumentTopicModel().phrase_extractor() if method == "documents" \
+        else PhraseExtractor()
+    return {"model": encoder_for(run, model), "extractor": extractor_for(run, base)}
+
+
+def extractor_for(run: Run | None, base: PhraseExtractor) -> PhraseExtractor:
+    """``base``, or an extractor with its settings sharded over the run's engine."""
+    return base if run is None else ShardedExtractor.like(base, run.engine, run.store)
+
+
+def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Document],
+                   show_progress: bool) -> list[Keyphrases]:
+    """``extractor``'s keyphrases of ``docs``, here or shard by shard on the run's engine."""
+    if run is None:
+        return extractor.extract(docs, show_progress=show_progress)
+    return sharded_keyphrases(extractor.get_params(), [d.text for d in docs], run.engine,
+                              run.store, show_progress=show_progress)
 
 
 @command(app, "phrases", out="file")

@@ -1,14 +1,18 @@
-"""Encoders: every one maps a list of strings to L2-normalised float32 vectors (n, d)."""
+"""Encoders: every one maps a list of strings to L2-normalised float32 vectors (n, d).
 
-from phrasekit.encoders.base import Encoder, validate_texts
-from phrasekit.encoders.static import StaticWordEncoder
-from phrasekit.encoders.string import CharNgramEncoder
-from phrasekit.encoders.transformer import TransformerEncoder
+The classes are imported on first use: the transformer encoders need torch, which code that
+only reads cached vectors should not have to load.
+"""
 
-__all__ = [
-    "CharNgramEncoder",
-    "Encoder",
-    "StaticWordEncoder",
-    "TransformerEncoder",
-    "validate_texts",
-]
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__, submod_attrs={"base": ["Encoder", "validate_texts"],
+                            "facets.encoder": ["FacetEncoder"],
+                            "pearl": ["PearlEncoder"],
+                            "phrase_bert": ["load_phrase_bert"],
+                            "span": ["SpanEncoder"],
+                            "static": ["StaticWordEncoder"],
+                            "string": ["CharNgramEncoder"],
+                            "subtst": ["SubTST"],
+                            "transformer": ["TransformerEncoder"]})

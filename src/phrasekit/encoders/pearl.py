@@ -37,13 +37,15 @@ from phrasekit.models.folders import (
     DELTA_PREFIX,
     PEARL_FORMAT,
     WEIGHTS,
+    check_backbone_fingerprint,
+    read_model_config,
+    saves_model_folder,
+)
+from phrasekit.models.weights import (
     add_backbone_deltas,
     backbone_deltas,
-    check_backbone_fingerprint,
     load_weights,
-    read_model_config,
     save_weights,
-    saves_model_folder,
 )
 from phrasekit.settings import torch_threads
 

@@ -24,13 +24,15 @@ from phrasekit.models.backbones import backbone_fingerprint, backbone_path, load
 from phrasekit.models.folders import (
     PHRASE_BERT_FORMAT,
     WEIGHTS,
+    check_backbone_fingerprint,
+    read_model_config,
+    saves_model_folder,
+)
+from phrasekit.models.weights import (
     add_backbone_deltas,
     backbone_deltas,
-    check_backbone_fingerprint,
     load_weights,
-    read_model_config,
     save_weights,
-    saves_model_folder,
 )
 
 logger = logging.getLogger(__name__)

@@ -44,11 +44,10 @@ from phrasekit.models.folders import (
     SUBTST_FORMAT,
     WEIGHTS,
     check_backbone_fingerprint,
-    load_weights,
     read_model_config,
-    save_weights,
     saves_model_folder,
 )
+from phrasekit.models.weights import load_weights, save_weights
 
 logger = logging.getLogger(__name__)
 

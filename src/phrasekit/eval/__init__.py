@@ -8,34 +8,26 @@ Typical use::
     print(format_table(result))
 """
 
-from phrasekit.eval.base import Task, embed_unique, encode_unique
-from phrasekit.eval.runner import (
-    AVG7,
-    TASKS,
-    BenchmarkResult,
-    ModelResult,
-    TaskResult,
-    avg7,
-    format_table,
-    load_report,
-    parse_tasks,
-    run_benchmark,
-    write_report,
-)
+import lazy_loader
 
-__all__ = [
-    "AVG7",
-    "TASKS",
-    "BenchmarkResult",
-    "ModelResult",
-    "Task",
-    "TaskResult",
-    "avg7",
-    "embed_unique",
-    "encode_unique",
-    "format_table",
-    "load_report",
-    "parse_tasks",
-    "run_benchmark",
-    "write_report",
-]
+# Names are imported on first use, so importing one module of the package does not
+# load the others' dependencies.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "base": ["Task", "embed_unique", "encode_unique"],
+        "runner": [
+            "AVG7",
+            "BenchmarkResult",
+            "ModelResult",
+            "TASKS",
+            "TaskResult",
+            "avg7",
+            "format_table",
+            "load_report",
+            "parse_tasks",
+            "run_benchmark",
+            "write_report",
+        ],
+    },
+)

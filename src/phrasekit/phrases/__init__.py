@@ -10,29 +10,24 @@ Example::
     frequent.to_json("vocab.json.gz")
 """
 
-from phrasekit.phrases.extract import (
-    DEFAULT_SPACY_MODEL,
-    LEADING_STRIP_WORDS,
-    NUMERIC_ENTITY_TYPES,
-    PhraseExtractor,
-    as_documents,
-    load_spacy,
-    sample_by_words,
-    split_long_text,
-)
-from phrasekit.phrases.ngrams import frequent_ngrams
-from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
+import lazy_loader
 
-__all__ = [
-    "DEFAULT_SPACY_MODEL",
-    "LEADING_STRIP_WORDS",
-    "NOUN_CHUNK",
-    "NUMERIC_ENTITY_TYPES",
-    "PhraseExtractor",
-    "PhraseVocabulary",
-    "as_documents",
-    "frequent_ngrams",
-    "load_spacy",
-    "sample_by_words",
-    "split_long_text",
-]
+# Names are imported on first use, so importing one module of the package does not
+# load the others' dependencies.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "extract": [
+            "DEFAULT_SPACY_MODEL",
+            "LEADING_STRIP_WORDS",
+            "NUMERIC_ENTITY_TYPES",
+            "PhraseExtractor",
+            "as_documents",
+            "load_spacy",
+            "sample_by_words",
+            "split_long_text",
+        ],
+        "ngrams": ["frequent_ngrams"],
+        "vocabulary": ["NOUN_CHUNK", "PhraseVocabulary"],
+    },
+)

@@ -3,41 +3,25 @@ cluster). Stages map shards (Arrow tables) to shards; finished shards are kept i
 ``ShardStore`` so that a killed job resumes; the sharded encoder, extractor and search plug
 into the topic models, keyphrases and the fuzzy join unchanged."""
 
-from phrasekit.pipeline.engines import (
-    ENGINES,
-    Engine,
-    LocalEngine,
-    RayEngine,
-    Stage,
-    iter_stage,
-    make_engine,
-    run_stage,
-)
-from phrasekit.pipeline.sharded import (
-    ShardedEncoder,
-    ShardedExtractor,
-    ShardedSearch,
-    sharded_keyphrases,
-)
-from phrasekit.pipeline.shards import ShardStore
-from phrasekit.pipeline.stages import EncodeStage, ExtractStage, KeyphraseStage, SearchStage
+import lazy_loader
 
-__all__ = [
-    "ENGINES",
-    "EncodeStage",
-    "Engine",
-    "ExtractStage",
-    "KeyphraseStage",
-    "LocalEngine",
-    "RayEngine",
-    "SearchStage",
-    "ShardStore",
-    "ShardedEncoder",
-    "ShardedExtractor",
-    "ShardedSearch",
-    "Stage",
-    "iter_stage",
-    "make_engine",
-    "run_stage",
-    "sharded_keyphrases",
-]
+# Names are imported on first use, so importing one module of the package does not
+# load the others' dependencies.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "engines": [
+            "ENGINES",
+            "Engine",
+            "LocalEngine",
+            "RayEngine",
+            "Stage",
+            "iter_stage",
+            "make_engine",
+            "run_stage",
+        ],
+        "sharded": ["ShardedEncoder", "ShardedExtractor", "ShardedSearch", "sharded_keyphrases"],
+        "shards": ["ShardStore"],
+        "stages": ["EncodeStage", "ExtractStage", "KeyphraseStage", "SearchStage"],
+    },
+)

@@ -14,48 +14,30 @@ Example::
     write_topic_outputs(model, docs, "out/")
 """
 
-from phrasekit.phrases.extract import load_or_extract_vocabulary
-from phrasekit.topics.documents import DocumentTopicModel
-from phrasekit.topics.lda import LDATopics
-from phrasekit.topics.model import PhraseTopicModel
-from phrasekit.topics.output import (
-    check_topics_out,
-    format_timings,
-    json_params,
-    pntm_to_dict,
-    snippet,
-    topics_to_dict,
-    topics_to_markdown,
-    write_pntm_outputs,
-    write_topic_outputs,
-    write_uctopic_outputs,
-)
-from phrasekit.topics.pipeline import (
-    run_pntm,
-    run_topics,
-    run_uctopic,
-)
-from phrasekit.topics.pntm import PNTM
-from phrasekit.topics.uctopic import UCTopicModel
+import lazy_loader
 
-__all__ = [
-    "PNTM",
-    "DocumentTopicModel",
-    "LDATopics",
-    "PhraseTopicModel",
-    "UCTopicModel",
-    "check_topics_out",
-    "format_timings",
-    "json_params",
-    "load_or_extract_vocabulary",
-    "pntm_to_dict",
-    "run_pntm",
-    "run_topics",
-    "run_uctopic",
-    "snippet",
-    "topics_to_dict",
-    "topics_to_markdown",
-    "write_pntm_outputs",
-    "write_topic_outputs",
-    "write_uctopic_outputs",
-]
+# Names are imported on first use, so importing one module of the package does not
+# load the others' dependencies.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "documents": ["DocumentTopicModel"],
+        "lda": ["LDATopics"],
+        "model": ["PhraseTopicModel"],
+        "output": [
+            "check_topics_out",
+            "format_timings",
+            "json_params",
+            "pntm_to_dict",
+            "snippet",
+            "topics_to_dict",
+            "topics_to_markdown",
+            "write_pntm_outputs",
+            "write_topic_outputs",
+            "write_uctopic_outputs",
+        ],
+        "pipeline": ["load_or_extract_vocabulary", "run_pntm", "run_topics", "run_uctopic"],
+        "pntm": ["PNTM"],
+        "uctopic": ["UCTopicModel"],
+    },
+)

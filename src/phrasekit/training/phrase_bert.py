@@ -73,12 +73,8 @@ from phrasekit.encoders.transformer import TransformerEncoder
 from phrasekit.eval.dev import DevScorer
 from phrasekit.io import write_json
 from phrasekit.models.backbones import backbone_path
-from phrasekit.models.folders import (
-    WEIGHTS,
-    add_backbone_deltas,
-    check_backbone_fingerprint,
-    load_weights,
-)
+from phrasekit.models.folders import WEIGHTS, check_backbone_fingerprint
+from phrasekit.models.weights import add_backbone_deltas, load_weights
 from phrasekit.settings import data_dir as shared_data_dir
 from phrasekit.settings import torch_threads
 from phrasekit.training.averaging import average_modules, select_alpha, undo_interpolation

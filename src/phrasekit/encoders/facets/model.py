@@ -45,14 +45,8 @@ from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_spac
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.errors import raise_failed
 from phrasekit.io import write_json
-from phrasekit.models.folders import (
-    FACETS_FORMAT,
-    WEIGHTS,
-    load_weights,
-    read_model_config,
-    save_weights,
-    saves_model_folder,
-)
+from phrasekit.models.folders import FACETS_FORMAT, WEIGHTS, read_model_config, saves_model_folder
+from phrasekit.models.weights import load_weights, save_weights
 
 logger = logging.getLogger(__name__)
 
