@@ -367,6 +367,24 @@ def test_neighbors_keeps_the_vocabulary_vectors_beside_it(tmp_path):
     assert invoke(*args, "--no-cache").output == first.output
 
 
+def test_neighbors_on_cached_vectors_loads_no_model(tmp_path, monkeypatch):
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("heart attack\nmyocardial infarction\nprotein folding\n", encoding="utf-8")
+    args = ("neighbors", "--vocab", vocab, "-m", "glove-50d", "-k", "2", "-q")
+    outside, inside = invoke(*args[:1], "cardiac arrest", *args[1:]), \
+        invoke(*args[:1], "heart attack", *args[1:])
+    assert outside.exit_code == 0 and inside.exit_code == 0
+    assert (tmp_path / "v.txt.glove-50d.queries.npz").is_file()
+
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr("phrasekit.cli.match.load", no_model)
+    assert invoke(*args[:1], "cardiac arrest", *args[1:]).output == outside.output
+    assert invoke(*args[:1], "heart attack", *args[1:]).output == inside.output
+    assert invoke(*args[:1], "new query", *args[1:]).exit_code == 1  # needs the model
+
+
 @pytest.mark.parametrize("command", ["topics", "keyphrases"])
 def test_negative_workers_exit_2(tmp_path, command):
     res = invoke(command, "sample", "--out", tmp_path / "o", "--workers", "-1", "--quiet")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from phrasekit.encoders.cache import encode_cached
+from phrasekit.encoders.cache import encode_cached, text_key
 from phrasekit.phrases import load_spacy
 from phrasekit.phrases.types import (
     ENTITY_TYPES,
@@ -321,3 +321,31 @@ def test_collect_test_strings_shared(shared_data: Path) -> None:
     assert "double star" in strings["turney2012/turney.txt"]
     assert "thanking you" not in strings["ppdb/ppdb.json [dev+test]"]  # a train string
     assert len(strings["yago_retrieval/yago_test_samples.tsv"]) > 10_000
+
+
+def test_encode_cached_finds_digests_that_end_in_a_nul_byte(tmp_path: Path) -> None:
+    """NumPy reads an ``S16`` item without its trailing NUL bytes; such keys must still hit."""
+    texts = [t for t in (f"phrase {i}" for i in range(5000)) if text_key(t).endswith(b"\0")][:3]
+    assert len(texts) == 3
+    cache = tmp_path / "emb.npz"
+    enc = _CountingEncoder()
+    first = encode_cached(enc, texts, cache, show_progress=False)
+    enc.seen = []
+    assert encode_cached(enc, texts, cache, show_progress=False).tolist() == first.tolist()
+    assert enc.seen == []
+
+
+def test_encode_cached_calls_a_loader_only_for_missing_texts(tmp_path: Path) -> None:
+    cache = tmp_path / "emb.npz"
+    loads: list[int] = []
+
+    def loader() -> _CountingEncoder:
+        loads.append(1)
+        return _CountingEncoder()
+
+    first = encode_cached(loader, ["ab", "abc"], cache, show_progress=False)
+    assert len(loads) == 1
+    assert encode_cached(loader, ["abc", "ab"], cache, show_progress=False).tolist() == \
+        first[::-1].tolist() and len(loads) == 1  # all cached: nothing loaded
+    assert encode_cached(loader, ["abcd"], cache, show_progress=False).tolist() == [[4.0, 1.0]]
+    assert len(loads) == 2

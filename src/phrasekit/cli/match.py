@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import os
@@ -42,16 +43,17 @@ def _check_index_kind(index: str) -> None:
         raise BadInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, got {index!r}")
 
 
-def _vectors_cache(vocab: Path, model: str) -> Path | None:
-    """Where ``neighbors`` keeps a vocabulary's vectors for ``model``: beside the vocabulary
-    (None when that folder is not writable)."""
+def _vectors_cache(vocab: Path, model: str, what: str = "vectors") -> Path | None:
+    """Where ``neighbors`` keeps a vocabulary's vectors (``what`` "vectors") or its queries'
+    (``what`` "queries") for ``model``: beside the vocabulary (None when that folder is not
+    writable)."""
     if not os.access(vocab.parent, os.W_OK):
         return None
     spec = Path(model).name if Path(model).is_dir() else model
     tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec)
     if Path(model).is_dir():  # two folders of one name must not share a cache
         tag += "-" + hashlib.sha256(str(Path(model).resolve()).encode()).hexdigest()[:8]
-    return vocab.parent / f"{vocab.name}.{tag}.vectors.npz"
+    return vocab.parent / f"{vocab.name}.{tag}.{what}.npz"
 
 
 @command(app, "neighbors")
@@ -67,8 +69,10 @@ def neighbors_cmd(
              "document frequency).")] = None,
     cache: Annotated[bool, typer.Option(
         "--cache/--no-cache", help="Keep the vocabulary's vectors in a file beside it "
-                                   "(VOCAB.MODEL.vectors.npz, checked at read), so later "
-                                   "queries encode only the query.")] = True,
+                                   "(VOCAB.MODEL.vectors.npz, checked at read), and the "
+                                   "queries' in VOCAB.MODEL.queries.npz: a later query "
+                                   "encodes only itself, and a query seen before (or one "
+                                   "from the vocabulary) loads no model.")] = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -84,8 +88,10 @@ def neighbors_cmd(
         raise BadInputError(f"--max-vocab must be at least 1, got {max_vocab}")
     check_model_name(model)
     texts = read_vocabulary_file(vocab, max_entries=max_vocab)
-    hits = nearest_neighbors(load(model), query, texts, k=k, show_progress=not quiet,
-                             cache=_vectors_cache(vocab, model) if cache else None)
+    hits = nearest_neighbors(
+        functools.partial(load, model), query, texts, k=k, show_progress=not quiet,
+        cache=_vectors_cache(vocab, model) if cache else None,
+        query_cache=_vectors_cache(vocab, model, "queries") if cache else None)
     typer.echo("rank\tneighbor\tcosine")
     for rank, (text, score) in enumerate(hits, start=1):
         typer.echo(f"{rank}\t{text}\t{score:.4f}")

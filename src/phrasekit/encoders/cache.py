@@ -17,10 +17,21 @@ from phrasekit.io import atomic_write
 logger = logging.getLogger(__name__)
 
 
+KEY_BYTES = 16
+
+
 def text_key(text: str) -> bytes:
     """A 16-byte digest of ``text``: what the cache stores instead of the text itself (fixed
     width, so long documents do not blow the file up to n x longest-text)."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                           digest_size=KEY_BYTES).digest()
+
+
+def stored_keys(keys: np.ndarray) -> list[bytes]:
+    """The digests of a cache's ``keys`` array. NumPy drops the trailing NUL bytes of an
+    ``S16`` item when it is read, so they are put back: without them one digest in 256 would
+    never match and its text would be encoded again on every run."""
+    return [bytes(k).ljust(KEY_BYTES, b"\0") for k in keys]
 
 
 def _digest(name: str, keys: np.ndarray, embeddings: np.ndarray) -> str:
@@ -32,24 +43,42 @@ def _digest(name: str, keys: np.ndarray, embeddings: np.ndarray) -> str:
     return digest.hexdigest()
 
 
-def _read_cache(cache: Path, name: str) -> tuple[list[bytes], np.ndarray | None]:
-    """Keys and embeddings of a cache file written for encoder ``name`` (else nothing: another
-    encoder's, unreadable or failing its checksum)."""
+def _read_cache(cache: Path, name: str | None
+                ) -> tuple[list[bytes], np.ndarray | None, str | None]:
+    """Keys, embeddings and encoder name of a cache file written for encoder ``name`` (None:
+    any encoder); nothing when it is another encoder's, unreadable or fails its checksum."""
     try:
         with np.load(cache, allow_pickle=False) as z:
-            if str(z["encoder"]) != name:
-                logger.warning("embedding cache %s is for %s, not %s: ignored", cache,
-                               z["encoder"], name)
-                return [], None
+            found = str(z["encoder"])
+            if name is not None and found != name:
+                logger.warning("embedding cache %s is for %s, not %s: ignored", cache, found,
+                               name)
+                return [], None, None
             keys, emb = z["keys"], np.asarray(z["embeddings"], dtype=np.float32)
-            ok = "sha256" in z and str(z["sha256"]) == _digest(name, keys, emb)
+            ok = "sha256" in z and str(z["sha256"]) == _digest(found, keys, emb)
     except (OSError, ValueError, KeyError, EOFError, zlib.error) as exc:
         logger.warning("embedding cache %s is unreadable (%s): rebuilt", cache, exc)
-        return [], None
+        return [], None, None
     if not ok or len(keys) != len(emb):
         logger.warning("embedding cache %s fails its checksum: rebuilt", cache)
-        return [], None
-    return [bytes(k) for k in keys], emb
+        return [], None, None
+    return stored_keys(keys), emb, found
+
+
+def _missing(keys: list[bytes], row: dict[bytes, int]) -> list[int]:
+    """Indexes of the first occurrence of each key that ``row`` lacks."""
+    seen: set[bytes] = set()
+    out: list[int] = []
+    for i, k in enumerate(keys):
+        if k not in row and k not in seen:
+            seen.add(k)
+            out.append(i)
+    return out
+
+
+def encoder_name(encoder: Any) -> str:
+    """The name a cache is written under: the encoder's ``name``, else its class name."""
+    return str(getattr(encoder, "name", type(encoder).__name__))
 
 
 def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None = None,
@@ -58,21 +87,28 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
 
     The cache holds ``encoder`` (name), ``keys`` (a digest per text, ``text_key``) and
     ``embeddings``; a cache written by another encoder is ignored (and replaced). Re-running a
-    build then only embeds new texts.
+    build then only embeds new texts. ``encoder`` may also be a function returning the encoder,
+    called only when a text is missing: then the cache file is trusted to belong to it (its
+    path must tell models apart), so reading cached vectors loads no model.
     """
-    name = str(getattr(encoder, "name", type(encoder).__name__))
+    loader = None if hasattr(encoder, "encode") else encoder
+    name = None if loader is not None else encoder_name(encoder)
     old_keys: list[bytes] = []
     old_emb = None
     if cache is not None and Path(cache).is_file():
-        old_keys, old_emb = _read_cache(Path(cache), name)
+        old_keys, old_emb, found = _read_cache(Path(cache), name)
+        name = name or found
     row = {k: i for i, k in enumerate(old_keys)}
     keys = [text_key(t) for t in texts]
-    missing_idx: list[int] = []
-    seen: set[bytes] = set()
-    for i, k in enumerate(keys):
-        if k not in row and k not in seen:
-            seen.add(k)
-            missing_idx.append(i)
+    missing_idx = _missing(keys, row)
+    if missing_idx and loader is not None:
+        encoder = loader()
+        if name is not None and name != encoder_name(encoder):
+            logger.warning("embedding cache %s is for %s, not %s: rebuilt", cache, name,
+                           encoder_name(encoder))
+            old_keys, old_emb, row = [], None, {}
+            missing_idx = _missing(keys, row)
+        name = encoder_name(encoder)
     missing = [texts[i] for i in missing_idx]
     logger.info("embeddings: %d cached, %d to encode with %s", len(texts) - len(missing),
                 len(missing), name)
@@ -86,8 +122,8 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     for k in new_keys:
         row[k] = len(row)
     if cache is not None and missing:
-        all_keys = np.asarray(old_keys + new_keys, dtype="S16")
+        all_keys = np.asarray(old_keys + new_keys, dtype=f"S{KEY_BYTES}")
         with atomic_write(cache, "wb") as fh:
             np.savez(fh, encoder=np.asarray(name), keys=all_keys, embeddings=all_emb,
-                     sha256=np.asarray(_digest(name, all_keys, all_emb)))
+                     sha256=np.asarray(_digest(str(name), all_keys, all_emb)))
     return all_emb[[row[k] for k in keys]]

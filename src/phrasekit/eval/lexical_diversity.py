@@ -29,12 +29,13 @@ scale as ours), so compare models within one run, not with the paper's numbers.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import logging
 import random
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,18 +156,23 @@ def search_neighbors(
 
 
 def nearest_neighbors(
-    encoder: Encoder,
+    encoder: Encoder | Callable[[], Encoder],
     query: str,
     vocab_texts: Sequence[str],
     k: int = DEFAULT_K,
     batch_size: int | None = None,
     show_progress: bool = False,
     cache: str | Path | None = None,
+    query_cache: str | Path | None = None,
 ) -> list[Neighbor]:
     """The ``k`` vocabulary entries closest to ``query`` by cosine, best first, query excluded.
 
     ``cache``: an ``.npz`` file keeping the vocabulary's vectors (checked, keyed by text and
-    encoder name), so the next query on the same vocabulary encodes only the query."""
+    encoder name), so the next query on the same vocabulary encodes only the query;
+    ``query_cache``: the same for queries outside the vocabulary. ``encoder`` may be a function
+    returning the encoder (see :func:`encode_cached`): with every vector cached, it is never
+    called, so a repeated query loads no model.
+    """
     k = _check_k(k)
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
@@ -174,9 +180,13 @@ def nearest_neighbors(
     texts = validate_texts(vocab_texts)
     if not texts:
         raise ValueError("the vocabulary is empty")
+    if not hasattr(encoder, "encode"):  # a loader: load at most once for both lookups
+        encoder = functools.cache(encoder)
     vocab_vecs = encode_cached(encoder, texts, cache, show_progress=show_progress,
                                batch_size=batch_size or 256)
-    query_vec = encoder.encode([query])
+    rows = [i for i, t in enumerate(texts) if t == query][:1]
+    query_vec = vocab_vecs[rows] if rows else \
+        encode_cached(encoder, [query], query_cache, show_progress=False)
     return search_neighbors(query_vec, [query], vocab_vecs, texts, k)[0]
 
 
@@ -339,7 +349,7 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
     try:
         if name.endswith((".json", ".json.gz")):
             try:
-                texts = PhraseVocabulary.from_json(path).surface
+                texts = PhraseVocabulary.read_surface(path)
             except (json.JSONDecodeError, KeyError, TypeError, gzip.BadGzipFile, EOFError) as exc:
                 raise ValueError(f"{path}: not a phrase vocabulary JSON ({exc})") from exc
         else:

@@ -15,10 +15,10 @@ import gzip
 import json
 import logging
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from phrasekit.io import atomic_write
 
@@ -33,6 +33,9 @@ NOUN_CHUNK = "NOUN_CHUNK"
 
 def _rank_key(key: str, doc_freq: int, count: int) -> tuple[int, int, str]:
     return (-doc_freq, -count, key)
+
+
+_T = TypeVar("_T")
 
 
 def most_frequent(counter: Mapping[str, int]) -> str | None:
@@ -278,11 +281,7 @@ class PhraseVocabulary:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> PhraseVocabulary:
         """Inverse of ``to_dict``; raises ``ValueError`` on a foreign or newer format."""
-        if obj.get("format") != FORMAT_NAME:
-            raise ValueError(f"not a phrase vocabulary (format={obj.get('format')!r})")
-        if int(obj.get("version", 0)) > FORMAT_VERSION:
-            raise ValueError(f"phrase vocabulary version {obj['version']} is newer than supported")
-        rows = obj["phrases"]
+        rows = _checked_rows(obj)
         keys = [r["phrase"] for r in rows]
         return cls(
             phrases=keys,
@@ -317,18 +316,40 @@ class PhraseVocabulary:
     def from_json(cls, source: str | Path) -> PhraseVocabulary:
         """Read a vocabulary from a file written by ``to_json`` (``.gz`` or plain) or from a
         JSON string."""
-        if isinstance(source, str) and source.lstrip().startswith("{"):
-            return cls.from_dict(json.loads(source))
-        path = Path(source)
-        try:
-            opener = gzip.open if path.suffix == ".gz" else open
-            with opener(path, "rt", encoding="utf-8") as fh:
-                obj = json.load(fh)
-            if not isinstance(obj, dict):
-                raise TypeError(f"a JSON {type(obj).__name__}, not an object")
-            return cls.from_dict(obj)
-        except FileNotFoundError:
-            raise
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, EOFError,
-                zlib.error) as exc:
-            raise ValueError(f"{path}: not a readable phrase vocabulary ({exc})") from exc
+        return _read_json(source, cls.from_dict)
+
+    @staticmethod
+    def read_surface(source: str | Path) -> list[str]:
+        """Only the ``surface`` list of a saved vocabulary, in rank order: what a lookup such as
+        ``neighbors`` needs, read without building the per-document tables."""
+        return _read_json(source, lambda obj: [most_frequent(r["surface_forms"]) or r["phrase"]
+                                               for r in _checked_rows(obj)])
+
+
+def _checked_rows(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The phrase rows of a saved vocabulary; ``ValueError`` on a foreign or newer format."""
+    if obj.get("format") != FORMAT_NAME:
+        raise ValueError(f"not a phrase vocabulary (format={obj.get('format')!r})")
+    if int(obj.get("version", 0)) > FORMAT_VERSION:
+        raise ValueError(f"phrase vocabulary version {obj['version']} is newer than supported")
+    return obj["phrases"]
+
+
+def _read_json(source: str | Path, build: Callable[[dict[str, Any]], _T]) -> _T:
+    """``build`` applied to a saved vocabulary's JSON object (a ``.gz`` or plain file, or a JSON
+    string); a damaged or foreign file raises ``ValueError`` naming it."""
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        return build(json.loads(source))
+    path = Path(source)
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            obj = json.load(fh)
+        if not isinstance(obj, dict):
+            raise TypeError(f"a JSON {type(obj).__name__}, not an object")
+        return build(obj)
+    except FileNotFoundError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, EOFError,
+            zlib.error) as exc:
+        raise ValueError(f"{path}: not a readable phrase vocabulary ({exc})") from exc

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.cache import encode_cached, text_key
+from phrasekit.encoders.cache import encode_cached, stored_keys, text_key
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def _cached_count(cache: Path, texts: Sequence[str]) -> int:
     if not cache.is_file():
         return 0
     with np.load(cache, allow_pickle=False) as z:
-        have = {bytes(k) for k in z["keys"]}
+        have = set(stored_keys(z["keys"]))
     return next((i for i, t in enumerate(texts) if text_key(t) not in have), len(texts))
 
 
