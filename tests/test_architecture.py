@@ -50,9 +50,9 @@ def test_files_and_functions_fit_on_a_screen():
 
 
 def test_quick_commands_do_not_import_torch_or_scikit_learn():
-    """`import phrasekit`, listing models and the `neighbors` command's module start in well
+    """`import phrasekit`, `phrasekit models` and the `neighbors` command's module start in well
     under a second: torch and scikit-learn are imported only by what uses them."""
-    probe = ("import sys, phrasekit, phrasekit.cli, phrasekit.cli.match, phrasekit.registry\n"
+    probe = ("import sys, phrasekit, phrasekit.cli, phrasekit.cli.match, phrasekit.cli.models\n"
              "phrasekit.available_models()\n"
              "print(sorted({'torch', 'sklearn', 'transformers'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 
 import typer
 
+from phrasekit import models as model_folders
 from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command, logger
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.io import VECTOR_DTYPES, atomic_write, count_lines, iter_lines, write_npy_rows
-from phrasekit.models.weights import quantize_model_folder
 from phrasekit.registry import (
     DEFAULT_MODEL,
     TASK_DEFAULTS,
@@ -54,7 +54,7 @@ def quantize_cmd(
 
     Example: phrasekit quantize runs/pearl/model --out runs/pearl/model-int8
     """
-    sizes = quantize_model_folder(model_dir, out)
+    sizes = model_folders.quantize_model_folder(model_dir, out)  # imports torch, on use
     typer.echo(f"{model_dir} ({sizes['source_mb']} MB) -> {out} ({sizes['int8_mb']} MB)")
 
 
