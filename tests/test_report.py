@@ -21,7 +21,13 @@ import pytest
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
 from phrasekit.topics import PNTM, PhraseTopicModel, write_pntm_outputs, write_topic_outputs
-from phrasekit.topics.report import map_points, project_2d, render_report, run_metrics
+from phrasekit.topics.report import (
+    corpus_tokens,
+    map_points,
+    project_2d,
+    render_report,
+    run_metrics,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
 ARTIFACTS = Path(os.environ.get("PHRASEKIT_TEST_ARTIFACTS",
@@ -127,6 +133,17 @@ def test_pntm_report(docs, vocab, glove, tmp_path: Path) -> None:
     assert data["topics"][0]["top_sentences"][0]["text"] == "a sentence about trees"
     assert {p["topic"] for p in data["points"]} <= set(range(5))
     assert len(data["metrics"]["npmi_per_topic"]) == 5
+
+
+def test_metrics_reuse_the_fits_tokens_only_for_the_same_texts(docs, vocab, glove) -> None:
+    model = PNTM(encoder=glove, n_topics=5, min_df=2, epochs=5).fit(docs, phrases=vocab)
+    assert corpus_tokens(model, docs) is model.token_docs_
+    other = [Document(d.id, d.text + " extra", {}) for d in docs]  # same ids and count
+    fresh = corpus_tokens(model, other)
+    assert fresh is not model.token_docs_ and fresh[0][-1] == "extra"
+    reused = run_metrics(model, docs)
+    del model.token_docs_  # tokenized afresh: the same numbers
+    assert run_metrics(model, docs) == reused
 
 
 def test_cli_writes_report(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ One tokenizer everywhere, so that a term counted by a topic model and by a metri
 
 from __future__ import annotations
 
+import hashlib
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,13 +29,39 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def _digest_text(digest: hashlib.blake2b, text: str) -> None:
+    """Add one text to a running digest, its length first so that boundaries count."""
+    data = text.encode("utf-8", "surrogatepass")
+    digest.update(len(data).to_bytes(8, "little"))
+    digest.update(data)
+
+
+def texts_digest(texts: Iterable[str]) -> str:
+    """A digest of a sequence of texts, order and boundaries included: equal for the same
+    corpus, different (in practice) for any other."""
+    digest = hashlib.blake2b(digest_size=16)
+    for text in texts:
+        _digest_text(digest, text)
+    return digest.hexdigest()
+
+
 class TokenDocs(Sequence[list[str]]):
     """``tokenize`` of every text, kept as one int32 array of token ids plus offsets: a
     tokenized corpus costs 4 bytes per token instead of about 64 as lists of strings (2.6 GB
     for 20newsgroups x 10), and each document's token list is rebuilt when it is read."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        self._fill(tokenize(text) for text in texts)
+        digest = hashlib.blake2b(digest_size=16)
+
+        def tokens() -> Iterator[list[str]]:
+            for text in texts:
+                _digest_text(digest, text)
+                yield tokenize(text)
+
+        self._fill(tokens())
+        #: ``texts_digest`` of the texts tokenized (None when built from token lists), so that
+        #: a later step can tell whether it may reuse this instead of tokenizing again.
+        self.source: str | None = digest.hexdigest()
 
     @classmethod
     def of(cls, token_docs: Iterable[Sequence[str]]) -> TokenDocs:
@@ -43,6 +70,7 @@ class TokenDocs(Sequence[list[str]]):
             return token_docs
         docs = cls.__new__(cls)
         docs._fill(token_docs)
+        docs.source = None
         return docs
 
     def _fill(self, token_lists: Iterable[Sequence[str]]) -> None:

@@ -233,6 +233,7 @@ class DocumentTopicModel(BaseEstimator):
         self.encoder_ = encoder
         self.doc_ids_ = [d.id for d in documents]
         self.doc_embeddings_ = Xc
+        self.token_docs_ = token_docs  # the report's metrics reuse it
         self.timings_ = timings
         logger.info("%d topics (%d miscellaneous) over %d docs from %d terms (%s)",
                     self.n_topics_, int(self.miscellaneous_.sum()), len(texts), len(vocab),

@@ -261,6 +261,7 @@ class PNTM(BaseEstimator):
         self.term_embeddings_ = L
         self.doc_ids_ = [d.id for d in documents]
         self.doc_embeddings_ = X
+        self.token_docs_ = token_docs  # the report's metrics reuse it
         self.doc_topics_ = self._distribution(X)
         self.labels_ = np.where(has_text, self.doc_topics_.argmax(1), -1)
         self.timings_ = timings

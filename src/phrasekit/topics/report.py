@@ -27,7 +27,7 @@ from markupsafe import Markup
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
-from phrasekit.text import TokenDocs, tokenize
+from phrasekit.text import TokenDocs, texts_digest, tokenize
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.metrics import (
     npmi_coherence,
@@ -142,11 +142,23 @@ def topic_term_keys(model: TopicModel) -> list[list[str]]:
     return [[" ".join(tokenize(term)) for term, _ in topic] for topic in model.topics_]
 
 
+def corpus_tokens(model: TopicModel, docs: Iterable[Document | str]) -> TokenDocs:
+    """The tokenized corpus: the one the fit kept (``token_docs_``) when it was made from these
+    very texts (checked by digest, a fraction of a second where tokenizing takes seconds per
+    10,000 documents), else tokenized now."""
+    texts = [d.text for d in as_documents(docs)]
+    kept = getattr(model, "token_docs_", None)
+    if isinstance(kept, TokenDocs) and kept.source is not None \
+            and kept.source == texts_digest(texts):
+        return kept
+    return TokenDocs(texts)
+
+
 def run_metrics(model: TopicModel, docs: Iterable[Document | str]) -> dict[str, Any]:
     """Label-free quality numbers of a fit, from the corpus itself: mean and per-topic NPMI of
     the top-10 terms (document co-occurrence), diversity of the top-25, UCTopic's
     informativeness and within-topic word diversity of the top-10, unassigned documents."""
-    token_docs = TokenDocs(d.text for d in as_documents(docs))
+    token_docs = corpus_tokens(model, docs)
     keys = [[k for k in topic if k] for topic in topic_term_keys(model)]
     npmi, per_topic = npmi_coherence(keys, token_docs, top_n=10)
     labels = model.labels_ if isinstance(model, PNTM) else model.doc_labels_
