@@ -390,3 +390,30 @@ def test_negative_workers_exit_2(tmp_path, command):
     res = invoke(command, "sample", "--out", tmp_path / "o", "--workers", "-1", "--quiet")
     assert res.exit_code == 2 and "--workers" in res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_mentions_writes_one_table_with_spans_and_vectors(tmp_path):
+    import pyarrow.parquet as pq
+
+    from phrasekit.io import read_corpus
+
+    corpus = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+    out = tmp_path / "mentions"
+    res = invoke("mentions", corpus, "--out", out, "-m", "glove-50d", "--dtype", "float16", "-q")
+    assert res.exit_code == 0, res.output
+    table = pq.read_table(out).to_pydict()  # the folder reads as one dataset
+    texts = {d.id: d.text for d in read_corpus(corpus)}
+    assert set(table["doc_id"]) <= set(texts) and len(table["doc_id"]) > 500
+    for doc_id, start, end, surface in zip(table["doc_id"], table["start"], table["end"],
+                                           table["surface"], strict=True):
+        assert " ".join(texts[doc_id][start:end].split()).replace("\u2019", "'") == surface
+    vectors = np.asarray(table["vector"], dtype=np.float32)
+    assert vectors.shape == (len(table["doc_id"]), 50)
+    norms = np.linalg.norm(vectors, axis=1)  # 0: a phrase with no GloVe word
+    assert np.all((np.abs(norms - 1.0) < 2e-3) | (norms == 0)) and np.mean(norms > 0) > 0.9
+    assert (out / "_manifest.json").is_file()
+    bare = invoke("mentions", corpus, "--out", tmp_path / "bare", "-m", "none", "-q")
+    assert bare.exit_code == 0 and "vector" not in pq.read_schema(
+        next((tmp_path / "bare").glob("*.parquet"))).names
+    bad = invoke("mentions", corpus, "--out", tmp_path / "x", "--dtype", "int8")
+    assert bad.exit_code == 2 and "--dtype" in bad.output and not (tmp_path / "x").exists()

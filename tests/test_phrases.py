@@ -160,6 +160,28 @@ def test_long_documents_are_split(caplog: pytest.LogCaptureFixture) -> None:
     assert vocab.counts[vocab.index("interest rates")] == 40
 
 
+def _as_written(text: str) -> str:
+    return " ".join(text.split()).replace("\u2019", "'")
+
+
+def test_mentions_locate_each_occurrence_in_its_document(extractor: PhraseExtractor) -> None:
+    docs = read_corpus(FIXTURE)[:12]
+    found = extractor.mentions(docs)
+    assert [[m[2:] for m in f] for f in found] == extractor.occurrences(docs)
+    for doc, mentions in zip(docs, found, strict=True):
+        assert mentions and [m[0] for m in mentions] == sorted(m[0] for m in mentions)
+        for start, end, key, surface, _ in mentions:
+            assert _as_written(doc.text[start:end]) == surface and key == surface.lower()
+
+
+def test_mentions_of_split_documents_keep_document_offsets() -> None:
+    text = " ".join(f"Bank {i} raised interest rates in Frankfurt." for i in range(30))
+    found = PhraseExtractor(max_chars=200).mentions([text])[0]
+    assert sum(m[2] == "interest rates" for m in found) == 30  # none lost at a cut
+    for start, end, _, surface, _ in found:
+        assert _as_written(text[start:end]) == surface
+
+
 def test_bad_input(extractor: PhraseExtractor) -> None:
     with pytest.raises(ValueError, match="empty"):
         extractor.extract([])

@@ -120,6 +120,7 @@ def test_sharded_extractor_matches_plain(small_corpus, small_corpus_phrases, tmp
     sharded = ShardedExtractor.like(PhraseExtractor(), LocalEngine(), tmp_path, shard_size=9)
     assert sharded.extract(small_corpus).to_dict() == small_corpus_phrases.to_dict()
     assert len(ShardStore(tmp_path)) == -(-len(small_corpus) // 9)
+    assert sharded.mentions(small_corpus[:20]) == PhraseExtractor().mentions(small_corpus[:20])
 
 
 @pytest.mark.parametrize("kind", ["exact", "ann"])

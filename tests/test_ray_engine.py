@@ -50,6 +50,7 @@ def test_driver_streams_shards_in_order(engine, glove):
 def test_extraction_identical(engine, small_corpus, small_corpus_phrases):
     sharded = ShardedExtractor.like(PhraseExtractor(), engine, shard_size=15)
     assert sharded.extract(small_corpus).to_dict() == small_corpus_phrases.to_dict()
+    assert sharded.mentions(small_corpus[:30]) == PhraseExtractor().mentions(small_corpus[:30])
 
 
 def test_vectors_within_float_tolerance(engine, minilm, small_corpus):

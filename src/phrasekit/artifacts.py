@@ -30,6 +30,9 @@ from phrasekit.io import pid_alive, read_json_object, umask, write_json
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+#: The manifest of a folder of Parquet files: Parquet readers take such a folder as one dataset,
+#: skipping names that start with "_" (like Spark's ``_SUCCESS``) but failing on other files.
+DATASET_MANIFEST = "_manifest.json"
 MANIFEST_FORMAT = "phrasekit-manifest"
 _STAGING, _OLD = "staging", "old"
 
@@ -75,21 +78,24 @@ def _entry(path: Path) -> dict[str, Any]:
 def _files(folder: Path) -> list[str]:
     """Relative POSIX names of the regular files under ``folder`` (the manifest excluded)."""
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
-                  if p.is_file() and p.name != MANIFEST)
+                  if p.is_file() and p.name not in (MANIFEST, DATASET_MANIFEST))
 
 
-def write_manifest(folder: str | Path, kind: str) -> dict[str, Any]:
-    """Hash every file of ``folder`` into its ``manifest.json`` (written last, atomically)."""
+def write_manifest(folder: str | Path, kind: str, name: str = MANIFEST) -> dict[str, Any]:
+    """Hash every file of ``folder`` into its manifest ``name`` (written last, atomically)."""
     folder = Path(folder)
     manifest = {"format": MANIFEST_FORMAT, "kind": kind,
                 "files": {name: _entry(folder / name) for name in _files(folder)}}
-    write_json(folder / MANIFEST, manifest)
+    write_json(folder / name, manifest)
     return manifest
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
-    """The folder's manifest, or None when it has none or an unreadable one."""
+    """The folder's manifest (``manifest.json``, or ``_manifest.json`` in a Parquet dataset),
+    or None when it has none or an unreadable one."""
     path = Path(folder) / MANIFEST
+    if not path.is_file():
+        path = Path(folder) / DATASET_MANIFEST
     if not path.is_file():
         return None
     try:
@@ -231,16 +237,18 @@ def check_parent_writable(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def staged_folder(path: str | Path, kind: str, legacy: Legacy = None) -> Iterator[Path]:
-    """Yield an empty folder beside ``path``; when the block succeeds, write its manifest and
-    swap it in for ``path`` at once (an existing ``path`` must pass :func:`replaceable`)."""
+def staged_folder(path: str | Path, kind: str, legacy: Legacy = None,
+                  manifest: str = MANIFEST) -> Iterator[Path]:
+    """Yield an empty folder beside ``path``; when the block succeeds, write its manifest (named
+    ``manifest``) and swap it in for ``path`` at once (an existing ``path`` must pass
+    :func:`replaceable`)."""
     path = check_output_folder(path, kind, legacy)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(path)
     staged = _sibling(path, _STAGING)
     try:
         yield staged
-        write_manifest(staged, kind)
+        write_manifest(staged, kind, manifest)
         os.chmod(staged, 0o777 & ~umask())
         _swap_in(staged, path)
     except BaseException:

@@ -12,9 +12,12 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def umask() -> int:
@@ -295,3 +298,20 @@ def _parse_jsonl_line(
     doc_id = str(obj.get(id_field, lineno - 1))
     meta = {k: v for k, v in obj.items() if k not in (text_field, id_field)}
     return Document(id=doc_id, text=text, meta=meta)
+
+
+def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """An (n, d) matrix as an Arrow column of fixed-size lists (its dtype kept)."""
+    import pyarrow as pa  # not needed by the readers and writers above
+
+    flat = pa.array(np.ascontiguousarray(matrix).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(flat, int(matrix.shape[1]))
+
+
+def column_matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
+    """The (n, width) matrix of a ``matrix_column``."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)

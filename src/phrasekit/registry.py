@@ -97,7 +97,7 @@ TOPICS_MODEL = "minilm"
 #: The span model `topics --method ccl` starts from when none is named.
 CCL_MODEL = "uctopic-minilm"
 #: The commands each model is the default of, for `phrasekit models`.
-TASK_DEFAULTS = {DEFAULT_MODEL: "encode, neighbors, join, index",
+TASK_DEFAULTS = {DEFAULT_MODEL: "encode, mentions, neighbors, join, index",
                  TOPICS_MODEL: "topics, keyphrases", CCL_MODEL: "topics --method ccl",
                  "facets-phrase-k3": "facets"}
 

@@ -22,7 +22,8 @@ __all__ = ["COMMANDS", "BadInputError", "app", "main"]
 #: Each top-level command and the module of ``phrasekit.cli`` that defines it, in help order.
 COMMANDS: dict[str, str] = {
     "models": "models", "quantize": "models", "encode": "models", "eval": "eval",
-    "phrases": "topics", "topics": "topics", "keyphrases": "topics", "facets": "topics",
+    "phrases": "topics", "mentions": "topics", "topics": "topics", "keyphrases": "topics",
+    "facets": "topics",
     "neighbors": "match", "pairs": "match", "join": "match", "index": "match",
     "train": "train",
 }

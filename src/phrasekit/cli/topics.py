@@ -26,11 +26,19 @@ from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import Document, atomic_write, read_corpus
+from phrasekit.io import VECTOR_DTYPES, Document, atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
+from phrasekit.phrases.mentions import write_mentions
 from phrasekit.pipeline import ShardedExtractor, sharded_keyphrases
-from phrasekit.registry import CCL_MODEL, TOPICS_MODEL, available_models, load
+from phrasekit.registry import (
+    CCL_MODEL,
+    DEFAULT_MODEL,
+    TOPICS_MODEL,
+    available_models,
+    check_model_name,
+    load,
+)
 from phrasekit.topics import (
     DocumentTopicModel,
     UCTopicModel,
@@ -111,6 +119,47 @@ def phrases_cmd(
     vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
     vocab.to_json(out)
     logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
+
+
+@command(app, "mentions", out="folder")
+@with_config(run=ENGINE_OPTIONS)
+def mentions_cmd(
+    corpus: CorpusArg,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output folder of Parquet files (mentions-NNNNN.parquet), one row "
+                            "per occurrence: doc_id, phrase, surface, start, end, source, "
+                            "vector.")],
+    model: Annotated[str, typer.Option(
+        "--model", "-m", help="Model for the phrase vectors (see `phrasekit models`; each "
+                              "distinct phrase is encoded once), or none for no vector "
+                              "column.")] = DEFAULT_MODEL,
+    text_field: TextField = "text",
+    workers: Workers = 0,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+    dtype: Annotated[str, typer.Option(
+        help="Number type of the vectors: float32, or float16 for half the size.")] = "float32",
+    *,
+    run: dict[str, Any],
+) -> None:
+    """Write every phrase occurrence (noun chunks and named entities) with its document, its
+    character span in the text and its vector: one row each, in Parquet files.
+
+    Example: phrasekit mentions sample --out mentions/ --dtype float16
+    """
+    if model != "none":
+        check_model_name(model)
+    if dtype not in VECTOR_DTYPES:
+        raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
+    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
+    extractor = PhraseExtractor(n_process=resolve_workers(workers))
+    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
+        found = extractor_for(sharded, extractor).mentions(docs, show_progress=not quiet)
+        encoder = None if model == "none" else encoder_for(sharded, model)
+        counts = write_mentions(out, [d.id for d in docs], found, encoder, dtype=dtype,
+                                show_progress=not quiet)
+    typer.echo(f"{counts['mentions']} mentions of {counts['documents']} documents -> {out} "
+               f"({counts['files']} Parquet file(s))")
 
 
 def check_topics_options(*, method: str, label_view: str, n_topics: int | None,

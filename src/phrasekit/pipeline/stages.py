@@ -13,25 +13,12 @@ import numpy as np
 import pyarrow as pa
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import Document
+from phrasekit.io import Document, column_matrix, matrix_column
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.pipeline.engines import Stage
 from phrasekit.registry import load
 from phrasekit.similarity.index import SearchIndex
-
-
-def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
-    """An (n, d) matrix as an Arrow column of fixed-size lists (its dtype kept)."""
-    flat = pa.array(np.ascontiguousarray(matrix).reshape(-1))
-    return pa.FixedSizeListArray.from_arrays(flat, int(matrix.shape[1]))
-
-
-def column_matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
-    """The (n, width) matrix of a ``matrix_column``."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
 
 
 def model_fingerprint(model: str | Path | Encoder, options: dict[str, Any]) -> str:
@@ -95,22 +82,23 @@ class SettingsStage(Stage):
 
 
 class ExtractStage(SettingsStage):
-    """``id, text`` -> one row per phrase occurrence: ``doc`` (row in the shard), ``key``,
-    ``surface``, ``source``, in text order (what ``PhraseExtractor.extract`` counts)."""
+    """``id, text`` -> one row per phrase occurrence: ``doc`` (row in the shard), ``start``,
+    ``end`` (character offsets in the text), ``key``, ``surface``, ``source``, in text order
+    (``PhraseExtractor.mentions``)."""
 
-    name = "phrases"
+    name = "mentions"
     factory = PhraseExtractor
+    columns = ("start", "end", "key", "surface", "source")
 
     def __call__(self, table: pa.Table) -> pa.Table:
         assert self.worker is not None, "setup() first"
         docs = [Document(id=str(i), text=t, meta={}) for i, t in
                 zip(table.column("id").to_pylist(), table.column("text").to_pylist(),
                     strict=True)]
-        occ = self.worker.occurrences(docs)
-        rows = [(d, *o) for d, found in enumerate(occ) for o in found]
-        names = ("doc", "key", "surface", "source")
+        rows = [(d, *m) for d, found in enumerate(self.worker.mentions(docs)) for m in found]
+        names = ("doc", *self.columns)
         cols = list(zip(*rows, strict=True)) if rows else [[] for _ in names]
-        types = (pa.int32(), pa.string(), pa.string(), pa.string())
+        types = (pa.int32(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.string())
         return pa.table({n: pa.array(c, type=t) for n, c, t in zip(names, cols, types,
                                                                     strict=True)})
 
