@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from phrasekit.cli import app
@@ -275,3 +277,30 @@ def test_phrases_are_shown_without_the_corpus_quote_marks() -> None:
                              doc_phrases=[{"the government": 2}] * 3)
     terms = build_term_vocabulary(docs, vocab, min_df=2)
     assert terms.surface[terms.index("the government")] == "The Government"
+
+
+_WORDS = st.sampled_from(["a", "b", "c", "d", "e"])
+_TERM_WORDS = st.sampled_from(["a", "b", "c", "d", "e", "f"])  # "f" occurs nowhere
+
+
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(st.lists(_WORDS, max_size=12), max_size=8),
+       terms=st.lists(st.lists(_TERM_WORDS, min_size=1, max_size=4), max_size=10),
+       chunk=st.integers(1, 40))
+def test_presence_matches_a_scan_of_every_window(docs, terms, chunk) -> None:
+    """Array matching over chunks of ``chunk`` tokens finds exactly the documents where each
+    term's words occur contiguously (duplicate terms: the last column wins, as a dict would)."""
+    from collections import Counter
+
+    from phrasekit.topics.terms import _presence_of_ids, _word_doc_freq
+
+    assert +_word_doc_freq(TokenDocs.of(docs)) == Counter(w for t in docs for w in set(t))
+    keys = [tuple(t) for t in terms]
+    got = _presence_of_ids(TokenDocs.of(docs), keys, chunk_tokens=chunk).toarray()
+    last = {k: j for j, k in enumerate(keys)}
+    want = np.zeros((len(docs), len(keys)), dtype=np.float32)
+    for i, toks in enumerate(docs):
+        for k, j in last.items():
+            if any(tuple(toks[s:s + len(k)]) == k for s in range(len(toks))):
+                want[i, j] = 1
+    assert got.shape == want.shape and (got == want).all()

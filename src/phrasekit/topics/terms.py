@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -179,10 +179,29 @@ def _word_doc_freq(docs: TokenDocs) -> Counter[str]:
     return Counter(dict(zip(docs.words, counts.tolist(), strict=True)))
 
 
-def _presence_of_ids(docs: TokenDocs, keys: list[tuple[str, ...]]) -> sp.csr_matrix:
-    """``presence_matrix`` on token ids: one-word terms by an array lookup of every token,
-    longer ones tried only where a token starts one of them (``keys``: terms as token tuples;
-    an empty one occurs nowhere)."""
+def _doc_chunks(docs: TokenDocs, chunk_tokens: int = 1 << 21
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+    """Whole documents, about ``chunk_tokens`` tokens at a time: their token ids, each token's
+    document (counted from the chunk's first), the end of that document in the chunk, and how
+    many documents the chunk holds (empty ones included)."""
+    offsets = docs.offsets
+    d0 = 0
+    while d0 < len(docs):
+        d1 = int(np.searchsorted(offsets, offsets[d0] + chunk_tokens, "right")) - 1
+        d1 = min(max(d0 + 1, d1), len(docs))
+        doc = np.repeat(np.arange(d1 - d0), np.diff(offsets[d0:d1 + 1]))
+        yield (docs.ids[offsets[d0]:offsets[d1]].astype(np.int64), doc,
+               (offsets[d0 + 1:d1 + 1] - offsets[d0])[doc], d1 - d0)
+        d0 = d1
+
+
+def _presence_of_ids(docs: TokenDocs, keys: list[tuple[str, ...]],
+                     chunk_tokens: int = 1 << 21) -> sp.csr_matrix:
+    """``presence_matrix`` on token ids, in array operations over chunks of about
+    ``chunk_tokens`` tokens (whole documents): one-word terms by a lookup of every token,
+    longer ones by hashing each window of their length that starts with a term's first word,
+    every hit checked token by token (``keys``: terms as token tuples; an empty one occurs
+    nowhere). Memory stays bounded by the chunk, and time linear in the corpus."""
     word_id = {w: i for i, w in enumerate(docs.words)}
     single = np.full(len(docs.words), -1, dtype=np.int64)
     multi: dict[tuple[int, ...], int] = {}
@@ -194,24 +213,57 @@ def _presence_of_ids(docs: TokenDocs, keys: list[tuple[str, ...]]) -> sp.csr_mat
             single[ids[0]] = j
         else:
             multi[ids] = j
-    starts = np.zeros(len(docs.words), dtype=bool)
-    starts[[ids[0] for ids in multi]] = True
-    lengths = sorted({len(ids) for ids in multi})
-    rows = _SparseRows(binary=True)
-    for lo, hi in pairwise(docs.offsets.tolist()):
-        seg = docs.ids[lo:hi]
-        cols = single[seg]
-        found = set(cols[cols >= 0].tolist())
-        at = np.flatnonzero(starts[seg]).tolist()
-        if at:
-            toks = seg.tolist()
-            for i in at:
-                for n in lengths:
-                    j = multi.get(tuple(toks[i : i + n]))
-                    if j is not None:
-                        found.add(j)
-        rows.add(sorted(found))
-    return rows.matrix(len(keys), np.float32)
+    tables = [_NgramTable(n, [(k, j) for k, j in multi.items() if len(k) == n], len(docs.words))
+              for n in sorted({len(k) for k in multi})]
+    indptr, indices = [np.zeros(1, dtype=np.int64)], []
+    for seg, doc, end, n_docs in _doc_chunks(docs, chunk_tokens):
+        found = single[seg] >= 0
+        hits = [(doc[found], single[seg][found]), *(t.find(seg, doc, end) for t in tables)]
+        code = np.unique(np.concatenate([d * len(keys) + c for d, c in hits]))
+        indices.append(code % max(len(keys), 1))
+        counts = np.bincount(code // max(len(keys), 1), minlength=n_docs)
+        indptr.append(indptr[-1][-1] + np.cumsum(counts))
+    cols = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+    return sp.csr_matrix((np.ones(len(cols), dtype=np.float32), cols.astype(np.int32),
+                          np.concatenate(indptr)), shape=(len(docs), len(keys)))
+
+
+class _NgramTable:
+    """The terms of one length ``n`` as token-id rows sorted by a 64-bit polynomial hash, to
+    find every window of a token array that equals one of them."""
+
+    def __init__(self, n: int, terms: list[tuple[tuple[int, ...], int]], n_words: int) -> None:
+        self.n = n
+        keys = np.asarray([k for k, _ in terms], dtype=np.int64).reshape(-1, n)
+        self.first = np.zeros(n_words, dtype=bool)
+        self.first[keys[:, 0]] = True
+        for base in (1_000_003, 998_244_353, 2_147_483_647):  # another, on a hash collision
+            hashes = self._hash(keys, base)
+            order = np.argsort(hashes, kind="stable")
+            if len(np.unique(hashes)) == len(hashes):
+                break
+        else:  # pragma: no cover - three 64-bit collisions among the terms
+            raise RuntimeError("could not hash the terms apart")
+        self.base, self.hashes = base, hashes[order]
+        self.keys, self.columns = keys[order], np.asarray([j for _, j in terms])[order]
+
+    @staticmethod
+    def _hash(windows: np.ndarray, base: int) -> np.ndarray:
+        h = np.zeros(len(windows), dtype=np.uint64)
+        for t in range(windows.shape[1]):  # wraps around modulo 2**64, on purpose
+            h = h * np.uint64(base) + (windows[:, t] + 1).astype(np.uint64)
+        return h
+
+    def find(self, seg: np.ndarray, doc: np.ndarray, end: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """(document, column) of every window of ``seg`` equal to a term, within a document
+        (``doc``, ``end``: each token's document and where that document ends)."""
+        at = np.flatnonzero(self.first[seg] & (np.arange(len(seg)) + self.n <= end))
+        windows = seg[at[:, None] + np.arange(self.n)]
+        h = self._hash(windows, self.base)
+        row = np.minimum(np.searchsorted(self.hashes, h), len(self.hashes) - 1)
+        ok = (self.hashes[row] == h) & (self.keys[row] == windows).all(axis=1)
+        return doc[at[ok]], self.columns[row[ok]]
 
 
 class _SparseRows:
