@@ -417,3 +417,10 @@ def test_mentions_writes_one_table_with_spans_and_vectors(tmp_path):
         next((tmp_path / "bare").glob("*.parquet"))).names
     bad = invoke("mentions", corpus, "--out", tmp_path / "x", "--dtype", "int8")
     assert bad.exit_code == 2 and "--dtype" in bad.output and not (tmp_path / "x").exists()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
+    bad = invoke("mentions", corpus, "--out", tmp_path / "other", "-m", "none")
+    assert bad.exit_code == 2 and "not replacing" in bad.output
+    again = invoke("mentions", corpus, "--out", out, "-m", "none", "-q")  # its own folder: replaced
+    assert again.exit_code == 0 and "vector" not in pq.read_schema(
+        next(out.glob("*.parquet"))).names

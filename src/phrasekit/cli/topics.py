@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import torch
 import typer
 
+from phrasekit.artifacts import check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
     ModelOpt,
@@ -29,7 +30,7 @@ from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score
 from phrasekit.io import VECTOR_DTYPES, Document, atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
-from phrasekit.phrases.mentions import write_mentions
+from phrasekit.phrases.mentions import MENTIONS_KIND, write_mentions
 from phrasekit.pipeline import ShardedExtractor, sharded_keyphrases
 from phrasekit.registry import (
     CCL_MODEL,
@@ -151,6 +152,7 @@ def mentions_cmd(
         check_model_name(model)
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
+    check_output_folder(out, MENTIONS_KIND)  # a folder of other files: refused before the work
     docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
     extractor = PhraseExtractor(n_process=resolve_workers(workers))
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
