@@ -179,7 +179,7 @@ def _word_doc_freq(docs: TokenDocs) -> Counter[str]:
     return Counter(dict(zip(docs.words, counts.tolist(), strict=True)))
 
 
-def _doc_chunks(docs: TokenDocs, chunk_tokens: int = 1 << 21
+def _doc_chunks(docs: TokenDocs, chunk_tokens: int = 1 << 19
                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
     """Whole documents, about ``chunk_tokens`` tokens at a time: their token ids, each token's
     document (counted from the chunk's first), the end of that document in the chunk, and how
@@ -196,7 +196,7 @@ def _doc_chunks(docs: TokenDocs, chunk_tokens: int = 1 << 21
 
 
 def _presence_of_ids(docs: TokenDocs, keys: list[tuple[str, ...]],
-                     chunk_tokens: int = 1 << 21) -> sp.csr_matrix:
+                     chunk_tokens: int = 1 << 19) -> sp.csr_matrix:
     """``presence_matrix`` on token ids, in array operations over chunks of about
     ``chunk_tokens`` tokens (whole documents): one-word terms by a lookup of every token,
     longer ones by hashing each window of their length that starts with a term's first word,
