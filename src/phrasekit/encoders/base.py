@@ -146,3 +146,21 @@ class Encoder(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+def encode_unique(
+    encoder: Encoder, strings: Sequence[str], batch_size: int | None = None,
+    show_progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Embed each distinct string once: ``(vectors of the sorted uniques, inverse index)``.
+
+    ``vectors[inverse]`` is aligned with ``strings``. Use this form when the (n, d) expansion
+    would be large (e.g. the 4096-d ``string`` encoder on many pairs).
+    """
+    items = list(strings)
+    if not items:
+        return np.zeros((0, encoder.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    uniq, inverse = np.unique(np.asarray(items, dtype=str), return_inverse=True)
+    vecs = encoder.encode(uniq.tolist(), batch_size=batch_size, show_progress=show_progress)
+    logger.debug("encoded %d unique of %d strings with %s", len(uniq), len(items), encoder.name)
+    return l2_normalize(vecs), inverse.reshape(-1).astype(np.int64)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import DTypeLike
 
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, encode_unique
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.phrases.augment import typo_noise
 from phrasekit.similarity.index import VectorIndex
@@ -75,23 +75,6 @@ def require_path(data_dir: Path, relative: str, kind: str = "file") -> Path:
     if not ok:
         raise FileNotFoundError(f"benchmark {kind} not found: {path} ({DATA_HINT})")
     return path
-
-
-def encode_unique(
-    encoder: Encoder, strings: Sequence[str], batch_size: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Embed each distinct string once: ``(vectors of the sorted uniques, inverse index)``.
-
-    ``vectors[inverse]`` is aligned with ``strings``. Use this form when the (n, d) expansion
-    would be large (e.g. the 4096-d ``string`` encoder on many pairs).
-    """
-    items = list(strings)
-    if not items:
-        return np.zeros((0, encoder.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
-    uniq, inverse = np.unique(np.asarray(items, dtype=str), return_inverse=True)
-    vecs = encoder.encode(uniq.tolist(), batch_size=batch_size)
-    logger.debug("encoded %d unique of %d strings with %s", len(uniq), len(items), encoder.name)
-    return l2_normalize(vecs), inverse.reshape(-1).astype(np.int64)
 
 
 def embed_unique(

@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from phrasekit.artifacts import DATASET_MANIFEST, staged_folder
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, encode_unique
 from phrasekit.io import VECTOR_DTYPES, matrix_column
 from phrasekit.phrases.extract import Mention
 
@@ -30,16 +28,6 @@ MENTIONS_KIND = "mentions"
 #: Rows per Parquet file.
 ROWS_PER_FILE = 100_000
 COLUMNS = ("doc_id", "phrase", "surface", "start", "end", "source")
-
-
-def mention_vectors(mentions: Sequence[Sequence[Mention]], encoder: Encoder,
-                    show_progress: bool = False) -> tuple[list[str], np.ndarray]:
-    """The distinct surface forms of ``mentions`` (in order of first occurrence) and their
-    vectors from ``encoder``."""
-    surfaces = list(dict.fromkeys(m[3] for found in mentions for m in found))
-    if not surfaces:
-        return [], np.zeros((0, encoder.dim), dtype=np.float32)
-    return surfaces, encoder.encode(surfaces, show_progress=show_progress)
 
 
 def write_mentions(out_dir: str | Path, doc_ids: Sequence[str],
@@ -60,10 +48,10 @@ def write_mentions(out_dir: str | Path, doc_ids: Sequence[str],
     rows = [(doc_ids[i], m[2], m[3], m[0], m[1], m[4])
             for i, found in enumerate(mentions) for m in found]
     vectors = None
-    if encoder is not None:
-        surfaces, matrix = mention_vectors(mentions, encoder, show_progress)
-        row_of = {s: i for i, s in enumerate(surfaces)}
-        vectors = matrix.astype(dtype)[[row_of[r[2]] for r in rows]]
+    if encoder is not None:  # each distinct surface form encoded once
+        unique, inverse = encode_unique(encoder, [r[2] for r in rows],
+                                        show_progress=show_progress)
+        vectors = unique.astype(dtype)[inverse]
     types = (pa.string(), pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string())
     files = 0
     with staged_folder(out_dir, MENTIONS_KIND, manifest=DATASET_MANIFEST) as tmp:
