@@ -5,6 +5,7 @@ float rounding, the same topics with fixed seeds, the same join. Ray runs in thi
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,3 +87,17 @@ def test_cli_join_on_ray_equals_local(engine, tmp_path):
     rows = {n: list(csv.reader(p.open(encoding="utf-8"))) for n, p in outs.items()}
     assert rows["ray"] == rows["local"] and len(rows["ray"]) == 3
     assert not (tmp_path / "ray.csv.shards").exists()  # the default work folder is removed
+
+
+def test_cluster_start_waits_for_the_head_port_and_reports_the_node_log(monkeypatch):
+    """No driver probes the head before its port listens (such a probe hangs for minutes),
+    and a start that times out says what the nodes printed."""
+    from phrasekit.pipeline.cluster import LocalCluster
+
+    c = LocalCluster(cpus=(1,), timeout=1.5)
+    (Path(c.temp_dir) / "nodes.log").write_text("raylet: could not bind port\n")
+    probes: list[float] = []
+    monkeypatch.setattr(c, "alive_nodes", lambda timeout: probes.append(timeout) or 0)
+    with pytest.raises(TimeoutError, match="could not bind port"):
+        c.wait_for_nodes(1)
+    assert probes == []

@@ -50,7 +50,7 @@ class LocalCluster:
     and ``stop`` ends each group (SIGTERM, then SIGKILL after ``timeout`` seconds).
     """
 
-    def __init__(self, cpus: Sequence[int] = (1, 1), timeout: float = 60.0) -> None:
+    def __init__(self, cpus: Sequence[int] = (1, 1), timeout: float = 180.0) -> None:
         if not cpus or min(cpus) < 1:
             raise ValueError(f"give at least one node with >= 1 CPU, got {list(cpus)}")
         self.cpus = list(cpus)
@@ -90,29 +90,46 @@ class LocalCluster:
         """The environment for a driver process of this cluster (Ray's token mode on)."""
         return {**os.environ, **token_auth_env()}
 
-    def alive_nodes(self) -> int:
-        """Nodes the head reports alive (asked from a short-lived driver process)."""
+    def head_listening(self) -> bool:
+        """Whether the head's GCS port accepts connections. A driver that connects earlier
+        waits minutes for it (Ray retries well past our timeout), so probes start after."""
+        with contextlib.suppress(OSError), socket.create_connection((HOST, self.port), 1.0):
+            return True
+        return False
+
+    def alive_nodes(self, timeout: float) -> int:
+        """Nodes the head reports alive (asked from a short-lived driver process, given at
+        most ``timeout`` seconds)."""
         code = (f"import ray; ray.init(address={self.address!r}, logging_level='ERROR', "
                 "log_to_driver=False); print(sum(bool(n['Alive']) for n in ray.nodes()))")
         try:
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 timeout=self.timeout, check=False, env=self.driver_env())
+                                 timeout=timeout, check=False, env=self.driver_env())
         except subprocess.TimeoutExpired:
             return 0
         lines = out.stdout.strip().splitlines()
         return int(lines[-1]) if out.returncode == 0 and lines and lines[-1].isdigit() else 0
 
     def wait_for_nodes(self, n: int) -> None:
-        """Wait (at most ``timeout`` seconds) until ``n`` nodes are alive."""
+        """Wait (at most ``timeout`` seconds) until ``n`` nodes are alive: first for the
+        head's port, then asking the head, each probe bounded by the time left."""
         deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
+        while (left := deadline - time.monotonic()) > 0:
             if any(p is not None and p.poll() is not None for p in self.procs):
-                raise RuntimeError(f"a ray node exited while starting; see {self.temp_dir}")
-            if self.alive_nodes() >= n:
+                raise RuntimeError(f"a ray node exited while starting; {self._log_tail()}")
+            if self.head_listening() and self.alive_nodes(min(left, 30.0)) >= n:
                 return
             time.sleep(1.0)
         raise TimeoutError(f"the ray cluster at {self.address} did not reach {n} nodes in "
-                           f"{self.timeout:.0f}s; see {self.temp_dir}")
+                           f"{self.timeout:.0f}s; {self._log_tail()}")
+
+    def _log_tail(self, lines: int = 15) -> str:
+        """The last lines the nodes printed, for an error message (CI shows nothing else)."""
+        log = Path(self.temp_dir) / "nodes.log"
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        tail = "\n".join(text.strip().splitlines()[-lines:])
+        return f"see {self.temp_dir}; the nodes printed:\n{tail}" if tail else \
+            f"see {self.temp_dir}"
 
     def kill_node(self, i: int) -> None:
         """Kill node ``i`` (not the head) and everything it runs, without warning."""
