@@ -17,6 +17,9 @@ Stages:
   compute-bound stage;
 - ``encode``: ``phrasekit encode`` of one line per document (whitespace folded, the first
   ``--encode-chars`` characters) with ``--model``, where the engine's own overhead shows;
+- ``mentions``: ``phrasekit mentions`` with ``--model`` and ``--doc-vectors``: the streaming
+  job (spaCy extraction, phrase and document vectors, Parquet output), whose driver holds
+  only the shards in flight;
 - ``topics``: ``phrasekit topics`` end to end (default method) with ``--model`` as the document
   encoder: reading, the phrase sample, encoding, choosing K, clustering, naming, writing.
 
@@ -31,6 +34,8 @@ Usage::
         --stages phrases
     python benchmarks/ray_scaling.py --corpus 20newsgroups --replicate 10 --stages encode
     python benchmarks/ray_scaling.py --corpus 20newsgroups --replicate 1,10 --stages topics
+    python benchmarks/ray_scaling.py --corpus 20newsgroups --n-docs 1000 --replicate 1,10 \
+        --stages mentions --configs local,ray1
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from corpus_throughput import add_corpus_args, corpus_source, stages, timed, wri
 from phrasekit.pipeline.cluster import LocalCluster
 
 CONFIGS = ("local", "ray1", "ray2")
-STAGES = ("phrases", "encode", "topics")
+STAGES = ("phrases", "encode", "mentions", "topics")
 
 
 def encode_input(corpus: Path, out: Path, chars: int) -> Path:
@@ -76,6 +81,9 @@ def stage_command(stage: str, data: Path, work: Path, model: str) -> list[str]:
     base = [sys.executable, "-m", "phrasekit"]
     if stage == "phrases":
         return [*base, "phrases", str(data), "--out", str(work / "phrases.json.gz"), "-q"]
+    if stage == "mentions":
+        return [*base, "mentions", str(data), "--out", str(work / "mentions"), "-m", model,
+                "--doc-vectors", "-q"]
     if stage == "topics":
         return [*base, "topics", str(data), "--out", str(work / "topics"), "-m", model, "-q",
                 "--no-report"]

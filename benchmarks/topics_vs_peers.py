@@ -217,10 +217,10 @@ def phrase_vocabulary(docs: list, corpus: str, reuse: Path, out: Path, quiet: bo
 # ---------------------------------------------------------------------- per-corpus preparation
 def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool) -> dict:
     """Phrases and every MiniLM vector the fits need, once per corpus (``OUT/emb/CORPUS/``)."""
+    from phrasekit.encoders.cache import chunk_words, encode_documents
     from phrasekit.io import write_json
     from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, PhraseTopicModel
-    from phrasekit.topics.pntm import chunk_words, encode_documents
     from phrasekit.topics.terms import build_term_vocabulary
 
     folder = out / "emb" / corpus

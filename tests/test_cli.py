@@ -401,9 +401,10 @@ def test_mentions_writes_one_table_with_spans_and_vectors(tmp_path):
     corpus = tmp_path / "corpus20.jsonl"
     corpus.write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
     out = tmp_path / "mentions"
-    res = invoke("mentions", corpus, "--out", out, "-m", "glove-50d", "--dtype", "float16", "-q")
+    res = invoke("mentions", corpus, "--out", out, "-m", "glove-50d", "--dtype", "float16",
+                 "--doc-vectors", "--workers", "1", "-q")
     assert res.exit_code == 0, res.output
-    table = pq.read_table(out).to_pydict()  # the folder reads as one dataset
+    table = pq.read_table(out / "mentions").to_pydict()  # the folder reads as one dataset
     texts = {d.id: d.text for d in read_corpus(corpus)}
     assert set(table["doc_id"]) == set(texts) and len(table["doc_id"]) > 100
     for doc_id, start, end, surface in zip(table["doc_id"], table["start"], table["end"],
@@ -413,16 +414,26 @@ def test_mentions_writes_one_table_with_spans_and_vectors(tmp_path):
     assert vectors.shape == (len(table["doc_id"]), 50)
     norms = np.linalg.norm(vectors, axis=1)  # 0: a phrase with no GloVe word
     assert np.all((np.abs(norms - 1.0) < 2e-3) | (norms == 0)) and np.mean(norms > 0) > 0.9
-    assert (out / "_manifest.json").is_file()
-    bare = invoke("mentions", corpus, "--out", tmp_path / "bare", "-m", "none", "-q")
+    docs = pq.read_table(out / "documents").to_pydict()
+    assert docs["doc_id"] == list(texts) and np.asarray(docs["vector"]).shape == (20, 50)
+    assert docs["words"] == [len(t.split()) for t in texts.values()]
+    assert (out / "manifest.json").is_file()
+    bare = invoke("mentions", corpus, "--out", tmp_path / "bare", "-m", "none", "--workers", "1",
+                  "-q")
     assert bare.exit_code == 0 and "vector" not in pq.read_schema(
-        next((tmp_path / "bare").glob("*.parquet"))).names
-    bad = invoke("mentions", corpus, "--out", tmp_path / "x", "--dtype", "int8")
-    assert bad.exit_code == 2 and "--dtype" in bad.output and not (tmp_path / "x").exists()
+        next((tmp_path / "bare" / "mentions").glob("*.parquet"))).names
+    assert not (tmp_path / "bare" / "documents").exists()
+    refused = ((["--dtype", "int8"], "--dtype"), (["-m", "none", "--doc-vectors"], "model"))
+    for args, says in refused:
+        bad = invoke("mentions", corpus, "--out", tmp_path / "x", *args)
+        assert bad.exit_code == 2 and says in bad.output and not (tmp_path / "x").exists()
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine", encoding="utf-8")
     bad = invoke("mentions", corpus, "--out", tmp_path / "other", "-m", "none")
     assert bad.exit_code == 2 and "not replacing" in bad.output
-    again = invoke("mentions", corpus, "--out", out, "-m", "none", "-q")  # its own folder: replaced
-    assert again.exit_code == 0 and "vector" not in pq.read_schema(
-        next(out.glob("*.parquet"))).names
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*lines[:3], "{oops"]) + "\n", encoding="utf-8")
+    bad = invoke("mentions", broken, "--out", tmp_path / "y", "-m", "none")
+    assert bad.exit_code == 2 and "broken.jsonl:4" in bad.output and not (tmp_path / "y").exists()
+    again = invoke("mentions", corpus, "--out", out, "-m", "none", "--workers", "1", "-q")
+    assert again.exit_code == 0 and not (out / "documents").exists()  # its own folder: replaced

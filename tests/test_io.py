@@ -8,7 +8,7 @@ import json
 import pytest
 
 from phrasekit.datasets import resolve_corpus, sample_corpus_path
-from phrasekit.io import CorpusError, atomic_write, read_corpus, write_json
+from phrasekit.io import CorpusError, atomic_write, iter_corpus, read_corpus, write_json
 
 
 def test_read_parquet_file_and_shards(tmp_path):
@@ -31,6 +31,30 @@ def test_read_parquet_file_and_shards(tmp_path):
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
     with pytest.raises(CorpusError, match="not a readable Parquet file"):
         read_corpus(tmp_path / "junk.parquet")
+
+
+def test_iter_corpus_streams_batches_and_reaches_a_bad_line_only_when_read(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "c.jsonl"
+    lines = [json.dumps({"id": f"d{i}", "text": f"text {i}"}) for i in range(5)]
+    path.write_text("\n".join([*lines, "{broken"]) + "\n", encoding="utf-8")
+    batches = iter_corpus(path, batch_size=2)
+    assert [d.id for d in next(batches)] == ["d0", "d1"]  # read before the bad line is met
+    assert [d.id for d in next(batches)] == ["d2", "d3"]
+    with pytest.raises(CorpusError, match=r"c.jsonl:6: malformed JSON"):
+        next(batches)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for i in range(2):
+        pq.write_table(pa.table({"text": [f"t{i}{j}" for j in range(3)]}),
+                       shards / f"p{i}.parquet")
+    sizes = [len(b) for b in iter_corpus(shards, batch_size=2)]
+    assert sizes == [2, 1, 2, 1] and [d.id for d in read_corpus(shards)] == list("012345")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="no documents found"):
+        list(iter_corpus(empty))
 
 
 def test_read_jsonl_and_gz(tmp_path):

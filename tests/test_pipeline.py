@@ -220,3 +220,33 @@ def test_cli_topics_with_work_dir_equals_plain(tmp_path):
         data.pop("timings_s")
     assert topics["sharded"] == topics["plain"]
     assert len(ShardStore(tmp_path / "w")) >= 2  # encoding and extraction shards kept
+
+
+def test_mentions_job_streams_the_same_table_on_worker_processes(small_corpus, tmp_path):
+    import pyarrow.parquet as pq
+
+    from phrasekit.pipeline.mentions import write_mentions
+
+    docs = small_corpus[:24]
+    tables = {}
+    for workers in (1, 2):  # this process, then two spawned worker processes
+        out = tmp_path / f"w{workers}"
+        counts = write_mentions(out, docs, model="glove-50d", doc_vectors=True,
+                                engine=LocalEngine(workers), shard_docs=5, rows_per_file=150)
+        assert counts["mentions_files"] == -(-counts["mentions"] // 150) > 1
+        tables[workers] = (pq.read_table(out / "mentions"), pq.read_table(out / "documents"))
+    (m1, d1), (m2, d2) = tables[1], tables[2]
+    assert m1.drop(["vector"]).equals(m2.drop(["vector"]))
+    np.testing.assert_allclose(np.asarray(m1["vector"].to_pylist()),
+                               np.asarray(m2["vector"].to_pylist()), atol=1e-6)
+    assert d1["doc_id"].to_pylist() == [d.id for d in docs] == d2["doc_id"].to_pylist()
+    np.testing.assert_allclose(np.asarray(d1["vector"].to_pylist()),
+                               np.asarray(d2["vector"].to_pylist()), atol=1e-6)
+    plain = PhraseExtractor().mentions(docs)
+    assert m1.select(["start", "end", "phrase", "surface", "source"]).to_pylist() == [
+        dict(zip(("start", "end", "phrase", "surface", "source"), m, strict=True))
+        for found in plain for m in found]
+    with pytest.raises(TypeError, match="re-iterable"):
+        write_mentions(tmp_path / "x", iter(docs), model="glove-50d", doc_vectors=True)
+    with pytest.raises(RuntimeError, match="killed"):  # a worker's error reaches the caller
+        run_stage(Doubler(fail_on=3), _shards(6), LocalEngine(2))

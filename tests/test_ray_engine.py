@@ -89,6 +89,23 @@ def test_cli_join_on_ray_equals_local(engine, tmp_path):
     assert not (tmp_path / "ray.csv.shards").exists()  # the default work folder is removed
 
 
+def test_mentions_job_on_ray_equals_local(engine, small_corpus, tmp_path):
+    import pyarrow.parquet as pq
+
+    from phrasekit.pipeline.mentions import write_mentions
+
+    docs = small_corpus[:16]
+    tables = []
+    for name, eng in (("local", None), ("ray", engine)):
+        write_mentions(tmp_path / name, docs, model="glove-50d", doc_vectors=True, engine=eng,
+                       shard_docs=4)
+        tables.append([pq.read_table(tmp_path / name / part) for part in ("mentions",
+                                                                         "documents")])
+    for here, there in zip(*tables, strict=True):
+        assert here.drop(["vector"]).equals(there.drop(["vector"]))
+        np.testing.assert_allclose(np.asarray(here["vector"].to_pylist()),
+                                   np.asarray(there["vector"].to_pylist()), atol=1e-6)
+
 def test_cluster_start_waits_for_the_head_port_and_reports_the_node_log(monkeypatch):
     """No driver probes the head before its port listens (such a probe hangs for minutes),
     and a start that times out says what the nodes printed."""

@@ -219,7 +219,52 @@ def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
     A directory is accepted when it holds ``documents.jsonl`` or ``documents.jsonl.gz``, or
     Parquet shards (``*.parquet``, read in name order). Errors name the file and line (row).
     """
-    path = Path(path)
+    return [d for batch in iter_corpus(path, text_field, id_field) for d in batch]
+
+
+#: Documents per batch of ``iter_corpus``.
+READ_BATCH = 1024
+
+
+def iter_corpus(path: str | Path, text_field: str = "text", id_field: str = "id",
+                batch_size: int = READ_BATCH) -> Iterator[list[Document]]:
+    """``read_corpus``'s documents in lists of at most ``batch_size``, read from disk as they
+    are consumed, so a corpus larger than memory can be streamed; the same formats, ids and
+    errors (an error is raised when its line is reached)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    files, kind = _corpus_files(Path(path))
+    batches = _parquet_batches(files, text_field, id_field, batch_size) if kind == "parquet" \
+        else _text_batches(files[0], kind == "jsonl", text_field, id_field, batch_size)
+    found = False
+    for batch in batches:
+        found = True
+        yield batch
+    if not found:
+        raise CorpusError(f"{files[0]}: no documents found")
+
+
+@dataclass(frozen=True)
+class StreamedCorpus:
+    """A corpus on disk, read afresh on each pass (``iter_corpus``) and never held whole: for
+    jobs that stream a corpus, once or more. ``count()`` reads it all once, which checks
+    every line before the long work starts."""
+
+    path: Path
+    text_field: str = "text"
+    id_field: str = "id"
+
+    def __iter__(self) -> Iterator[Document]:
+        for batch in iter_corpus(self.path, self.text_field, self.id_field):
+            yield from batch
+
+    def count(self) -> int:
+        """The number of documents (raises ``CorpusError`` on the first bad line)."""
+        return sum(len(b) for b in iter_corpus(self.path, self.text_field, self.id_field))
+
+
+def _corpus_files(path: Path) -> tuple[list[Path], str]:
+    """The files of a corpus path and their kind (``parquet``, ``jsonl`` or ``text``)."""
     if path.is_dir():
         for name in ("documents.jsonl", "documents.jsonl.gz"):
             if (path / name).is_file():
@@ -228,56 +273,70 @@ def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
         else:
             shards = sorted(path.glob("*.parquet"))
             if shards:
-                return _read_parquet(shards, text_field, id_field)
+                return shards, "parquet"
             raise CorpusError(f"{path} is a directory without documents.jsonl(.gz) or "
                               "*.parquet shards")
     if not path.is_file():
         raise CorpusError(f"corpus file not found: {path}")
     if path.suffix == ".parquet":
-        return _read_parquet([path], text_field, id_field)
+        return [path], "parquet"
     is_jsonl = ".jsonl" in path.suffixes or ".json" in path.suffixes
-    docs: list[Document] = []
+    return [path], "jsonl" if is_jsonl else "text"
+
+
+def _text_batches(path: Path, is_jsonl: bool, text_field: str, id_field: str,
+                  batch_size: int) -> Iterator[list[Document]]:
+    """Documents of a JSONL or plain-text file (one per non-empty line), in batches."""
+    batch: list[Document] = []
+    n = 0
     try:
         with _open_text(path) as fh:
             for lineno, line in enumerate(fh, start=1):
                 line = line.strip()
                 if not line:
                     continue
-                if is_jsonl:
-                    docs.append(_parse_jsonl_line(path, lineno, line, text_field, id_field))
-                else:
-                    docs.append(Document(id=str(len(docs)), text=line, meta={}))
+                batch.append(_parse_jsonl_line(path, lineno, line, text_field, id_field)
+                             if is_jsonl else Document(id=str(n), text=line, meta={}))
+                n += 1
+                if len(batch) == batch_size:
+                    yield batch
+                    batch = []
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path}: not valid UTF-8 ({exc})") from exc
     except (OSError, EOFError, zlib.error) as exc:
         raise CorpusError(f"{path}: cannot read ({exc})") from exc
-    if not docs:
-        raise CorpusError(f"{path}: no documents found")
-    return docs
+    if batch:
+        yield batch
 
 
-def _read_parquet(files: list[Path], text_field: str, id_field: str) -> list[Document]:
-    """Documents of Parquet files: ``text_field`` as text, ``id_field`` (else the running
-    row number) as id, the other columns as metadata."""
+def _parquet_batches(files: list[Path], text_field: str, id_field: str, batch_size: int
+                     ) -> Iterator[list[Document]]:
+    """Documents of Parquet files, read ``batch_size`` rows at a time: ``text_field`` as text,
+    ``id_field`` (else the running row number) as id, the other columns as metadata."""
     import pyarrow.parquet as pq
 
-    docs: list[Document] = []
+    n = 0
     for f in files:
+        row = 0
         try:
-            rows = pq.read_table(f).to_pylist()
+            batches = pq.ParquetFile(f).iter_batches(batch_size=batch_size)
+            for records in batches:
+                batch = []
+                for rec in records.to_pylist():
+                    row += 1
+                    text = rec.pop(text_field, None)
+                    if not isinstance(text, str):
+                        raise CorpusError(f"{f}: row {row}: column {text_field!r} missing or "
+                                          f"not a string (columns: {sorted([text_field, *rec])})")
+                    doc_id = rec.pop(id_field, None)
+                    batch.append(Document(id=str(n if doc_id is None else doc_id), text=text,
+                                          meta=rec))
+                    n += 1
+                yield batch
         except (OSError, ValueError) as exc:
+            if isinstance(exc, CorpusError):
+                raise
             raise CorpusError(f"{f}: not a readable Parquet file ({exc})") from exc
-        for row, rec in enumerate(rows, start=1):
-            text = rec.pop(text_field, None)
-            if not isinstance(text, str):
-                raise CorpusError(f"{f}: row {row}: column {text_field!r} missing or not a "
-                                  f"string (columns: {sorted([text_field, *rec])})")
-            doc_id = rec.pop(id_field, None)
-            docs.append(Document(id=str(len(docs) if doc_id is None else doc_id), text=text,
-                                 meta=rec))
-    if not docs:
-        raise CorpusError(f"{files[0]}: no documents found")
-    return docs
 
 
 def _parse_jsonl_line(

@@ -27,11 +27,11 @@ from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import VECTOR_DTYPES, Document, atomic_write, read_corpus
+from phrasekit.io import VECTOR_DTYPES, Document, StreamedCorpus, atomic_write, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
-from phrasekit.phrases.mentions import MENTIONS_KIND, write_mentions
-from phrasekit.pipeline import ShardedExtractor, sharded_keyphrases
+from phrasekit.pipeline import LocalEngine, ShardedExtractor, sharded_keyphrases
+from phrasekit.pipeline.mentions import MENTIONS_KIND, write_mentions
 from phrasekit.registry import (
     CCL_MODEL,
     DEFAULT_MODEL,
@@ -127,13 +127,16 @@ def phrases_cmd(
 def mentions_cmd(
     corpus: CorpusArg,
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output folder of Parquet files (mentions-NNNNN.parquet), one row "
-                            "per occurrence: doc_id, phrase, surface, start, end, source, "
-                            "vector.")],
+        "--out", "-o", help="Output folder: mentions/ holds Parquet files with one row per "
+                            "occurrence (doc_id, phrase, surface, start, end, source, vector); "
+                            "documents/ the document vectors, with --doc-vectors.")],
     model: Annotated[str, typer.Option(
-        "--model", "-m", help="Model for the phrase vectors (see `phrasekit models`; each "
-                              "distinct phrase is encoded once), or none for no vector "
+        "--model", "-m", help="Model for the vectors (see `phrasekit models`; each distinct "
+                              "phrase is encoded once per worker), or none for no vector "
                               "column.")] = DEFAULT_MODEL,
+    doc_vectors: Annotated[bool, typer.Option(
+        "--doc-vectors/--no-doc-vectors", help="Also write each document's vector (its "
+        "150-word windows encoded and averaged; a second pass over the corpus).")] = False,
     text_field: TextField = "text",
     workers: Workers = 0,
     quiet: Quiet = False,
@@ -144,7 +147,8 @@ def mentions_cmd(
     run: dict[str, Any],
 ) -> None:
     """Write every phrase occurrence (noun chunks and named entities) with its document, its
-    character span in the text and its vector: one row each, in Parquet files.
+    character span in the text and its vector: one row each, in Parquet files. The corpus is
+    streamed shard by shard, so it may be larger than memory.
 
     Example: phrasekit mentions sample --out mentions/ --dtype float16
     """
@@ -152,16 +156,22 @@ def mentions_cmd(
         check_model_name(model)
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
+    if doc_vectors and model == "none":
+        raise BadInputError("--doc-vectors needs a model: give -m MODEL")
     check_output_folder(out, MENTIONS_KIND)  # a folder of other files: refused before the work
-    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
-    extractor = PhraseExtractor(n_process=resolve_workers(workers))
-    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
-        found = extractor_for(sharded, extractor).mentions(docs, show_progress=not quiet)
-        encoder = None if model == "none" else encoder_for(sharded, model)
-        counts = write_mentions(out, [d.id for d in docs], found, encoder, dtype=dtype,
+    docs = StreamedCorpus(resolve_corpus(corpus), text_field=text_field)
+    total = docs.count()  # every line checked before the long work
+    local = run["engine"] == "local"
+    with open_run(run, out, workers=resolve_workers(workers) if local else workers or None,
+                  quiet=quiet) as sharded:
+        engine = sharded.engine if sharded else LocalEngine(resolve_workers(workers))
+        counts = write_mentions(out, docs, model=None if model == "none" else model,
+                                doc_vectors=doc_vectors, dtype=dtype, engine=engine,
+                                store=sharded.store if sharded else None, total=total,
                                 show_progress=not quiet)
-    typer.echo(f"{counts['mentions']} mentions of {counts['documents']} documents -> {out} "
-               f"({counts['files']} Parquet file(s))")
+    typer.echo(f"{counts['mentions']} mentions of {total} documents -> {out / 'mentions'}"
+               + (f"; {counts['documents']} document vectors -> {out / 'documents'}"
+                  if doc_vectors else ""))
 
 
 def check_topics_options(*, method: str, label_view: str, n_topics: int | None,

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import atomic_write
+
+if TYPE_CHECKING:
+    from phrasekit.encoders.base import Encoder
 
 logger = logging.getLogger(__name__)
 
@@ -127,3 +132,49 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
             np.savez(fh, encoder=np.asarray(name), keys=all_keys, embeddings=all_emb,
                      sha256=np.asarray(_digest(str(name), all_keys, all_emb)))
     return all_emb[[row[k] for k in keys]]
+
+
+def chunk_words(text: str, size: int, max_chunks: int) -> list[str]:
+    """Cut ``text`` into at most ``max_chunks`` windows of ``size`` whitespace words."""
+    words = text.split()
+    return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
+
+
+def cached_encode(
+    encoder: Encoder,
+    texts: Sequence[str],
+    cache_dir: str | Path | None,
+    kind: str,
+    show_progress: bool = False,
+) -> np.ndarray:
+    """``encoder.encode(texts)`` through the shared text-keyed cache
+    (``cache_dir/KIND-ENCODER.npz``; None: no cache)."""
+    safe = re.sub(r"[^A-Za-z0-9@._-]+", "_", str(encoder.name))
+    cache = None if cache_dir is None else Path(cache_dir) / f"{kind}-{safe}.npz"
+    return encode_cached(encoder, list(texts), cache, show_progress=show_progress)
+
+
+def encode_documents(
+    encoder: Encoder,
+    texts: Sequence[str],
+    chunk_size: int = 150,
+    max_chunks: int = 8,
+    cache_dir: str | Path | None = None,
+    show_progress: bool = False,
+) -> np.ndarray:
+    """Unit document vectors: each document's word windows encoded and averaged (weighted by
+    words). A document without words gets a zero row (it is then left unassigned)."""
+    chunks: list[str] = []
+    owner: list[int] = []
+    weight: list[float] = []
+    for d, text in enumerate(texts):
+        for c in chunk_words(text, chunk_size, max_chunks):
+            chunks.append(c)
+            owner.append(d)
+            weight.append(float(len(c.split())))
+    out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+    if not chunks:
+        return out
+    E = cached_encode(encoder, chunks, cache_dir, "docs", show_progress)
+    np.add.at(out, np.asarray(owner), E * np.asarray(weight, dtype=np.float32)[:, None])
+    return l2_normalize(out)

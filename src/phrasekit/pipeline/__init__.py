@@ -20,6 +20,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "make_engine",
             "run_stage",
         ],
+        "mentions": ["DocumentStage", "MentionStage", "write_mentions"],
         "sharded": ["ShardedEncoder", "ShardedExtractor", "ShardedSearch", "sharded_keyphrases"],
         "shards": ["ShardStore"],
         "stages": ["EncodeStage", "ExtractStage", "KeyphraseStage", "SearchStage"],

@@ -53,6 +53,8 @@ class Engine(ABC):
     generator of shards is never held whole."""
 
     name: str = "engine"
+    #: whether stages run in the driver's process (a model loaded there is used as is)
+    in_process: bool = False
 
     @abstractmethod
     def map(self, stage: Stage, items: Iterable[tuple[str, bytes]]
@@ -70,18 +72,77 @@ class Engine(ABC):
 
 
 class LocalEngine(Engine):
-    """Every shard in this process, one after the other."""
+    """Shards on this machine: in this process one after the other, or with ``workers`` > 1
+    in that many worker processes (spawned, each setting the stage up once and using its
+    share of the CPU threads), at most two shards in flight per worker."""
 
     name = "local"
 
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.workers = int(workers)
+
+    @property
+    def in_process(self) -> bool:
+        """Whether stages run in this process (so a model loaded here can be used as is)."""
+        return self.workers == 1
+
     def map(self, stage: Stage, items: Iterable[tuple[str, bytes]]
             ) -> Iterator[tuple[str, pa.Table]]:
+        if not self.in_process:
+            yield from self._map_processes(stage, iter(items))
+            return
         ready = False
         for key, data in items:
             if not ready:
                 stage.setup()
                 ready = True
             yield key, stage(bytes_table(data))
+
+    def _map_processes(self, stage: Stage, items: Iterator[tuple[str, bytes]]
+                       ) -> Iterator[tuple[str, pa.Table]]:
+        import concurrent.futures as cf
+        import multiprocessing
+
+        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        flight: dict[cf.Future, str] = {}
+        with cf.ProcessPoolExecutor(self.workers, multiprocessing.get_context("spawn"),
+                                    initializer=_process_setup,
+                                    initargs=(stage, threads)) as pool:
+            for key, data in items:
+                flight[pool.submit(_process_run, data)] = key
+                while len(flight) >= 2 * self.workers:
+                    yield from _collect(flight, cf.FIRST_COMPLETED)
+            while flight:
+                yield from _collect(flight, cf.FIRST_COMPLETED)
+
+
+#: The stage a local worker process has set up (``_process_setup``).
+_PROCESS_STAGE: list[Stage] = []
+
+
+def _process_setup(stage: Stage, threads: int) -> None:
+    """Set ``stage`` up in a local worker process, with ``threads`` torch threads."""
+    import sys
+
+    stage.setup()
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    _PROCESS_STAGE[:] = [stage]
+
+
+def _process_run(data: bytes) -> bytes:
+    return table_bytes(_PROCESS_STAGE[0](bytes_table(data)))
+
+
+def _collect(flight: dict[Any, str], when: str) -> Iterator[tuple[str, pa.Table]]:
+    """Wait for shards of ``flight`` (concurrent futures) and yield those done."""
+    import concurrent.futures as cf
+
+    done, _ = cf.wait(list(flight), return_when=when)
+    for fut in done:
+        yield flight.pop(fut), bytes_table(fut.result())
 
 
 class _StageActor:
@@ -300,7 +361,7 @@ def make_engine(name: str = "local", address: str | None = None, workers: int | 
     if name == "local":
         if address is not None:
             raise ValueError("--address needs --engine ray")
-        return LocalEngine()
+        return LocalEngine(workers or 1)
     return RayEngine(address=address, workers=workers, cpus_per_worker=cpus_per_worker,
                      quiet=quiet)
 

@@ -17,7 +17,7 @@ from phrasekit.encoders.base import Encoder, check_finite, text_chunks, validate
 from phrasekit.io import Document, column_matrix, matrix_column
 from phrasekit.phrases.extract import Mention, PhraseExtractor
 from phrasekit.phrases.keyphrases import Keyphrases
-from phrasekit.pipeline.engines import Engine, LocalEngine, iter_stage, run_stage
+from phrasekit.pipeline.engines import Engine, iter_stage, run_stage
 from phrasekit.pipeline.shards import ShardStore
 from phrasekit.pipeline.stages import EncodeStage, ExtractStage, KeyphraseStage, SearchStage
 from phrasekit.registry import load
@@ -93,7 +93,7 @@ class ShardedEncoder(Encoder):
         """Embed a stream of texts, one shard of ``shard_size`` texts at a time (``chunk_size``
         is the shard size here), yielding each shard's rows in input order as the engine
         returns them: the driver holds the shards in flight, not the corpus."""
-        here = self.local if isinstance(self.engine, LocalEngine) else None
+        here = self.local if self.engine.in_process else None
         stage = EncodeStage(self.model, batch_size=batch_size, encoder=here,
                             **self.load_options)
         inputs = (pa.table({"text": chunk}) for chunk in text_chunks(texts, self.shard_size))

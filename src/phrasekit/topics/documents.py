@@ -4,7 +4,7 @@
 the default) runs these steps:
 
 1. **Embed documents**: the encoder over word windows of each document, averaged by words
-   (``pntm.encode_documents``), then centred on the corpus mean and re-normalised, which
+   (``encoders.cache.encode_documents``), then centred on the corpus mean and re-normalised, which
    removes the component all transformer embeddings share.
 2. **Choose K** (unless ``n_topics`` is given) by the stability of k-means across random
    halves of the corpus against the same on structureless data (``choose_k``); every K's
@@ -41,6 +41,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.cache import encode_documents
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
@@ -48,7 +49,6 @@ from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
-from phrasekit.topics.pntm import encode_documents
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
