@@ -72,13 +72,29 @@ def corpus_source(name: str) -> Path:
     return Path(name) if Path(name).exists() else corpora_dir() / name
 
 
+def own_peak_mb(pid: int) -> float:
+    """The peak resident memory (MB) of process ``pid`` alone (``VmHWM``; 0 when gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def timed(cmd: list[str], log: Path, timeout: float) -> dict:
-    """Run ``cmd``; its wall seconds, exit code and peak RSS (MB), output kept in ``log``."""
+    """Run ``cmd``; its wall seconds, exit code, peak RSS (MB) of the largest process of its
+    tree (``wait4``: the command or a worker process it started) and of the command's own
+    process (``own_peak_mb``, polled), output kept in ``log``."""
     t0 = time.perf_counter()
+    own = 0.0
     with open(log, "w", encoding="utf-8") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
         deadline = t0 + timeout
         while True:
+            own = max(own, own_peak_mb(proc.pid))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -89,7 +105,8 @@ def timed(cmd: list[str], log: Path, timeout: float) -> dict:
             time.sleep(0.2)
     wall = time.perf_counter() - t0
     return {"wall_s": round(wall, 2), "rc": os.waitstatus_to_exitcode(status),
-            "peak_mb": round(usage.ru_maxrss / 1024, 1), "timed_out": wall > timeout}
+            "peak_mb": round(usage.ru_maxrss / 1024, 1), "own_peak_mb": round(own, 1),
+            "timed_out": wall > timeout}
 
 
 def command(run: str, corpus: Path, work: Path) -> list[str]:

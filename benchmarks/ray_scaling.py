@@ -24,9 +24,10 @@ Stages:
   encoder: reading, the phrase sample, encoding, choosing K, clustering, naming, writing.
 
 For each run: wall seconds, documents per second, throughput relative to ``local`` on the same
-input (the overhead ratio: 1.0 = as fast), and the peak resident memory of the driver process
-(``wait4``; the cluster's processes are not its children). Results: ``OUT/ray_scaling.json``
-and ``OUT/ray_scaling.md``.
+input (the overhead ratio: 1.0 = as fast), the peak resident memory of the driver process
+alone (``VmHWM``, polled) and of the largest process of its tree (``wait4``: the driver or a
+local worker process it started; the Ray cluster's processes are not its children).
+Results: ``OUT/ray_scaling.json`` and ``OUT/ray_scaling.md``.
 
 Usage::
 
@@ -95,14 +96,14 @@ def table(records: list[dict]) -> str:
     local = {(r["stage"], r["n_docs"]): r["wall_s"] for r in records
              if r["config"] == "local" and r["rc"] == 0}
     rows = ["| stage | engine | docs | wall s | docs/s | throughput vs local | driver peak MB "
-            "| stages (s) |", "|---|---|---:|---:|---:|---:|---:|---|"]
+            "| tree peak MB | stages (s) |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in records:
         key = (r["stage"], r["n_docs"])
         ratio = f"{local[key] / r['wall_s']:.2f}" if key in local and r["rc"] == 0 else "-"
         status = "" if r["rc"] == 0 else f" (rc {r['rc']})"
         rows.append(f"| {r['stage']} | {r['config']}{status} | {r['n_docs']} | "
                     f"{r['wall_s']:.1f} | {r['n_docs'] / r['wall_s']:.1f} | {ratio} | "
-                    f"{r['peak_mb']:.0f} | "
+                    f"{r.get('own_peak_mb', 0):.0f} | {r['peak_mb']:.0f} | "
                     + ", ".join(f"{k} {v}" for k, v in r.get("stages", {}).items()) + " |")
     return "\n".join(rows)
 
@@ -140,7 +141,7 @@ def main() -> None:
                            stages=stages(stage, work))
                 records.append(rec)
                 print(f"  {rec['wall_s']:.1f}s rc {rec['rc']} driver peak "
-                      f"{rec['peak_mb']:.0f} MB", flush=True)
+                      f"{rec['own_peak_mb']:.0f} MB (tree {rec['peak_mb']:.0f})", flush=True)
                 (out / "ray_scaling.json").write_text(json.dumps(records, indent=1))
     md = table(records)
     (out / "ray_scaling.md").write_text(md + "\n")

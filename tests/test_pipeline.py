@@ -250,3 +250,22 @@ def test_mentions_job_streams_the_same_table_on_worker_processes(small_corpus, t
         write_mentions(tmp_path / "x", iter(docs), model="glove-50d", doc_vectors=True)
     with pytest.raises(RuntimeError, match="killed"):  # a worker's error reaches the caller
         run_stage(Doubler(fail_on=3), _shards(6), LocalEngine(2))
+
+
+def test_parquet_parts_roll_over_and_keep_an_empty_output_readable(tmp_path):
+    import pyarrow.parquet as pq
+
+    from phrasekit.pipeline.mentions import ParquetParts
+
+    parts = ParquetParts(tmp_path / "a", "rows", rows_per_file=3)
+    for n in (2, 0, 5):
+        parts.write(pa.table({"x": list(range(n))}))
+    parts.close()
+    assert parts.files == 3 and parts.rows == 7
+    assert [pq.read_metadata(f).num_rows for f in sorted((tmp_path / "a").iterdir())] == [3, 3, 1]
+    empty = ParquetParts(tmp_path / "b", "rows")
+    empty.write(pa.table({"x": pa.array([], pa.int64())}))  # shards with no rows
+    empty.close()
+    assert pq.read_table(tmp_path / "b").schema.names == ["x"]
+    with pytest.raises(ValueError, match="no table"):
+        ParquetParts(tmp_path / "c", "rows").close()

@@ -54,16 +54,18 @@ SURFACE_CACHE = 50_000
 
 
 class _ModelStage(Stage):
-    """A stage with an optional model, loaded once per worker, and an output dtype."""
+    """A stage with an optional model, loaded once per worker, and an output dtype.
+    ``encoder``: the model already loaded in this process, for an in-process engine (the
+    fingerprint still comes from ``model``)."""
 
     def __init__(self, model: str | Path | Encoder | None, dtype: str,
-                 load_options: dict[str, Any]) -> None:
+                 load_options: dict[str, Any], encoder: Encoder | None = None) -> None:
         if dtype not in VECTOR_DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
         self.model = model
         self.dtype = dtype
         self.load_options = load_options
-        self.encoder = model if isinstance(model, Encoder) else None
+        self.encoder = encoder or (model if isinstance(model, Encoder) else None)
 
     def model_fingerprint(self) -> str:
         return "none" if self.model is None else \
@@ -81,8 +83,9 @@ class MentionStage(_ModelStage):
     name = "mentions"
 
     def __init__(self, params: dict[str, Any], model: str | Path | Encoder | None = None,
-                 dtype: str = "float32", **load_options: Any) -> None:
-        super().__init__(model, dtype, load_options)
+                 dtype: str = "float32", encoder: Encoder | None = None,
+                 **load_options: Any) -> None:
+        super().__init__(model, dtype, load_options, encoder)
         self.extract = ExtractStage(params)
         self.cache: dict[str, np.ndarray] = {}
 
@@ -125,8 +128,9 @@ class DocumentStage(_ModelStage):
     name = "documents"
 
     def __init__(self, model: str | Path | Encoder, dtype: str = "float32",
-                 chunk_size: int = 150, max_chunks: int = 8, **load_options: Any) -> None:
-        super().__init__(model, dtype, load_options)
+                 chunk_size: int = 150, max_chunks: int = 8, encoder: Encoder | None = None,
+                 **load_options: Any) -> None:
+        super().__init__(model, dtype, load_options, encoder)
         self.chunk_size = int(chunk_size)
         self.max_chunks = int(max_chunks)
 
@@ -215,9 +219,11 @@ def write_mentions(out_dir: str | Path, documents: Iterable[Document],
                         "re-iterable collection, not an iterator")
     engine = engine or LocalEngine()
     params = (extractor or PhraseExtractor()).get_params()
-    stages: list[Stage] = [MentionStage(params, model, dtype)]
+    # in this process, one model serves both stages
+    here = load(model) if engine.in_process and isinstance(model, (str, Path)) else None
+    stages: list[Stage] = [MentionStage(params, model, dtype, encoder=here)]
     if doc_vectors:
-        stages.append(DocumentStage(model, dtype))  # type: ignore[arg-type]
+        stages.append(DocumentStage(model, dtype, encoder=here))  # type: ignore[arg-type]
     shards = None if total is None else -(-total // shard_docs)
     counts: dict[str, Any] = {}
     with staged_folder(out_dir, MENTIONS_KIND) as tmp:
