@@ -348,13 +348,17 @@ class PhraseExtractor:
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
         found: list[list[Mention]] = [[] for _ in documents]
-        stream = nlp.pipe(pieces, as_tuples=True, batch_size=self.batch_size,
-                          n_process=pipe_processes(len(pieces), self.n_process))
-        bar = tqdm(stream, total=len(pieces), desc="phrases[spaCy]", unit="doc",
-                   disable=not show_progress, leave=False)
-        for sdoc, (i, offset) in bar:
-            found[i].extend((offset + span.start_char, offset + span.end_char, key, surface,
-                             source) for span, key, surface, source in self.doc_spans(sdoc))
+        # strings spaCy adds while parsing are freed after the call (a long-running worker
+        # would otherwise grow with every new word); only plain Python values leave it
+        with nlp.memory_zone():
+            stream = nlp.pipe(pieces, as_tuples=True, batch_size=self.batch_size,
+                              n_process=pipe_processes(len(pieces), self.n_process))
+            bar = tqdm(stream, total=len(pieces), desc="phrases[spaCy]", unit="doc",
+                       disable=not show_progress, leave=False)
+            for sdoc, (i, offset) in bar:
+                found[i].extend((offset + span.start_char, offset + span.end_char, key,
+                                 surface, source)
+                                for span, key, surface, source in self.doc_spans(sdoc))
         return found
 
     def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
