@@ -188,6 +188,7 @@ def test_embedding_cache_is_reused(untm: PNTM, docs, phrases, glove) -> None:
     assert np.array_equal(again.components_, untm.components_)
 
 
+@pytest.mark.slow  # about 40 s of MiniLM encoding; run with -m slow
 def test_pntm_minilm_separates_archives(docs, phrases, minilm, token_docs) -> None:
     """Topics track the six arXiv archives of the fixture better than word LDA on the same
     vocabulary (the fixture's gold labels; K = 6)."""
