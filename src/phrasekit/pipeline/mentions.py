@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -190,13 +191,9 @@ class ParquetParts:
 
 
 def _shards(documents: Iterable[Document], size: int) -> Iterator[pa.Table]:
-    batch: list[Document] = []
-    for doc in documents:
-        batch.append(doc)
-        if len(batch) == size:
-            yield pa.table({"id": [d.id for d in batch], "text": [d.text for d in batch]})
-            batch = []
-    if batch:
+    """``id, text`` tables of ``size`` documents, read from ``documents`` as they are taken."""
+    docs = iter(documents)
+    while batch := list(islice(docs, size)):
         yield pa.table({"id": [d.id for d in batch], "text": [d.text for d in batch]})
 
 
