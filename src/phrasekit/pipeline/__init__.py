@@ -23,6 +23,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "mentions": ["DocumentStage", "MentionStage", "write_mentions"],
         "sharded": ["ShardedEncoder", "ShardedExtractor", "ShardedSearch", "sharded_keyphrases"],
         "shards": ["ShardStore"],
-        "stages": ["EncodeStage", "ExtractStage", "KeyphraseStage", "SearchStage"],
+        "stages": ["EncodeStage", "ExtractStage", "KeyphraseStage", "ModelStage", "SearchStage"],
     },
 )

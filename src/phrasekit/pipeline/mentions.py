@@ -39,7 +39,7 @@ from phrasekit.io import VECTOR_DTYPES, Document, matrix_column
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.pipeline.engines import Engine, LocalEngine, Stage, iter_stage
 from phrasekit.pipeline.shards import ShardStore
-from phrasekit.pipeline.stages import ExtractStage, model_fingerprint
+from phrasekit.pipeline.stages import ExtractStage, ModelStage
 from phrasekit.registry import load
 
 logger = logging.getLogger(__name__)
@@ -54,30 +54,21 @@ SHARD_DOCS = 256
 SURFACE_CACHE = 50_000
 
 
-class _ModelStage(Stage):
-    """A stage with an optional model, loaded once per worker, and an output dtype.
-    ``encoder``: the model already loaded in this process, for an in-process engine (the
-    fingerprint still comes from ``model``)."""
+class _VectorStage(ModelStage):
+    """A model stage whose vectors are stored as ``dtype``."""
 
     def __init__(self, model: str | Path | Encoder | None, dtype: str,
                  load_options: dict[str, Any], encoder: Encoder | None = None) -> None:
         if dtype not in VECTOR_DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
-        self.model = model
+        super().__init__(model, encoder, **load_options)
         self.dtype = dtype
-        self.load_options = load_options
-        self.encoder = encoder or (model if isinstance(model, Encoder) else None)
 
-    def model_fingerprint(self) -> str:
-        return "none" if self.model is None else \
-            f"{model_fingerprint(self.model, self.load_options)}|{self.dtype}"
-
-    def setup(self) -> None:
-        if self.model is not None and self.encoder is None:
-            self.encoder = load(self.model, **self.load_options)
+    def vector_fingerprint(self) -> str:
+        return f"{self.model_fingerprint()}|{self.dtype}"
 
 
-class MentionStage(_ModelStage):
+class MentionStage(_VectorStage):
     """``id, text`` -> one row per phrase occurrence, with the phrase's vector when a model
     is given (the module's ``mentions`` table)."""
 
@@ -91,7 +82,7 @@ class MentionStage(_ModelStage):
         self.cache: dict[str, np.ndarray] = {}
 
     def fingerprint(self) -> str:
-        return f"mentions|{self.extract.fingerprint()}|{self.model_fingerprint()}"
+        return f"mentions|{self.extract.fingerprint()}|{self.vector_fingerprint()}"
 
     def setup(self) -> None:
         self.extract.setup()
@@ -105,7 +96,7 @@ class MentionStage(_ModelStage):
             self.cache.update(zip(new, l2_normalize(self.encoder.encode(new)), strict=True))
         out = np.stack([self.cache[s] for s in surfaces]) if surfaces \
             else np.zeros((0, self.encoder.dim), np.float32)
-        for stale in list(self.cache)[:max(0, len(self.cache) - SURFACE_CACHE)]:
+        for stale in list(islice(self.cache, max(0, len(self.cache) - SURFACE_CACHE))):
             del self.cache[stale]  # oldest first (dicts keep insertion order)
         return out.astype(self.dtype)
 
@@ -122,7 +113,7 @@ class MentionStage(_ModelStage):
         return pa.table(cols)
 
 
-class DocumentStage(_ModelStage):
+class DocumentStage(_VectorStage):
     """``id, text`` -> ``doc_id``, ``words``, ``vector``: each document's vector (its word
     windows encoded and averaged by words; zero for a document without words)."""
 
@@ -136,7 +127,7 @@ class DocumentStage(_ModelStage):
         self.max_chunks = int(max_chunks)
 
     def fingerprint(self) -> str:
-        return f"documents|{self.model_fingerprint()}|{self.chunk_size}|{self.max_chunks}"
+        return f"documents|{self.vector_fingerprint()}|{self.chunk_size}|{self.max_chunks}"
 
     def __call__(self, table: pa.Table) -> pa.Table:
         assert self.encoder is not None, "setup() first"

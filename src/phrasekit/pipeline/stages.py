@@ -34,26 +34,38 @@ def model_fingerprint(model: str | Path | Encoder, options: dict[str, Any]) -> s
     return json.dumps([name, options], sort_keys=True)
 
 
-class EncodeStage(Stage):
-    """``text`` -> ``vector``: one model per worker, loaded by name or folder (or sent as
-    an ``Encoder`` object). ``encoder``: the model already loaded in this process, used as is
-    by an in-process engine (the fingerprint still comes from ``model``)."""
+class ModelStage(Stage):
+    """A stage with a model (None: without one), loaded once per worker by name or folder (or
+    sent as an ``Encoder`` object). ``encoder``: the model already loaded in this process,
+    used as is by an in-process engine (the fingerprint still comes from ``model``)."""
+
+    def __init__(self, model: str | Path | Encoder | None, encoder: Encoder | None = None,
+                 **load_options: Any) -> None:
+        self.model = model
+        self.load_options = load_options
+        self.encoder = encoder or (model if isinstance(model, Encoder) else None)
+
+    def model_fingerprint(self) -> str:
+        return "none" if self.model is None else model_fingerprint(self.model,
+                                                                   self.load_options)
+
+    def setup(self) -> None:
+        if self.model is not None and self.encoder is None:
+            self.encoder = load(self.model, **self.load_options)
+
+
+class EncodeStage(ModelStage):
+    """``text`` -> ``vector``: the model's embedding of each text."""
 
     name = "encode"
 
     def __init__(self, model: str | Path | Encoder, batch_size: int | None = None,
                  encoder: Encoder | None = None, **load_options: Any) -> None:
-        self.model = model
+        super().__init__(model, encoder, **load_options)
         self.batch_size = batch_size
-        self.load_options = load_options
-        self.encoder = encoder or (model if isinstance(model, Encoder) else None)
 
     def fingerprint(self) -> str:
-        return "encode|" + model_fingerprint(self.model, self.load_options)
-
-    def setup(self) -> None:
-        if self.encoder is None:
-            self.encoder = load(self.model, **self.load_options)
+        return "encode|" + self.model_fingerprint()
 
     def __call__(self, table: pa.Table) -> pa.Table:
         assert self.encoder is not None, "setup() first"
