@@ -26,15 +26,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from topics_vs_peers import CORPORA, load_corpus
 
-K_MINS = (2, 3, 4, 5)
-TOLERANCES = (0.0, 0.1)
 K_MAX = 30
 
 
-def settings(criteria: tuple[str, ...]) -> list[tuple[str, int, float]]:
-    """(criterion, k_min, tolerance) combinations; the tolerance applies to stability only."""
-    return [(c, k_min, tol) for c in criteria for k_min in K_MINS
-            for tol in (TOLERANCES if c == "stability" else (0.0,))]
+def settings(criteria: tuple[str, ...], k_mins: list[int], tolerances: list[float]
+             ) -> list[tuple[str, int, float]]:
+    """(criterion, k_min, tolerance) combinations; tolerances apply to the stability criteria."""
+    return [(c, k_min, tol) for c in criteria for k_min in k_mins
+            for tol in (tolerances if c != "silhouette" else [0.0])]
 
 
 def main() -> None:
@@ -42,7 +41,13 @@ def main() -> None:
     parser.add_argument("--out", default="runs/topics_vs_peers")
     parser.add_argument("--corpora", default=",".join(CORPORA))
     parser.add_argument("--corpora-dir", default=None)
+    parser.add_argument("--criteria", default=None, help="comma list (default: all)")
+    parser.add_argument("--k-mins", default="2,3,4,5", help="smallest K tried, per setting")
+    parser.add_argument("--tolerances", default="0,0.1",
+                        help="tolerances tried with the stability criteria (choose_k.best_k)")
     args = parser.parse_args()
+    k_mins = [int(x) for x in args.k_mins.split(",")]
+    tolerances = [float(x) for x in args.tolerances.split(",")]
     from sklearn.cluster import KMeans
 
     from phrasekit.encoders.pooling import l2_normalize
@@ -55,6 +60,8 @@ def main() -> None:
         stability_scores,
     )
     from phrasekit.topics.metrics import labels_nmi
+
+    criteria = tuple(args.criteria.split(",")) if args.criteria else CRITERIA
 
     root = Path(args.corpora_dir) if args.corpora_dir else corpora_dir()
     out = Path(args.out)
@@ -72,13 +79,14 @@ def main() -> None:
             ref = KMeans(n_clusters=gold_k, n_init=10, random_state=0).fit(X).labels_
             rec = {"gold_k": gold_k, "kmeans_nmi": labels_nmi(list(ref[mask]), labels),
                    "curves": {}, "nmi": {}}
-            for criterion in CRITERIA:
+        for criterion in criteria:
+            if criterion not in rec["curves"]:
                 t0 = time.perf_counter()
                 fn = stability_scores if criterion == "stability" else silhouette_scores
                 curve = fn(Xc[used], range(2, K_MAX + 1), seed=0)
                 rec["curves"][criterion] = {str(k): v for k, v in curve.items()}
                 rec[f"{criterion}_s"] = round(time.perf_counter() - t0, 1)
-        for criterion, k_min, tol in settings(CRITERIA):
+        for criterion, k_min, tol in settings(criteria, k_mins, tolerances):
             curve = {int(k): v for k, v in rec["curves"][criterion].items()}
             k = best_k({q: v for q, v in curve.items() if q >= k_min}, criterion, tol)
             if str(k) not in rec["nmi"]:
@@ -90,7 +98,7 @@ def main() -> None:
         print(f"{corpus}: done", flush=True)
     rows = ["| criterion | k_min | tolerance | " + " | ".join(done) + " | lowest ratio |",
             "|---|---|---|" + "---|" * (len(done) + 1)]
-    for criterion, k_min, tol in settings(CRITERIA):
+    for criterion, k_min, tol in settings(criteria, k_mins, tolerances):
         cells, ratios = [], []
         for rec in done.values():
             curve = {int(k): v for k, v in rec["curves"][criterion].items()}

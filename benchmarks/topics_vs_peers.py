@@ -36,10 +36,11 @@ Protocol:
   ``.npy`` files, named by the pre-``encode_cached`` digest of encoder and texts) are read from
   there, read-only; only the rest is encoded. PNTM and ``clusters`` get the vectors through an
   in-memory lookup encoder, so their fits encode nothing.
-- **Phrases** (spaCy noun chunks and entities, needed by PNTM and ``clusters`` only) are read
-  from ``REUSE/phrases/CORPUS.json.gz`` when that file was extracted from the same documents
-  (never rewritten), else extracted once into ``OUT/phrases/``; extraction time is reported
-  apart.
+- **Phrases** (spaCy noun chunks and entities, needed by PNTM and ``clusters`` only, and
+  extracted only when one of them runs) are read from ``REUSE/phrases/CORPUS.json.gz`` when
+  that file was extracted from the same documents (never rewritten), else extracted once into
+  ``OUT/phrases/``; extraction time is reported apart. ``documents`` runs as shipped: it finds
+  its phrases itself (a 300,000-word sample, tagger only), inside its fit time.
 - **Each fit runs in a fresh subprocess** with one thread (torch, OMP, MKL, OpenBLAS, numba).
   *fit s* is the wall time of the fit call: BERTopic ``fit_transform`` (UMAP, HDBSCAN,
   c-TF-IDF, representation; numba compilation included); LDA tokenising, word vocabulary and
@@ -115,6 +116,8 @@ NAMES = {
     "kmeans": "k-means, gold K (reference)",
 }
 PHRASEKIT = ("pntm", "pntm50", "pntm_g", "pntm50_g", "clusters", "documents")
+#: Methods fitted on the full spaCy phrase vocabulary that the preparation extracts.
+PHRASE_METHODS = ("pntm", "pntm50", "pntm_g", "pntm50_g", "clusters")
 BERTOPIC = ("bertopic", "bertopic_kbi")
 PNTM_K = {"pntm": 20, "pntm50": 50, "pntm_g": 20, "pntm50_g": 50}
 #: PNTM's ``grounding`` for the ``_g`` variants, chosen on the bundled arXiv sample corpus
@@ -215,8 +218,10 @@ def phrase_vocabulary(docs: list, corpus: str, reuse: Path, out: Path, quiet: bo
 
 
 # ---------------------------------------------------------------------- per-corpus preparation
-def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool) -> dict:
-    """Phrases and every MiniLM vector the fits need, once per corpus (``OUT/emb/CORPUS/``)."""
+def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
+            with_phrases: bool = True) -> dict:
+    """Phrases (``with_phrases``) and every MiniLM vector the fits need, once per corpus
+    (``OUT/emb/CORPUS/``); a preparation without phrases is extended when they are asked."""
     from phrasekit.encoders.cache import chunk_words, encode_documents
     from phrasekit.io import write_json
     from phrasekit.text import tokenize
@@ -225,19 +230,27 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool) -> dic
 
     folder = out / "emb" / corpus
     info_path = folder / "prep.json"
-    if info_path.is_file():
-        return json.loads(info_path.read_text())
-    docs, _, _ = load_corpus(root, corpus)
-    phrases, info = phrase_vocabulary(docs, corpus, reuse, out, quiet)
-    pntm = PNTM().get_params()
-    ptm = PhraseTopicModel().get_params()
-    chunks = [c for d in docs for c in chunk_words(d.text, pntm["chunk_size"], pntm["max_chunks"])]
-    token_docs = [tokenize(d.text) for d in docs]
-    terms = build_term_vocabulary(token_docs, phrases, pntm["min_df"], pntm["max_df"],
-                                  pntm["max_phrases"]).surface
-    cluster_terms = phrases.filter(min_df=ptm["min_df"], max_df=ptm["max_df"],
-                                   max_phrases=ptm["max_phrases"]).surface
     known: dict[str, np.ndarray] = {}
+    if info_path.is_file():
+        info = json.loads(info_path.read_text())
+        if info.get("phrase_source") or not with_phrases:
+            return info
+        known.update(zip(json.loads((folder / "texts.json").read_text()),
+                         np.load(folder / "vectors.npy"), strict=True))
+    docs, _, _ = load_corpus(root, corpus)
+    pntm = PNTM().get_params()
+    chunks = [c for d in docs for c in chunk_words(d.text, pntm["chunk_size"], pntm["max_chunks"])]
+    terms: list[str] = []
+    cluster_terms: list[str] = []
+    info = {"phrase_source": None}
+    if with_phrases:
+        phrases, info = phrase_vocabulary(docs, corpus, reuse, out, quiet)
+        ptm = PhraseTopicModel().get_params()
+        token_docs = [tokenize(d.text) for d in docs]
+        terms = build_term_vocabulary(token_docs, phrases, pntm["min_df"], pntm["max_df"],
+                                      pntm["max_phrases"]).surface
+        cluster_terms = phrases.filter(min_df=ptm["min_df"], max_df=ptm["max_df"],
+                                       max_phrases=ptm["max_phrases"]).surface
     sources = []
     cache_dir = reuse / "cache"
     kind_docs = f"docs{pntm['chunk_size']}x{pntm['max_chunks']}"
@@ -378,7 +391,7 @@ def worker(spec_path: str) -> None:
         from phrasekit.phrases import PhraseVocabulary
         from phrasekit.topics import PNTM, DocumentTopicModel, PhraseTopicModel
 
-        phrases = PhraseVocabulary.from_json(spec["phrases"])
+        phrases = PhraseVocabulary.from_json(spec["phrases"]) if spec["phrases"] else None
         store = json.loads((folder / "texts.json").read_text())
         lookup = make_lookup_encoder(store, np.load(folder / "vectors.npy"))
         del store
@@ -397,7 +410,7 @@ def worker(spec_path: str) -> None:
             model = DocumentTopicModel(encoder=lookup, top_n=TOP_N, random_state=seed)
 
             def fit() -> tuple[list[int], list[list[str]]]:
-                model.fit(docs, vocabulary=phrases)
+                model.fit(docs)
                 details.update({k: round(v, 2) for k, v in model.timings_.items()})
                 details["k_scores"] = {str(k): round(v, 4) for k, v in model.k_scores_.items()}
                 details["miscellaneous"] = int(model.miscellaneous_.sum())
@@ -530,7 +543,8 @@ def table(runs: dict[str, dict], preps: dict[str, dict]) -> str:
         p = preps.get(c)
         if p is None:
             continue
-        ph = f"{p['phrase_s']:.0f} s" if "phrase_s" in p else f"cached ({p['phrase_source']})"
+        ph = (f"{p['phrase_s']:.0f} s" if "phrase_s" in p else
+              f"cached ({p['phrase_source']})" if p.get("phrase_source") else "not needed")
         prep.append(f"| {c} | {p['n_docs']} | {p['n_texts']} | {p['n_encoded']} | "
                     f"{p['encode_s']:.1f} | {ph} |")
     return "\n".join([*lines, "", *notes, *prep, "", *verdict(runs, corp)])
@@ -644,7 +658,8 @@ def main() -> None:
         if not todo:
             continue
         t0 = time.perf_counter()
-        preps[corpus] = prepare(corpus, root, out, reuse, args.quiet)
+        preps[corpus] = prepare(corpus, root, out, reuse, args.quiet,
+                                with_phrases=any(m in PHRASE_METHODS for m in methods))
         log.info("%s: prepared in %.1fs: %s", corpus, time.perf_counter() - t0,
                  {k: v for k, v in preps[corpus].items() if k != "vector_sources"})
         if args.prepare_only:
