@@ -15,6 +15,7 @@ from phrasekit.text import tokenize
 from phrasekit.topics import DocumentTopicModel, write_topic_outputs
 from phrasekit.topics.choose_k import best_k, choose_k
 from phrasekit.topics.metrics import labels_nmi
+from phrasekit.topics.output import topics_to_dict, topics_to_markdown
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 
 
@@ -82,6 +83,11 @@ def test_k_chosen_from_range(docs: list[Document], small_corpus_phrases: PhraseV
         docs, vocabulary=small_corpus_phrases)
     assert sorted(m.k_scores_) == [2, 3, 4, 5]
     assert m.n_topics_ == best_k(m.k_scores_, "stability", m.k_tolerance)
+    # the reader is told how K was read off the curve (not the most stable K by default)
+    data = topics_to_dict(m, docs)
+    assert data["k_chosen_by"] == "stability"
+    assert data["k_rule"] == "the largest K at least 90% as stable as the most stable K"
+    assert "K is the largest K at least 90% as stable" in topics_to_markdown(data)
 
 
 def test_best_k_rules() -> None:

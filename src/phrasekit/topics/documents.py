@@ -7,8 +7,9 @@ the default) runs these steps:
    (``encoders.cache.encode_documents``), then centred on the corpus mean and re-normalised, which
    removes the component all transformer embeddings share.
 2. **Choose K** (unless ``n_topics`` is given) by the stability of k-means across random
-   halves of the corpus against the same on structureless data (``choose_k``); every K's
-   score is kept (``k_scores_``) and drawn in the report.
+   halves of the corpus (``choose_k``): the largest K at least 90% as stable as the most
+   stable one, so a corpus with a finer level of real groups gets it; every K's score is
+   kept (``k_scores_``) and drawn in the report.
 3. **Cluster** the documents with k-means: every non-empty document gets a topic.
 4. **Build the vocabulary**: words and spaCy noun phrases in at least ``min_df`` documents
    (``terms.build_term_vocabulary``), found verbatim in each document. spaCy only has to
@@ -107,7 +108,7 @@ class DocumentTopicModel(BaseEstimator):
         n_topics: int | None = None,
         k_range: tuple[int, int] = (4, 30),
         k_criterion: str = "stability",
-        k_tolerance: float = 0.0,
+        k_tolerance: float = 0.1,
         min_df: int = 5,
         max_df: float = 0.5,
         max_phrases: int = 20_000,

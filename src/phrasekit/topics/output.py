@@ -75,6 +75,16 @@ def k_curve(model: DocumentTopicModel | PhraseTopicModel) -> tuple[str, dict[int
     return ("fixed" if model.n_topics is not None else criterion), scores
 
 
+def k_rule(model: DocumentTopicModel | PhraseTopicModel) -> str:
+    """How the chosen K was read off its curve, in words (empty when K was fixed)."""
+    chosen_by, _ = k_curve(model)
+    tolerance = float(getattr(model, "k_tolerance", 0.0))
+    if chosen_by == "stability" and tolerance > 0:
+        return f"the largest K at least {1 - tolerance:.0%} as stable as the most stable K"
+    return {"stability": "the most stable K", "silhouette": "the best silhouette"}.get(
+        chosen_by, "")
+
+
 def topics_to_dict(
     model: DocumentTopicModel | PhraseTopicModel, docs: Iterable[Document | str],
     snippet_chars: int = 240,
@@ -132,6 +142,7 @@ def topics_to_dict(
         "n_generic": len(model.generic_terms_),
         "n_topics": model.n_topics_,
         "k_chosen_by": chosen_by,
+        "k_rule": k_rule(model),
         "k_scores": [{"k": int(k), "score": round(v, 5)} for k, v in sorted(scores.items())],
         "timings_s": {k: round(v, 3) for k, v in model.timings_.items()},
         "generic_terms": model.generic_terms_[:N_GENERIC_LISTED],
@@ -163,7 +174,8 @@ def topics_to_markdown(data: dict[str, Any]) -> str:
     )
     if data["k_scores"]:
         curve = ", ".join(f"K={row['k']}: {row['score']:.3f}" for row in data["k_scores"])
-        lines += ["", f"{data['k_chosen_by'].capitalize()} per K: {curve}."]
+        rule = f" K is {data['k_rule']}." if data.get("k_rule") else ""
+        lines += ["", f"{data['k_chosen_by'].capitalize()} per K: {curve}.{rule}"]
     if data["generic_terms"]:
         lines += [
             "",

@@ -355,7 +355,7 @@ _JS = r"""
     }
     const tr = el("tr"), td = el("td");
     td.append(svg, el("div", {class: "hint"}, "K from " + ks[0] + " to " + ks[ks.length - 1]
-      + "; chosen K=" + run.n_topics + " (red)"));
+      + "; chosen K=" + run.n_topics + " (red)" + (run.k_rule ? ": " + run.k_rule : "")));
     tr.append(el("th", {}, "K chosen by " + run.k_chosen_by), td); mt.append(tr);
   }
 
