@@ -65,7 +65,9 @@ class _VectorStage(ModelStage):
         self.dtype = dtype
 
     def vector_fingerprint(self) -> str:
-        return f"{self.model_fingerprint()}|{self.dtype}"
+        """The model's fingerprint and the stored dtype ("none" without a model: no vectors,
+        so the dtype does not change the output)."""
+        return "none" if self.model is None else f"{self.model_fingerprint()}|{self.dtype}"
 
 
 class MentionStage(_VectorStage):
