@@ -7,6 +7,7 @@ import pytest
 
 import phrasekit
 from phrasekit.encoders import CharNgramEncoder, validate_texts
+from phrasekit.encoders.cache import encode_documents, iter_document_vectors
 
 PHRASES = [
     "natural language processing",
@@ -114,3 +115,15 @@ def test_reduced_precision_stays_close(minilm, precision, min_cos):
 def test_similarity_matrix(glove):
     sim = glove.similarity(["heart attack", "car"], ["heart disease"])
     assert sim.shape == (2, 1) and sim[0, 0] > sim[1, 0]
+
+
+def test_document_vectors_of_a_stream_match_the_whole(glove):
+    texts = ["heart attack and stroke " * 40, "", "car engine", "   ", "river bank " * 200,
+             "stock market crash"]
+    blocks = [texts[0:2], [], texts[2:5], texts[5:]]
+    got = list(iter_document_vectors(glove, iter(blocks), lambda b: b, chunk_size=50,
+                                     max_chunks=3))
+    assert [b for b, _ in got] == blocks  # every block, in order, empty ones included
+    whole = encode_documents(glove, texts, chunk_size=50, max_chunks=3)
+    assert np.array_equal(np.concatenate([X for _, X in got]), whole)
+    assert not whole[1].any() and not whole[3].any()  # no words: a zero row

@@ -7,9 +7,10 @@ import hashlib
 import logging
 import re
 import zlib
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from phrasekit.encoders.base import Encoder
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 KEY_BYTES = 16
@@ -154,6 +156,27 @@ def cached_encode(
     return encode_cached(encoder, list(texts), cache, show_progress=show_progress)
 
 
+def _windows(texts: Sequence[str], chunk_size: int, max_chunks: int
+             ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The word windows of ``texts`` (``chunk_words``), each window's document and its
+    number of words (its weight in the document's vector)."""
+    chunks: list[str] = []
+    owner: list[int] = []
+    for d, text in enumerate(texts):
+        found = chunk_words(text, chunk_size, max_chunks)
+        chunks.extend(found)
+        owner.extend([d] * len(found))
+    weight = np.fromiter((len(c.split()) for c in chunks), dtype=np.float32, count=len(chunks))
+    return chunks, np.asarray(owner, dtype=np.int64), weight
+
+
+def _pool(n: int, E: np.ndarray, owner: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(n, dim) unit document vectors: window rows ``E`` averaged by words per owner."""
+    out = np.zeros((n, E.shape[1]), dtype=np.float32)
+    np.add.at(out, owner, E * weight[:, None])
+    return l2_normalize(out)
+
+
 def encode_documents(
     encoder: Encoder,
     texts: Sequence[str],
@@ -164,17 +187,47 @@ def encode_documents(
 ) -> np.ndarray:
     """Unit document vectors: each document's word windows encoded and averaged (weighted by
     words). A document without words gets a zero row (it is then left unassigned)."""
-    chunks: list[str] = []
-    owner: list[int] = []
-    weight: list[float] = []
-    for d, text in enumerate(texts):
-        for c in chunk_words(text, chunk_size, max_chunks):
-            chunks.append(c)
-            owner.append(d)
-            weight.append(float(len(c.split())))
-    out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+    chunks, owner, weight = _windows(texts, chunk_size, max_chunks)
     if not chunks:
-        return out
+        return np.zeros((len(texts), encoder.dim), dtype=np.float32)
     E = cached_encode(encoder, chunks, cache_dir, "docs", show_progress)
-    np.add.at(out, np.asarray(owner), E * np.asarray(weight, dtype=np.float32)[:, None])
-    return l2_normalize(out)
+    return _pool(len(texts), E, owner, weight)
+
+
+def iter_document_vectors(
+    encoder: Encoder,
+    blocks: Iterable[T],
+    texts_of: Callable[[T], Sequence[str]],
+    chunk_size: int = 150,
+    max_chunks: int = 8,
+    show_progress: bool = False,
+    total: int | None = None,
+) -> Iterator[tuple[T, np.ndarray]]:
+    """``encode_documents`` of a stream: each block with its documents' vectors, in order.
+    The windows of all blocks go to ``encoder.encode_stream`` as one stream (one worker pool
+    for an engine's sharded encoder), and only the blocks still being encoded are held.
+    ``texts_of``: a block's texts; ``total``: the number of windows, for the progress bar."""
+    pending: deque[tuple[T, int, np.ndarray, np.ndarray]] = deque()
+
+    def windows() -> Iterator[str]:
+        for block in blocks:
+            texts = texts_of(block)
+            chunks, owner, weight = _windows(texts, chunk_size, max_chunks)
+            pending.append((block, len(texts), owner, weight))
+            yield from chunks
+
+    buffer: list[np.ndarray] = []
+
+    def ready(final: bool) -> Iterator[tuple[T, np.ndarray]]:
+        E = np.concatenate(buffer) if buffer else np.zeros((0, encoder.dim), np.float32)
+        start = 0
+        while pending and (final or len(pending[0][2]) <= len(E) - start):
+            block, n, owner, weight = pending.popleft()
+            yield block, _pool(n, E[start:start + len(owner)], owner, weight)
+            start += len(owner)
+        buffer[:] = [E[start:]]
+
+    for E in encoder.encode_stream(windows(), show_progress=show_progress, total=total):
+        buffer.append(E)
+        yield from ready(final=False)
+    yield from ready(final=True)
