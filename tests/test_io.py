@@ -131,3 +131,14 @@ def test_atomic_write_gives_the_usual_file_mode(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.parametrize("head", [{"a": 1, "b": [1, {"x": "é"}]}, {}])
+@pytest.mark.parametrize("rows", [[{"id": "1", "d": {"0": 0.5}}, [], {}], []])
+def test_write_json_streams_a_last_list_into_the_same_file(tmp_path, head, rows):
+    write_json(tmp_path / "whole.json", {**head, "rows": rows})
+    write_json(tmp_path / "streamed.json", head, rows=("rows", iter(rows)))
+    assert (tmp_path / "streamed.json").read_bytes() == (tmp_path / "whole.json").read_bytes()
+    with pytest.raises(ValueError, match="non-finite"):
+        write_json(tmp_path / "bad.json", head, rows=("rows", iter([{"x": float("nan")}])))
+    assert not (tmp_path / "bad.json").exists()

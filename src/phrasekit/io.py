@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import tempfile
+import textwrap
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -71,15 +72,37 @@ def atomic_write(
         raise
 
 
-def write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as pretty UTF-8 JSON, atomically; NaN or infinity is refused (it is not
-    JSON, and a number that went wrong must not be written as if it were a result)."""
+def _json(obj: Any, path: str | Path) -> str:
     try:
-        text = json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False)
+        return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False)
     except ValueError as exc:
         raise ValueError(f"{path}: refusing to write a non-finite number ({exc})") from exc
+
+
+def write_json(path: str | Path, obj: Any, rows: tuple[str, Iterable[Any]] | None = None
+               ) -> None:
+    """Write ``obj`` as pretty UTF-8 JSON, atomically; NaN or infinity is refused (it is not
+    JSON, and a number that went wrong must not be written as if it were a result).
+
+    ``rows``: ``(key, items)``, a last key of the object whose list is written item by item
+    as ``items`` yields them, so a list as long as a corpus is never held whole; the file is
+    the same as with the list in ``obj``.
+    """
+    text = _json(obj, path)
     with atomic_write(path) as fh:
-        fh.write(text + "\n")
+        if rows is None:
+            fh.write(text + "\n")
+            return
+        key, items = rows
+        if not isinstance(obj, dict) or key in obj:
+            raise ValueError(f"{path}: rows need an object without the key {key!r}")
+        fh.write(text[:-2] if obj else "{")
+        fh.write(f"{',' if obj else ''}\n  {json.dumps(key, ensure_ascii=False)}: [")
+        first = True
+        for item in items:
+            fh.write(("\n" if first else ",\n") + textwrap.indent(_json(item, path), "    "))
+            first = False
+        fh.write("]\n}\n" if first else "\n  ]\n}\n")
 
 
 def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Any]:
