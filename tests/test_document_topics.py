@@ -9,14 +9,17 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from phrasekit.io import Document
+from phrasekit.encoders.cache import encode_documents
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.io import Document, StreamedCorpus
 from phrasekit.phrases import PhraseVocabulary
-from phrasekit.text import tokenize
+from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import DocumentTopicModel, write_topic_outputs
 from phrasekit.topics.choose_k import best_k, choose_k
 from phrasekit.topics.metrics import labels_nmi
 from phrasekit.topics.output import topics_to_dict, topics_to_markdown
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
+from phrasekit.topics.terms import presence_matrix
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +131,55 @@ def test_bad_settings() -> None:
             DocumentTopicModel(**bad).check_params()
     with pytest.raises(RuntimeError, match="not fitted"):
         DocumentTopicModel().topic_label(0)
+
+
+@pytest.fixture(scope="module")
+def sampled(docs: list[Document], glove) -> DocumentTopicModel:
+    """Fitted on a sample of 50 of the 80 documents; the other 30 assigned after."""
+    return DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=50).fit(docs)
+
+
+def test_a_sample_is_fitted_and_every_document_placed(sampled: DocumentTopicModel,
+                                                       docs: list[Document], glove) -> None:
+    m, index = sampled, sampled.sample_index_
+    assert len(index) == 50 == len(set(index.tolist())) and list(index) == sorted(index)
+    assert m.doc_ids_ == [d.id for d in docs] and len(m.doc_embeddings_) == 50
+    # the topics are those of the sample fitted alone
+    alone = DocumentTopicModel(encoder=glove, n_topics=4, min_df=2).fit(
+        [docs[i] for i in index])
+    assert alone.topics_ == m.topics_ and len(alone.sample_index_) == 50
+    assert (alone.doc_labels_ == m.doc_labels_[index]).all()
+    # the others are placed as transform places new documents, with their term counts
+    rest = np.setdiff1d(np.arange(len(docs)), index)
+    shares = m.transform([docs[i] for i in rest])
+    assert (shares.argmax(axis=1) == m.doc_labels_[rest]).all()
+    assert np.allclose(shares, m.doc_topics_[rest], atol=1e-6)
+    P = presence_matrix(TokenDocs(docs[i].text for i in rest), m.vocabulary_.terms)
+    assert (np.asarray(P.sum(axis=1)).ravel() == m.doc_n_phrases_[rest]).all()
+    assert m.topic_doc_counts_ == np.bincount(m.doc_labels_, minlength=4).tolist()
+    # typical documents: the nearest to the centre among all members, sample or not
+    X = encode_documents(glove, [d.text for d in docs], m.chunk_size, m.max_chunks)
+    d2 = ((l2_normalize(X - m.doc_mean_)[:, None, :] - m.cluster_centers_[None]) ** 2).sum(-1)
+    for t, typical in enumerate(m.typical_docs_):
+        members = np.flatnonzero(m.doc_labels_ == t)
+        assert np.allclose(sorted(d2[[d for d, _ in typical], t]),
+                           np.sort(d2[members, t])[: m.n_typical], atol=1e-5)
+
+
+def test_a_streamed_corpus_gives_the_same_topics_and_files(
+        sampled: DocumentTopicModel, docs: list[Document], glove, tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": d.id, "text": d.text}) + "\n" for d in docs),
+                    encoding="utf-8")
+    corpus = StreamedCorpus(path)
+    m = DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=50).fit(corpus)
+    assert m.topics_ == sampled.topics_ and (m.doc_labels_ == sampled.doc_labels_).all()
+    paths = write_topic_outputs(m, corpus, tmp_path / "out", report=True)
+    data = json.loads(paths["json"].read_text(encoding="utf-8"))
+    whole = topics_to_dict(sampled, docs)
+    assert {**data, "timings_s": None} == {**whole, "timings_s": None}
+    assert data["n_docs"] == 80 and data["n_fit_docs"] == 50 and len(data["doc_topics"]) == 80
+    assert "fitted on a seeded sample of 50 documents" in paths["markdown"].read_text("utf-8")
+    assert '"metric_docs":50' in paths["report"].read_text("utf-8")  # NPMI etc. of the sample
+    with pytest.raises(ValueError, match="document 80 differs or is missing"):
+        topics_to_dict(m, docs[:79])

@@ -16,7 +16,7 @@ import functools
 import logging
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,21 +162,24 @@ def sample_by_words(docs: Sequence[Document], max_words: int | None, seed: int =
     return [docs[i] for i in sorted(order[:n].tolist())]
 
 
+def iter_documents(docs: Iterable[Document | str]) -> Iterator[Document]:
+    """``docs`` as ``Document`` objects, read lazily (a string gets its position as id)."""
+    for i, d in enumerate(docs):
+        if isinstance(d, Document):
+            yield d
+        elif isinstance(d, str):
+            yield Document(id=str(i), text=d, meta={})
+        else:
+            raise TypeError(f"docs[{i}] is {type(d).__name__}; expected Document or str")
+
+
 def as_documents(docs: Iterable[Document | str]) -> list[Document]:
     """Accept ``Document`` objects or plain strings (given ids "0", "1", ...)."""
     if docs is None:
         raise TypeError("docs must be a list of Document objects or strings, got None")
     if isinstance(docs, str | bytes):
         raise TypeError("docs must be a list of documents, not a single string")
-    out: list[Document] = []
-    for i, d in enumerate(docs):
-        if isinstance(d, Document):
-            out.append(d)
-        elif isinstance(d, str):
-            out.append(Document(id=str(i), text=d, meta={}))
-        else:
-            raise TypeError(f"docs[{i}] is {type(d).__name__}; expected Document or str")
-    return out
+    return list(iter_documents(docs))
 
 
 class PhraseExtractor:

@@ -34,18 +34,26 @@ given ``random_state``.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.encoders.cache import encode_documents
+from phrasekit.encoders.cache import encode_documents, iter_document_vectors
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
-from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
+from phrasekit.phrases import (
+    PhraseExtractor,
+    PhraseVocabulary,
+    as_documents,
+    iter_documents,
+    sample_by_words,
+)
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
@@ -59,12 +67,55 @@ logger = logging.getLogger(__name__)
 SHARE_TEMPERATURE = 0.05
 #: A topic's label is one of its this many best phrases when one contains its best term.
 LABEL_PHRASES = 3
+#: Documents per block when the documents outside the fitted sample are assigned.
+ASSIGN_BLOCK = 2048
 
 
 def _sq_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """(n, k) squared Euclidean distances, without the (n, k, d) intermediate."""
     d2 = (X**2).sum(axis=1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(axis=1)[None, :]
     return np.maximum(d2, 0.0)
+
+
+def _shares(d2: np.ndarray) -> np.ndarray:
+    """Topic shares from squared distances to the centres: a softmax at ``SHARE_TEMPERATURE``."""
+    e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def sample_corpus(docs: Iterable[Document | str], size: int, seed: int = 0
+                  ) -> tuple[list[str], list[Document], np.ndarray]:
+    """One pass over ``docs``: every id, and a seeded uniform sample of at most ``size``
+    documents in corpus order (reservoir sampling; all of them when there are no more) with
+    their positions. Memory holds the sample and the ids, not the corpus."""
+    rng = random.Random(seed)
+    ids: list[str] = []
+    kept: list[tuple[int, Document]] = []
+    for i, doc in enumerate(iter_documents(docs)):
+        ids.append(doc.id)
+        if i < size:
+            kept.append((i, doc))
+        elif (j := rng.randrange(i + 1)) < size:
+            kept[j] = (i, doc)
+    kept.sort(key=lambda item: item[0])
+    return ids, [d for _, d in kept], np.asarray([i for i, _ in kept], dtype=np.int64)
+
+
+class _Nearest:
+    """Per topic, the ``n`` documents nearest its centre seen so far (ties: lower index)."""
+
+    def __init__(self, k: int, n: int) -> None:
+        self.n = n
+        self.d2 = [np.zeros(0) for _ in range(k)]
+        self.rows = [np.zeros(0, dtype=np.int64) for _ in range(k)]
+
+    def add(self, rows: np.ndarray, labels: np.ndarray, d2: np.ndarray) -> None:
+        for t in range(len(self.rows)):
+            member = labels == t
+            d = np.concatenate([self.d2[t], d2[member, t]])
+            r = np.concatenate([self.rows[t], rows[member]])
+            best = np.lexsort((r, d))[: self.n]
+            self.d2[t], self.rows[t] = d[best], r[best]
 
 
 def _contains(tokens: list[str], part: list[str]) -> bool:
@@ -100,6 +151,9 @@ class DocumentTopicModel(BaseEstimator):
         phrase_words: spaCy reads a seeded sample of documents holding about this many
             words (None: every document); phrases are counted in all of them.
         extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
+        fit_docs: at most this many documents (a seeded sample of a larger corpus) are
+            clustered and read for terms; every other one is then encoded and assigned to
+            its nearest topic in a streaming pass, so memory follows the sample.
     """
 
     def __init__(
@@ -124,6 +178,7 @@ class DocumentTopicModel(BaseEstimator):
         phrase_words: int | None = 300_000,
         n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
+        fit_docs: int = 20_000,
     ) -> None:
         self.encoder = encoder
         self.n_topics = n_topics
@@ -145,6 +200,7 @@ class DocumentTopicModel(BaseEstimator):
         self.phrase_words = phrase_words
         self.n_jobs = n_jobs
         self.extractor = extractor
+        self.fit_docs = fit_docs
 
     # ------------------------------------------------------------------ validation
     def check_params(self) -> None:
@@ -154,7 +210,7 @@ class DocumentTopicModel(BaseEstimator):
         if self.k_criterion not in CRITERIA:
             raise ValueError(f"k_criterion must be one of {CRITERIA}, got {self.k_criterion!r}")
         for name in ("min_df", "top_n", "chunk_size", "max_chunks", "n_init", "max_phrases",
-                     "n_jobs"):
+                     "n_jobs", "fit_docs"):
             check_int(name, getattr(self, name), 1)
         check_int("n_typical", self.n_typical, 0)
         if self.phrase_words is not None:
@@ -179,18 +235,40 @@ class DocumentTopicModel(BaseEstimator):
     def fit(self, docs: Iterable[Document | str], y: Any = None,
             vocabulary: PhraseVocabulary | None = None, show_progress: bool = False
             ) -> DocumentTopicModel:
-        """Fit topics on ``docs``. ``vocabulary``: spaCy phrases already extracted from
-        exactly these documents (e.g. a cache), to skip extraction."""
+        """Fit topics on ``docs``: documents or strings, in a list or in a re-iterable corpus
+        read afresh on each pass (``io.StreamedCorpus``, for corpora larger than memory). At
+        most ``fit_docs`` of them (a seeded sample when there are more) are clustered and read
+        for terms; the others are then assigned to their nearest topic (``doc_embeddings_``
+        and ``token_docs_`` hold the sample, at ``sample_index_``). ``vocabulary``: spaCy
+        phrases already extracted from exactly these documents (e.g. a cache)."""
         del y
         self.check_params()
-        documents = as_documents(docs)
+        if isinstance(docs, str | bytes) or iter(docs) is docs:
+            docs = as_documents(docs)  # an iterator is read more than once
+        ids, sample, index = sample_corpus(docs, int(self.fit_docs), int(self.random_state))
+        if vocabulary is not None and vocabulary.doc_ids != ids:
+            raise ValueError(
+                f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
+                f"than the {len(ids)} given; re-extract it or pass the same corpus")
+        self._fit_sample(sample, vocabulary, show_progress)
+        self.doc_ids_ = ids
+        self.sample_index_ = index
+        if len(index) < len(ids):
+            t0 = time.perf_counter()
+            self._assign_rest(docs, show_progress)
+            self.timings_["assigning"] = time.perf_counter() - t0
+        logger.info("%d topics (%d miscellaneous) over %d docs (fitted on %d) from %d terms "
+                    "(%s)", self.n_topics_, int(self.miscellaneous_.sum()), len(ids),
+                    len(index), len(self.terms_),
+                    ", ".join(f"{n} {s:.1f}s" for n, s in self.timings_.items()))
+        return self
+
+    def _fit_sample(self, documents: list[Document], vocabulary: PhraseVocabulary | None,
+                    show_progress: bool) -> None:
+        """Steps 1-7 on ``documents`` (all of the corpus, or its sample)."""
         texts = [d.text for d in documents]
         if not any(t.split() for t in texts):
             raise ValueError("the corpus is empty: no documents with words to find topics in")
-        if vocabulary is not None and vocabulary.doc_ids != [d.id for d in documents]:
-            raise ValueError(
-                f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
-                f"than the {len(documents)} given; re-extract it or pass the same corpus")
         encoder = as_encoder(self.encoder)
         timings: dict[str, float] = {}
 
@@ -232,14 +310,43 @@ class DocumentTopicModel(BaseEstimator):
         timings["reading"] = time.perf_counter() - t0
 
         self.encoder_ = encoder
-        self.doc_ids_ = [d.id for d in documents]
         self.doc_embeddings_ = Xc
         self.token_docs_ = token_docs  # the report's metrics reuse it
         self.timings_ = timings
-        logger.info("%d topics (%d miscellaneous) over %d docs from %d terms (%s)",
-                    self.n_topics_, int(self.miscellaneous_.sum()), len(texts), len(vocab),
-                    ", ".join(f"{n} {s:.1f}s" for n, s in timings.items()))
-        return self
+
+    def _assign_rest(self, docs: Iterable[Document | str], show_progress: bool) -> None:
+        """The documents outside the sample, streamed in blocks: encoded, given their nearest
+        topic, shares and term count; topic sizes and typical documents over all of them."""
+        n, k, index = len(self.doc_ids_), self.n_topics_, self.sample_index_
+        labels = np.full(n, -1, dtype=np.int64)
+        shares = np.zeros((n, k), dtype=np.float32)
+        n_terms = np.zeros(n, dtype=np.int64)
+        labels[index], shares[index] = self.doc_labels_, self.doc_topics_
+        n_terms[index] = self.doc_n_phrases_
+        nearest = _Nearest(k, self.n_typical)
+        nearest.add(index, labels[index], _sq_distances(self.doc_embeddings_,
+                                                        self.cluster_centers_))
+        in_sample = np.zeros(n, dtype=bool)
+        in_sample[index] = True
+        rest = ((i, d.text) for i, d in enumerate(iter_documents(docs)) if not in_sample[i])
+        blocks = iter(lambda: list(islice(rest, ASSIGN_BLOCK)), [])
+        for block, X in iter_document_vectors(self.encoder_, blocks,
+                                              lambda b: [t for _, t in b], self.chunk_size,
+                                              self.max_chunks, show_progress):
+            rows = np.asarray([i for i, _ in block], dtype=np.int64)
+            used = np.linalg.norm(X, axis=1) > 0
+            Xc = np.zeros_like(X)
+            Xc[used] = l2_normalize(X[used] - self.doc_mean_)
+            d2 = _sq_distances(Xc, self.cluster_centers_)
+            labels[rows] = np.where(used, d2.argmin(axis=1), -1)
+            shares[rows] = np.where(used[:, None], _shares(d2), 0.0)
+            P = presence_matrix(TokenDocs(t for _, t in block), self.vocabulary_.terms, "csr")
+            n_terms[rows] = np.asarray(P.sum(axis=1)).ravel()
+            nearest.add(rows, labels[rows], d2)
+        self.doc_labels_, self.doc_topics_, self.doc_n_phrases_ = labels, shares, n_terms
+        self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
+        self.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
+                              for t in range(k)]
 
     def _choose_k(self, X: np.ndarray, show_progress: bool) -> tuple[int, dict[int, float]]:
         if self.n_topics is not None:
@@ -268,9 +375,7 @@ class DocumentTopicModel(BaseEstimator):
         centres, scores, misc = centres[order], scores[order], misc[order]
 
         d2 = _sq_distances(Xc, centres)
-        logits = -(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE
-        shares = np.exp(logits)
-        shares /= shares.sum(axis=1, keepdims=True)
+        shares = _shares(d2)
         shares[labels < 0] = 0.0
 
         self.n_topics_ = k
@@ -338,9 +443,7 @@ class DocumentTopicModel(BaseEstimator):
                              self.chunk_size, self.max_chunks, None, show_progress)
         used = np.linalg.norm(X, axis=1) > 0
         Xc = np.where(used[:, None], l2_normalize(X - self.doc_mean_), 0.0)
-        d2 = _sq_distances(Xc, self.cluster_centers_)
-        e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
-        return np.where(used[:, None], e / e.sum(axis=1, keepdims=True), 0.0)
+        return np.where(used[:, None], _shares(_sq_distances(Xc, self.cluster_centers_)), 0.0)
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""

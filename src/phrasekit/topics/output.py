@@ -5,7 +5,7 @@ set."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import numpy as np
 from phrasekit.artifacts import check_output_folder, staged_folder
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, write_json, write_text
-from phrasekit.phrases import PhraseExtractor, as_documents
+from phrasekit.phrases import PhraseExtractor, as_documents, iter_documents
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
@@ -47,15 +47,23 @@ def snippet(text: str, max_chars: int = 240) -> str:
     return flat[:cut].rstrip(" ,;:") + "…"
 
 
-def _doc_texts(model: PhraseTopicModel, docs: Iterable[Document | str]) -> list[str]:
-    documents = as_documents(docs)
-    ids = [d.id for d in documents]
-    if ids != model.doc_ids_:
-        raise ValueError(
-            f"docs ({len(ids)}) are not the documents the model was fitted on "
-            f"({len(model.doc_ids_)})"
-        )
-    return [d.text for d in documents]
+def _typical_texts(model: DocumentTopicModel | PhraseTopicModel,
+                   docs: Iterable[Document | str]) -> dict[int, str]:
+    """The texts of the model's typical documents, from one pass over ``docs``, which must be
+    the documents the model was fitted on (checked id by id; a corpus is never held whole)."""
+    wanted = {d for topic in model.typical_docs_ for d, _ in topic}
+    ids, texts, n = model.doc_ids_, {}, 0
+    for n, doc in enumerate(iter_documents(docs), start=1):
+        if n > len(ids) or doc.id != ids[n - 1]:
+            break
+        if n - 1 in wanted:
+            texts[n - 1] = doc.text
+    else:
+        if n == len(ids):
+            return texts
+        n += 1  # the first one missing
+    raise ValueError(f"docs are not the documents the model was fitted on ({len(ids)} "
+                     f"documents; document {n} differs or is missing)")
 
 
 def ranked_terms(model: Any, topic: int) -> dict[str, list[dict[str, Any]]]:
@@ -90,8 +98,16 @@ def topics_to_dict(
     snippet_chars: int = 240,
 ) -> dict[str, Any]:
     """Everything ``topics.json`` holds, as a JSON-ready dict."""
+    return {**topics_head(model, docs, snippet_chars), "doc_topics": list(doc_topic_rows(model))}
+
+
+def topics_head(
+    model: DocumentTopicModel | PhraseTopicModel, docs: Iterable[Document | str],
+    snippet_chars: int = 240,
+) -> dict[str, Any]:
+    """``topics.json`` without its last key, ``doc_topics`` (``doc_topic_rows``)."""
     model._check_fitted()
-    texts = _doc_texts(model, docs)
+    texts = _typical_texts(model, docs)
     vocab = model.vocabulary_
     misc = getattr(model, "miscellaneous_", np.zeros(model.n_topics_, dtype=bool))
     chosen_by, scores = k_curve(model)
@@ -116,19 +132,6 @@ def topics_to_dict(
                 ],
             }
         )
-    doc_topics = []
-    for d, doc_id in enumerate(model.doc_ids_):
-        label = int(model.doc_labels_[d])
-        row = model.doc_topics_[d]
-        doc_topics.append(
-            {
-                "id": doc_id,
-                "topic": label if label >= 0 else None,
-                "share": round(float(row[label]), 4) if label >= 0 else 0.0,
-                "n_phrases": int(model.doc_n_phrases_[d]),
-                "distribution": {str(t): round(float(s), 4) for t, s in enumerate(row) if s > 0},
-            }
-        )
     return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -136,6 +139,7 @@ def topics_to_dict(
         "params": json_params(model),
         "encoder": model.encoder_name,
         "n_docs": len(model.doc_ids_),
+        "n_fit_docs": len(getattr(model, "sample_index_", model.doc_ids_)),
         "n_terms": len(model.terms_),
         "n_words": vocab.n_words,
         "n_phrases": len(vocab) - vocab.n_words,
@@ -147,8 +151,21 @@ def topics_to_dict(
         "timings_s": {k: round(v, 3) for k, v in model.timings_.items()},
         "generic_terms": model.generic_terms_[:N_GENERIC_LISTED],
         "topics": topics,
-        "doc_topics": doc_topics,
     }
+
+
+def doc_topic_rows(model: DocumentTopicModel | PhraseTopicModel) -> Iterator[dict[str, Any]]:
+    """``topics.json``'s ``doc_topics``: one row per document, made as they are read."""
+    for d, doc_id in enumerate(model.doc_ids_):
+        label = int(model.doc_labels_[d])
+        row = model.doc_topics_[d]
+        yield {
+            "id": doc_id,
+            "topic": label if label >= 0 else None,
+            "share": round(float(row[label]), 4) if label >= 0 else 0.0,
+            "n_phrases": int(model.doc_n_phrases_[d]),
+            "distribution": {str(t): round(float(s), 4) for t, s in enumerate(row) if s > 0},
+        }
 
 
 def _terms_line(entries: list[dict[str, Any]]) -> str:
@@ -164,13 +181,16 @@ def _md_escape(text: str) -> str:
 def topics_to_markdown(data: dict[str, Any]) -> str:
     """Render the dict of ``topics_to_dict`` as readable Markdown."""
     lines = ["# Topics", ""]
-    n_assigned = sum(1 for d in data["doc_topics"] if d["topic"] is not None)
+    n_assigned = sum(t["n_docs"] for t in data["topics"])
     how = "fixed" if data["k_chosen_by"] == "fixed" else f"chosen by {data['k_chosen_by']}"
+    n_fit = data.get("n_fit_docs", data["n_docs"])
+    sampled = (f" Topics were fitted on a seeded sample of {n_fit} documents; the others "
+               "were placed in their nearest topic.") if n_fit < data["n_docs"] else ""
     lines.append(
         f"{data['n_topics']} topics ({how}) of {data['n_docs']} documents ({n_assigned} placed "
         f"in a topic), named from {data['n_terms']} frequent terms ({data['n_words']} words, "
         f"{data['n_phrases']} multi-word phrases; {data['n_generic']} set aside as generic); "
-        f"encoder `{data['encoder']}`."
+        f"encoder `{data['encoder']}`.{sampled}"
     )
     if data["k_scores"]:
         curve = ", ".join(f"K={row['k']}: {row['score']:.3f}" for row in data["k_scores"])
@@ -219,9 +239,9 @@ def write_topic_outputs(
 
     Returns ``{"json": path, "markdown": path[, "report": path]}``.
     """
-    documents = as_documents(docs)
-    data = topics_to_dict(model, documents, snippet_chars=snippet_chars)
-    return _write_set(out_dir, data, topics_to_markdown(data), model, documents, report, title)
+    data = topics_head(model, docs, snippet_chars=snippet_chars)
+    return _write_set(out_dir, data, topics_to_markdown(data), model, docs, report, title,
+                      rows=("doc_topics", doc_topic_rows(model)))
 
 
 #: Manifest kind of a topic output set, and the files one holds.
@@ -246,15 +266,17 @@ def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = 
 
 
 def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: Any,
-               documents: list[Document], report: bool, title: str | None) -> dict[str, Path]:
-    """Write ``topics.json``, ``topics.md`` (and ``report.html``) as one set: built beside
-    ``out_dir`` and swapped in at once, so a crash leaves the old set or the new, never a mix."""
+               documents: Iterable[Document | str], report: bool, title: str | None,
+               rows: tuple[str, Iterable[Any]] | None = None) -> dict[str, Path]:
+    """Write ``topics.json`` (``rows``: its last key, streamed), ``topics.md`` (and
+    ``report.html``) as one set: built beside ``out_dir`` and swapped in at once, so a crash
+    leaves the old set or the new, never a mix."""
     out = Path(out_dir)
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
     if report:
         paths["report"] = out / "report.html"
     with staged_folder(out, TOPICS_KIND, legacy=is_topic_set) as tmp:
-        write_json(tmp / "topics.json", data)
+        write_json(tmp / "topics.json", data, rows=rows)
         write_text(tmp / "topics.md", markdown)
         if report:
             write_report(model, documents, data, tmp / "report.html", title=title)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import Document, read_corpus
+from phrasekit.io import Document, StreamedCorpus, read_corpus
 from phrasekit.phrases.extract import PhraseExtractor, load_or_extract_vocabulary
 from phrasekit.registry import as_encoder
 from phrasekit.topics.documents import DocumentTopicModel
@@ -81,8 +81,12 @@ def run_topics(
     estimator.check_params()
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
     check_topics_out(out_dir, caches=(phrase_cache, cache_dir))
-    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
-    logger.info("read %d documents from %s", len(docs), corpus)
+    docs: list[Document] | StreamedCorpus
+    if method == "documents" and phrase_cache is None:
+        docs = StreamedCorpus(Path(corpus), text_field, id_field)  # read once per pass
+    else:
+        docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
+        logger.info("read %d documents from %s", len(docs), corpus)
     vocabulary = None
     t0 = time.perf_counter()
     if phrase_cache is not None:

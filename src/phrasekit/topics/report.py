@@ -145,9 +145,13 @@ def topic_term_keys(model: TopicModel) -> list[list[str]]:
 def corpus_tokens(model: TopicModel, docs: Iterable[Document | str]) -> TokenDocs:
     """The tokenized corpus: the one the fit kept (``token_docs_``) when it was made from these
     very texts (checked by digest, a fraction of a second where tokenizing takes seconds per
-    10,000 documents), else tokenized now."""
-    texts = [d.text for d in as_documents(docs)]
+    10,000 documents), else tokenized now. A model fitted on a sample of the corpus
+    (``sample_index_``) gives its sample's tokens: the metrics are then the sample's."""
     kept = getattr(model, "token_docs_", None)
+    sample = getattr(model, "sample_index_", None)
+    if isinstance(kept, TokenDocs) and sample is not None and len(sample) < len(model.doc_ids_):
+        return kept
+    texts = [d.text for d in as_documents(docs)]
     if isinstance(kept, TokenDocs) and kept.source is not None \
             and kept.source == texts_digest(texts):
         return kept
@@ -170,7 +174,8 @@ def run_metrics(model: TopicModel, docs: Iterable[Document | str]) -> dict[str, 
         "informativeness": _rounded(phrase_informativeness(keys, token_docs, top_n=10)[0], 5),
         "word_diversity": _rounded(word_diversity(keys, top_n=10)[0], 4),
         "unassigned_docs": unassigned,
-        "unassigned_share": round(unassigned / max(len(token_docs), 1), 4),
+        "unassigned_share": round(unassigned / max(len(labels), 1), 4),
+        "metric_docs": len(token_docs),
     }
 
 
@@ -319,7 +324,8 @@ _JS = r"""
   const rows = [
     ["documents", run.n_docs], ["topics", run.n_topics],
     ["terms (phrases)", run.n_terms + " (" + run.n_phrases + ")"],
-    ["NPMI of top-10 terms (mean)", fmt(M.npmi)],
+    ["NPMI of top-10 terms (mean)" + (M.metric_docs < run.n_docs
+      ? ", over the " + M.metric_docs + " documents topics were fitted on" : ""), fmt(M.npmi)],
     ["diversity of top-25 terms", fmt(M.diversity)],
     ["informativeness (word tf-idf) of top-10 terms", fmt(M.informativeness, 4)],
     ["word diversity within a topic's top-10", fmt(M.word_diversity)],
