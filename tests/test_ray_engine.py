@@ -118,3 +118,14 @@ def test_cluster_start_waits_for_the_head_port_and_reports_the_node_log(monkeypa
     with pytest.raises(TimeoutError, match="could not bind port"):
         c.wait_for_nodes(1)
     assert probes == []
+
+
+def test_cluster_nodes_get_distinct_ports():
+    """Each node's five ports and the head's GCS port are all different: ports drawn one at a
+    time could coincide, and Ray then refuses to start the node."""
+    from phrasekit.pipeline.cluster import LocalCluster
+
+    c = LocalCluster(cpus=(1, 1, 1))
+    flags = [a for i in range(3) for a in c._node_args(i)]
+    ports = [int(flags[j + 1]) for j, a in enumerate(flags) if a.endswith("-port")]
+    assert len(ports) == 16 and len(set(ports)) == 16 and c.port in ports

@@ -26,13 +26,19 @@ from phrasekit.pipeline.engines import token_auth_env
 logger = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
+#: The ports each node is given (Ray would otherwise pick fixed defaults that two nodes share).
+NODE_PORTS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
+              "--metrics-export-port", "--runtime-env-agent-port")
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports nobody listens on now (the sockets are held open together,
+    so the system cannot hand out one port twice)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind((HOST, 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 def _ray_command() -> list[str]:
@@ -55,16 +61,16 @@ class LocalCluster:
             raise ValueError(f"give at least one node with >= 1 CPU, got {list(cpus)}")
         self.cpus = list(cpus)
         self.timeout = float(timeout)
-        self.port = free_port()
+        # the head's GCS port, then five per node; drawn at once so that no two coincide
+        self.port, *self._ports = free_ports(1 + len(NODE_PORTS) * len(self.cpus))
         self.address = f"{HOST}:{self.port}"
         self.temp_dir = tempfile.mkdtemp(prefix="pk-ray-")
         self.procs: list[subprocess.Popen | None] = []
 
     def _node_args(self, i: int) -> list[str]:
-        ports = ["--node-manager-port", str(free_port()), "--object-manager-port",
-                 str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
-                 "--metrics-export-port", str(free_port()), "--runtime-env-agent-port",
-                 str(free_port())]
+        mine = self._ports[len(NODE_PORTS) * i:len(NODE_PORTS) * (i + 1)]
+        ports = [arg for flag, port in zip(NODE_PORTS, mine, strict=True)
+                 for arg in (flag, str(port))]
         common = ["--num-cpus", str(self.cpus[i]), "--disable-usage-stats", "--block", *ports]
         if i == 0:
             return ["start", "--head", "--port", str(self.port), "--include-dashboard",
