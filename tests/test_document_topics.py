@@ -183,3 +183,17 @@ def test_a_streamed_corpus_gives_the_same_topics_and_files(
     assert '"metric_docs":50' in paths["report"].read_text("utf-8")  # NPMI etc. of the sample
     with pytest.raises(ValueError, match="document 80 differs or is missing"):
         topics_to_dict(m, docs[:79])
+
+
+def test_the_report_of_a_sampled_fit_does_not_read_the_corpus(
+        sampled: DocumentTopicModel, docs: list[Document], tmp_path: Path) -> None:
+    """Its metrics come from the sample's tokens, so a corpus larger than memory is not
+    read into it."""
+    from phrasekit.topics.report import write_report
+
+    class Unread:
+        def __iter__(self):
+            raise AssertionError("the corpus was read")
+
+    path = write_report(sampled, Unread(), topics_to_dict(sampled, docs), tmp_path / "r.html")
+    assert '"metric_docs":50' in path.read_text("utf-8")

@@ -218,11 +218,11 @@ def _page_template() -> jinja2.Template:
 def write_report(model: TopicModel, docs: Iterable[Document | str],
                  data: dict[str, Any], path: str | Path, title: str | None = None,
                  max_points: int = MAX_MAP_POINTS) -> Path:
-    """Compute the map and metrics of a fitted model and write ``report.html`` atomically."""
-    documents = as_documents(docs)
+    """Compute the map and metrics of a fitted model and write ``report.html`` atomically.
+    ``docs`` is read only where the metrics need the corpus (``corpus_tokens``)."""
     points = map_points(model, max_points=max_points,
                         random_state=int(getattr(model, "random_state", 0) or 0))
-    metrics = run_metrics(model, documents)
+    metrics = run_metrics(model, docs)
     path = Path(path)
     write_text(path, render_report(data, points, metrics, title or "Topics"))
     logger.info("wrote %s (%d map points)", path, len(points))
