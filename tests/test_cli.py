@@ -220,14 +220,22 @@ def test_topics_bad_k_range_exit_2(tmp_path):
     assert res.exit_code == 2 and "k-min" in res.output
 
 
+@pytest.mark.parametrize("extra", [["--fit-docs", "0"], ["--method", "pntm", "--fit-docs", "9"]])
+def test_topics_bad_fit_docs_exit_2(tmp_path, extra):
+    res = invoke("topics", "sample", "--out", tmp_path / "o", *extra)
+    assert res.exit_code == 2 and "--fit-docs" in res.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_topics_end_to_end(tmp_path):
     out = tmp_path / "topics"
     corpus = FIXTURES / "corpus_small.jsonl"
     res = invoke("topics", corpus, "--out", out, "--model", "glove-50d", "-k", "4",
-                 "--min-df", "2", "--quiet")
+                 "--min-df", "2", "--fit-docs", "50", "--quiet")
     assert res.exit_code == 0, res.output
     data = json.loads((out / "topics.json").read_text(encoding="utf-8"))
     assert len(data["topics"]) == 4
+    assert data["n_fit_docs"] == 50 < data["n_docs"] == len(data["doc_topics"])
     assert (out / "topics.md").read_text(encoding="utf-8").count("## ") >= 4
 
 

@@ -177,7 +177,7 @@ def mentions_cmd(
 def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
                          k_min: int | None, k_max: int | None, min_df: int | None,
                          sentences: int, grounding: float, ccl_steps: int,
-                         max_instances: int, out: Path,
+                         max_instances: int, out: Path, fit_docs: int | None = None,
                          caches: tuple[Path | None, ...] = (),
                          run: dict[str, Any] | None = None) -> None:
     """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
@@ -199,6 +199,9 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
         raise BadInputError(f"-k must be at least 2, got {n_topics}")
     if min_df is not None and min_df < 1:
         raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+    if fit_docs is not None and (fit_docs < 1 or method != "documents"):
+        raise BadInputError(f"--fit-docs takes a number >= 1 and the documents method, got "
+                            f"{fit_docs} with {method}")
     if sentences < 0:
         raise BadInputError(f"--sentences must be >= 0, got {sentences}")
     if grounding < 0:
@@ -226,10 +229,11 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
                 grounding: float, ccl: tuple[int, int, str], common: dict[str, Any],
-                run: Run | None = None) -> tuple[int, Any, dict[str, Path]]:
+                run: Run | None = None, fit_docs: int | None = None
+                ) -> tuple[int, Any, dict[str, Path]]:
     """Run one method with its defaults filled in: (number of topics, model, written paths).
     ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
-    sharded stages (None: in-process)."""
+    sharded stages (None: in-process); ``fit_docs``: the documents method's sample size."""
     common = {**common, "model": model or (CCL_MODEL if method == "ccl" else TOPICS_MODEL)}
     if run is not None:
         common.update(sharded_topic_parts(method, common["model"], run))
@@ -250,7 +254,8 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
         return tm.n_topics_, tm, paths
     tm, paths = run_topics(path, out, method=method, n_topics=n_topics, k_min=k_range[0],
                            k_max=k_range[1], min_df=min_df, max_phrases=max_phrases,
-                           phrase_cache=phrase_cache, cache_dir=cache_dir, **common)
+                           phrase_cache=phrase_cache, cache_dir=cache_dir,
+                           **({} if fit_docs is None else {"fit_docs": fit_docs}), **common)
     return tm.n_topics_, tm, paths
 
 
@@ -303,6 +308,9 @@ def topics_cmd(
         help="pntm: also rank a topic's terms by how often its documents contain them (0: "
              "rank by nearness to the topic vector alone; the default was chosen on the "
              "bundled sample corpus).")] = 0.1,
+    fit_docs: Annotated[int | None, typer.Option(
+        help="documents: fit topics on a seeded sample of at most this many documents and "
+             "place the others in their nearest topic, streamed (default 20000).")] = None,
     text_field: TextField = "text",
     workers: Workers = 0,
     seed: Annotated[int, typer.Option(
@@ -323,6 +331,7 @@ def topics_cmd(
     """
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
+                         fit_docs=fit_docs,
                          ccl_steps=ccl_steps, max_instances=max_instances, out=out,
                          caches=(phrase_cache, cache_dir), run=run)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
@@ -333,7 +342,7 @@ def topics_cmd(
             method, common.pop("path"), out, model=model, n_topics=n_topics, k_range=(k_min, k_max),
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
-            ccl=(ccl_steps, max_instances, label_view), run=sharded)
+            ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
     typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
                f"-> {paths.get('report', paths['markdown'])}")
 
