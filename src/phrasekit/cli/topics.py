@@ -57,6 +57,12 @@ _CORPUS = ("JSONL(.gz) / Parquet / text corpus, a folder with documents.jsonl or
            "shards, or `sample`")
 CorpusArg = Annotated[str, typer.Argument(help=f"{_CORPUS}.")]
 TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
+FitDocs = Annotated[int | None, typer.Option(
+    help="documents: fit topics on a seeded sample of at most this many documents and place "
+         "the others in their nearest topic, streamed (default 20000).")]
+SpanView = Annotated[str, typer.Option(
+    help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens pooled "
+         "in its sentence), context (the phrase masked, the mask pooled) or both.")]
 METHODS = ("documents", "clusters", "pntm", "ccl")
 #: KeyphraseExtractor's defaults, quoted in `keyphrases --help` (they live only there).
 _KP_DEFAULTS = {name: p.default for name, p in
@@ -300,17 +306,12 @@ def topics_cmd(
              "space).")] = 150,
     max_instances: Annotated[int, typer.Option(
         help="ccl: at most this many phrase instances encoded and fine-tuned on.")] = 30_000,
-    label_view: Annotated[str, typer.Option(
-        help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens "
-             "pooled in its sentence), context (the phrase masked, the mask pooled) or both.")
-    ] = "span",
+    label_view: SpanView = "span",
     grounding: Annotated[float, typer.Option(
         help="pntm: also rank a topic's terms by how often its documents contain them (0: "
              "rank by nearness to the topic vector alone; the default was chosen on the "
              "bundled sample corpus).")] = 0.1,
-    fit_docs: Annotated[int | None, typer.Option(
-        help="documents: fit topics on a seeded sample of at most this many documents and "
-             "place the others in their nearest topic, streamed (default 20000).")] = None,
+    fit_docs: FitDocs = None,
     text_field: TextField = "text",
     workers: Workers = 0,
     seed: Annotated[int, typer.Option(
