@@ -197,3 +197,18 @@ def test_the_report_of_a_sampled_fit_does_not_read_the_corpus(
 
     path = write_report(sampled, Unread(), topics_to_dict(sampled, docs), tmp_path / "r.html")
     assert '"metric_docs":50' in path.read_text("utf-8")
+
+
+def test_a_corpus_that_changes_between_passes_is_refused(docs: list[Document], glove) -> None:
+    """The documents outside the sample are read in a second pass; a corpus whose file
+    changed in between raises rather than placing other documents."""
+
+    class Changing:
+        passes = 0
+
+        def __iter__(self):  # a generator: a pass counts once it reads
+            self.passes += 1
+            yield from docs if self.passes == 1 else docs[:60] + docs[61:]
+
+    with pytest.raises(ValueError, match=r"corpus changed while it was read.*document 61"):
+        DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=50).fit(Changing())

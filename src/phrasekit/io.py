@@ -10,7 +10,7 @@ import os
 import tempfile
 import textwrap
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -224,6 +224,43 @@ class Document:
     id: str
     text: str
     meta: dict[str, Any]
+
+
+def iter_documents(docs: Iterable[Document | str]) -> Iterator[Document]:
+    """``docs`` as ``Document`` objects, read lazily (a string gets its position as id)."""
+    for i, d in enumerate(docs):
+        if isinstance(d, Document):
+            yield d
+        elif isinstance(d, str):
+            yield Document(id=str(i), text=d, meta={})
+        else:
+            raise TypeError(f"docs[{i}] is {type(d).__name__}; expected Document or str")
+
+
+def iter_known_documents(docs: Iterable[Document | str], ids: Sequence[str], error: str
+                         ) -> Iterator[tuple[int, Document]]:
+    """``docs`` read lazily with their positions, checked id by id against ``ids`` (those of
+    an earlier pass over the same corpus); a document that differs, or one too many or too
+    few, raises ``ValueError(error + " (N documents; document n differs or is missing)")``."""
+    n = 0
+    for n, doc in enumerate(iter_documents(docs), start=1):
+        if n > len(ids) or doc.id != ids[n - 1]:
+            break
+        yield n - 1, doc
+    else:
+        if n == len(ids):
+            return
+        n += 1  # the first one missing
+    raise ValueError(f"{error} ({len(ids)} documents; document {n} differs or is missing)")
+
+
+def as_documents(docs: Iterable[Document | str]) -> list[Document]:
+    """Accept ``Document`` objects or plain strings (given ids "0", "1", ...)."""
+    if docs is None:
+        raise TypeError("docs must be a list of Document objects or strings, got None")
+    if isinstance(docs, str | bytes):
+        raise TypeError("docs must be a list of documents, not a single string")
+    return list(iter_documents(docs))
 
 
 def _open_text(path: Path):

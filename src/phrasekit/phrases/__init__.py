@@ -23,7 +23,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "NUMERIC_ENTITY_TYPES",
             "PhraseExtractor",
             "as_documents",
-            "iter_documents",
             "load_spacy",
             "sample_by_words",
             "split_long_text",

@@ -16,14 +16,14 @@ import functools
 import logging
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.io import Document
+from phrasekit.io import Document, as_documents
 from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
 
 logger = logging.getLogger(__name__)
@@ -160,26 +160,6 @@ def sample_by_words(docs: Sequence[Document], max_words: int | None, seed: int =
     order = np.random.default_rng(seed).permutation(len(docs))
     n = int(np.searchsorted(np.cumsum(lengths[order]), max_words)) + 1
     return [docs[i] for i in sorted(order[:n].tolist())]
-
-
-def iter_documents(docs: Iterable[Document | str]) -> Iterator[Document]:
-    """``docs`` as ``Document`` objects, read lazily (a string gets its position as id)."""
-    for i, d in enumerate(docs):
-        if isinstance(d, Document):
-            yield d
-        elif isinstance(d, str):
-            yield Document(id=str(i), text=d, meta={})
-        else:
-            raise TypeError(f"docs[{i}] is {type(d).__name__}; expected Document or str")
-
-
-def as_documents(docs: Iterable[Document | str]) -> list[Document]:
-    """Accept ``Document`` objects or plain strings (given ids "0", "1", ...)."""
-    if docs is None:
-        raise TypeError("docs must be a list of Document objects or strings, got None")
-    if isinstance(docs, str | bytes):
-        raise TypeError("docs must be a list of documents, not a single string")
-    return list(iter_documents(docs))
 
 
 class PhraseExtractor:

@@ -46,14 +46,8 @@ from sklearn.base import BaseEstimator
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import encode_documents, iter_document_vectors
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import Document
-from phrasekit.phrases import (
-    PhraseExtractor,
-    PhraseVocabulary,
-    as_documents,
-    iter_documents,
-    sample_by_words,
-)
+from phrasekit.io import Document, iter_documents, iter_known_documents
+from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
@@ -328,7 +322,8 @@ class DocumentTopicModel(BaseEstimator):
                                                         self.cluster_centers_))
         in_sample = np.zeros(n, dtype=bool)
         in_sample[index] = True
-        rest = ((i, d.text) for i, d in enumerate(iter_documents(docs)) if not in_sample[i])
+        again = iter_known_documents(docs, self.doc_ids_, "the corpus changed while it was read")
+        rest = ((i, d.text) for i, d in again if not in_sample[i])
         blocks = iter(lambda: list(islice(rest, ASSIGN_BLOCK)), [])
         for block, X in iter_document_vectors(self.encoder_, blocks,
                                               lambda b: [t for _, t in b], self.chunk_size,

@@ -13,8 +13,8 @@ import numpy as np
 
 from phrasekit.artifacts import check_output_folder, staged_folder
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import Document, write_json, write_text
-from phrasekit.phrases import PhraseExtractor, as_documents, iter_documents
+from phrasekit.io import Document, iter_known_documents, write_json, write_text
+from phrasekit.phrases import PhraseExtractor, as_documents
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
@@ -52,18 +52,9 @@ def _typical_texts(model: DocumentTopicModel | PhraseTopicModel,
     """The texts of the model's typical documents, from one pass over ``docs``, which must be
     the documents the model was fitted on (checked id by id; a corpus is never held whole)."""
     wanted = {d for topic in model.typical_docs_ for d, _ in topic}
-    ids, texts, n = model.doc_ids_, {}, 0
-    for n, doc in enumerate(iter_documents(docs), start=1):
-        if n > len(ids) or doc.id != ids[n - 1]:
-            break
-        if n - 1 in wanted:
-            texts[n - 1] = doc.text
-    else:
-        if n == len(ids):
-            return texts
-        n += 1  # the first one missing
-    raise ValueError(f"docs are not the documents the model was fitted on ({len(ids)} "
-                     f"documents; document {n} differs or is missing)")
+    return {i: doc.text for i, doc in iter_known_documents(
+        docs, model.doc_ids_, "docs are not the documents the model was fitted on")
+        if i in wanted}
 
 
 def ranked_terms(model: Any, topic: int) -> dict[str, list[dict[str, Any]]]:
