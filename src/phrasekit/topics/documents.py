@@ -329,12 +329,8 @@ class DocumentTopicModel(BaseEstimator):
                                               lambda b: [t for _, t in b], self.chunk_size,
                                               self.max_chunks, show_progress):
             rows = np.asarray([i for i, _ in block], dtype=np.int64)
-            used = np.linalg.norm(X, axis=1) > 0
-            Xc = np.zeros_like(X)
-            Xc[used] = l2_normalize(X[used] - self.doc_mean_)
-            d2 = _sq_distances(Xc, self.cluster_centers_)
+            used, d2, shares[rows] = self._place(X)
             labels[rows] = np.where(used, d2.argmin(axis=1), -1)
-            shares[rows] = np.where(used[:, None], _shares(d2), 0.0)
             P = presence_matrix(TokenDocs(t for _, t in block), self.vocabulary_.terms, "csr")
             n_terms[rows] = np.asarray(P.sum(axis=1)).ravel()
             nearest.add(rows, labels[rows], d2)
@@ -436,9 +432,16 @@ class DocumentTopicModel(BaseEstimator):
         self._check_fitted()
         X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
                              self.chunk_size, self.max_chunks, None, show_progress)
+        return self._place(X)[2]
+
+    def _place(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Document vectors against the fitted topics: which have words, squared distances
+        to the centres, and topic shares (zero for a document without words)."""
         used = np.linalg.norm(X, axis=1) > 0
-        Xc = np.where(used[:, None], l2_normalize(X - self.doc_mean_), 0.0)
-        return np.where(used[:, None], _shares(_sq_distances(Xc, self.cluster_centers_)), 0.0)
+        Xc = np.zeros_like(X)
+        Xc[used] = l2_normalize(X[used] - self.doc_mean_)
+        d2 = _sq_distances(Xc, self.cluster_centers_)
+        return used, d2, np.where(used[:, None], _shares(d2), 0.0)
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""
