@@ -103,16 +103,15 @@ def merged(model: PearlModel, finetuned: dict[str, torch.Tensor],
 
 def main() -> None:
     """Run the chosen probes and print one markdown table per probe."""
+    shipped_dir = Path(phrasekit.__file__).parent / "data" / "models" / "pearl-minilm"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(Path(phrasekit.__file__).parent / "data" /
-                                               "models" / "pearl-minilm"))
-    parser.add_argument("--probe", default="agreement,isotropy,merge")
-    parser.add_argument("--teacher", default="mpnet")
-    parser.add_argument("--other", default="uctopic-minilm")
+    for flag, default in (("--model", str(shipped_dir)), ("--probe", "agreement,isotropy,merge"),
+                          ("--teacher", "mpnet"), ("--other", "uctopic-minilm")):
+        parser.add_argument(flag, default=default)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(args.threads)
+    logging.basicConfig(level=logging.WARNING)
     data = data_dir()  # raises, naming PHRASEKIT_SHARED, when the shared data is absent
     probes = args.probe.split(",")
     cfg, model, training = recover_finetuned_pearl(args.model)
