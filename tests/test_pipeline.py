@@ -150,6 +150,15 @@ def test_lost_workers_are_told_from_other_errors():
         assert worker_lost(exc)  # a lost worker, wrapped: its shards are submitted again
     assert not worker_lost(ValueError("texts[3] is empty"))  # a bad input is not retried
 
+    class ObjectLostError(Exception):
+        pass
+
+    class ObjectReconstructionFailedError(ObjectLostError):
+        pass
+
+    # a shard output kept on a node that died before the driver fetched it
+    assert worker_lost(ObjectReconstructionFailedError("object 45ef... cannot be reconstructed"))
+
 
 def test_ray_pool_fits_the_cluster():
     from types import SimpleNamespace

@@ -24,7 +24,8 @@ from phrasekit.pipeline.shards import ShardStore, bytes_table, shard_key, table_
 logger = logging.getLogger(__name__)
 
 ENGINES = ("local", "ray")
-#: Exceptions of a lost worker or node; anything else (a bad input, a bug) is not retried.
+#: Exceptions of a lost worker or node, subclasses included; anything else (a bad input, a bug)
+#: is not retried.
 _LOST = ("ActorDiedError", "ActorUnavailableError", "NodeDiedError", "ObjectLostError",
          "OwnerDiedError", "RayActorError", "WorkerCrashedError")
 
@@ -347,7 +348,10 @@ def worker_lost(exc: BaseException) -> bool:
         seen.add(id(exc))
         if getattr(exc, "actor_init_failed", False):
             return False  # the worker's setup failed (a bad model or setting): not retried
-        if type(exc).__name__ in _LOST or any(n in str(exc) for n in _LOST):
+        # subclasses count: a shard output whose node died before the driver fetched it
+        # raises ObjectReconstructionFailedError, an ObjectLostError
+        kinds = {c.__name__ for c in type(exc).__mro__}
+        if kinds & set(_LOST) or any(n in str(exc) for n in _LOST):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
