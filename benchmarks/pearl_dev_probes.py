@@ -34,6 +34,14 @@ from phrasekit.training.averaging import interpolate_weights
 from phrasekit.training.pearl_averaging import averaged_initial_weights, recover_finetuned_pearl
 
 ALPHAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
+DEV_COLUMNS = ("conll2003_dev", "bc5cdr_dev", "ppdb_dev", "ppdb_filtered_dev", "score")
+DEV_HEADER = ("| CoNLL dev | BC5CDR dev | PPDB dev | PPDB-f dev | dev score |\n"
+              "|---|---|---|---|---|---|")
+
+
+def dev_row(label: object, scores: dict[str, float]) -> str:
+    """One markdown row of the dev scorer's columns."""
+    return f"| {label} | " + " | ".join(f"{scores[c]:.2f}" for c in DEV_COLUMNS) + " |"
 
 
 def dev_names(data: Path) -> list[str]:
@@ -129,23 +137,16 @@ def main() -> None:
     shipped = merged(model, finetuned, initial, alpha, {}, 0.0)
     if "isotropy" in probes:
         lemmas = wordnet_lemmas(data)
-        print("\n| D | CoNLL dev | BC5CDR dev | PPDB dev | PPDB-f dev | dev score |"
-              "\n|---|---|---|---|---|---|")
+        print(f"\n| D {DEV_HEADER}")
         for d in (None, 0, 1, 2, 4, 8):
             enc = shipped if d is None else AllButTheTop(shipped, lemmas, d)
-            s = scorer(enc)
-            print(f"| {'none' if d is None else d} | " + " | ".join(
-                f"{s[k]:.2f}" for k in ("conll2003_dev", "bc5cdr_dev", "ppdb_dev",
-                                        "ppdb_filtered_dev", "score")) + " |", flush=True)
+            print(dev_row("none" if d is None else d, scorer(enc)), flush=True)
     if "merge" in probes:
         other = phrasekit.load(args.other).model.state_dict()
-        print(f"\n| β ({args.other}) | CoNLL dev | BC5CDR dev | PPDB dev | PPDB-f dev | dev score |"
-              "\n|---|---|---|---|---|---|")
+        print(f"\n| β ({args.other}) {DEV_HEADER}")
         for beta in (0.0, 0.25, 0.5, 1.0):
-            s = scorer(merged(model, finetuned, initial, alpha, other, beta))
-            print(f"| {beta} | " + " | ".join(
-                f"{s[k]:.2f}" for k in ("conll2003_dev", "bc5cdr_dev", "ppdb_dev",
-                                        "ppdb_filtered_dev", "score")) + " |", flush=True)
+            enc = merged(model, finetuned, initial, alpha, other, beta)
+            print(dev_row(beta, scorer(enc)), flush=True)
 
 
 if __name__ == "__main__":

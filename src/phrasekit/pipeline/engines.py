@@ -26,8 +26,8 @@ logger = logging.getLogger(__name__)
 ENGINES = ("local", "ray")
 #: Exceptions of a lost worker or node, subclasses included; anything else (a bad input, a bug)
 #: is not retried.
-_LOST = ("ActorDiedError", "ActorUnavailableError", "NodeDiedError", "ObjectLostError",
-         "OwnerDiedError", "RayActorError", "WorkerCrashedError")
+_LOST = frozenset({"ActorDiedError", "ActorUnavailableError", "NodeDiedError", "ObjectLostError",
+                   "OwnerDiedError", "RayActorError", "WorkerCrashedError"})
 
 
 class Stage(ABC):
@@ -350,8 +350,8 @@ def worker_lost(exc: BaseException) -> bool:
             return False  # the worker's setup failed (a bad model or setting): not retried
         # subclasses count: a shard output whose node died before the driver fetched it
         # raises ObjectReconstructionFailedError, an ObjectLostError
-        kinds = {c.__name__ for c in type(exc).__mro__}
-        if kinds & set(_LOST) or any(n in str(exc) for n in _LOST):
+        if _LOST.intersection(c.__name__ for c in type(exc).__mro__) or any(
+                n in str(exc) for n in _LOST):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
