@@ -93,9 +93,13 @@ def test_minilm_semantics(minilm):
     assert v[0] @ v[1] > v[0] @ v[2]
 
 
-def test_glove_unknown_words_give_zero_row(glove):
-    v = glove.encode(["qzxqzxqzx", "heart attack"])
-    assert np.allclose(v[0], 0) and abs(np.linalg.norm(v[1]) - 1) < 1e-5
+def test_glove_text_without_known_word_gets_its_own_unit_row(glove):
+    """Never a zero row (issue 47): the same unknown text repeats its row, another unknown
+    text and known ones are far from it, and ``known`` tells them apart."""
+    v = glove.encode(["qzxqzxqzx", "heart attack", "qzxqzxqzx", "wvxqq zzqy"])
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert v[0] @ v[2] > 0.9999 and abs(v[0] @ v[3]) < 0.6 and abs(v[0] @ v[1]) < 0.6
+    assert glove.known(["qzxqzxqzx", "heart attack"]).tolist() == [False, True]
 
 
 def test_string_encoder_is_surface_similarity():

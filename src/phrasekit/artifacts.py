@@ -21,11 +21,12 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from phrasekit.io import pid_alive, read_json_object, umask, write_json
+from phrasekit.paths import check_output, is_inside, own_siblings, real, stem, what_is
 
 logger = logging.getLogger(__name__)
 
@@ -106,28 +107,50 @@ def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     return manifest if ok else None
 
 
+def member_path(folder: Path, name: Any, where: Path) -> Path:
+    """The path of manifest entry ``name`` inside ``folder``: a plain relative name with no
+    ``..``, absolute or drive part, naming a regular file (not a symlink) that resolves inside
+    the folder; anything else raises :class:`IntegrityError` before a byte is read."""
+    if (not isinstance(name, str) or not name or "\\" in name or "\x00" in name
+            or name.startswith("/") or any(p in ("", ".", "..") for p in name.split("/"))):
+        raise IntegrityError(f"{where}: entry {name!r} is not a plain file name inside the "
+                             "folder; refusing to read it")
+    path = folder / name
+    parts = [folder / "/".join(name.split("/")[:i + 1]) for i in range(name.count("/") + 1)]
+    if any(p.is_symlink() for p in parts):
+        raise IntegrityError(f"{path}: is a symlink; an artefact's files must be inside its "
+                             "folder, so it is not read")
+    if not is_inside(path, folder):
+        raise IntegrityError(f"{path}: resolves outside {folder}; refusing to read it")
+    return path
+
+
 def verify_folder(folder: str | Path, kind: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Check ``folder`` against its manifest: every listed file present with its size and
-    sha256, ``required`` files listed; raise :class:`IntegrityError` naming the first bad file."""
+    """Check ``folder`` against its manifest: every entry a plain name inside the folder (no
+    symlink, ``..`` or absolute path: checked before any file is opened), present with its size
+    and sha256, ``required`` files listed; raise :class:`IntegrityError` naming the first bad
+    file. Loaders read only listed files."""
     folder = Path(folder)
     manifest = read_manifest(folder)
+    where = folder / MANIFEST
     if manifest is None:
-        what = "an unreadable" if (folder / MANIFEST).exists() else "no"
+        what = "an unreadable" if where.exists() else "no"
         raise IntegrityError(f"{folder}: {what} {MANIFEST}, so its files cannot be checked "
                              "(an interrupted save, or not written by this phrasekit); save it "
                              "again")
     if manifest.get("kind") != kind:
-        raise IntegrityError(f"{folder / MANIFEST}: holds a {manifest.get('kind')!r}, "
-                             f"expected a {kind!r}")
+        raise IntegrityError(f"{where}: holds a {manifest.get('kind')!r}, expected a {kind!r}")
     files: dict[str, Any] = manifest["files"]
+    paths = {name: member_path(folder, name, where) for name in files}
     for name in required:
         if name not in files:
-            raise IntegrityError(f"{folder / MANIFEST}: does not list {name}")
+            raise IntegrityError(f"{where}: does not list {name}")
     for name, entry in files.items():
-        path = folder / name
+        path = paths[name]
         if not path.is_file():
             raise IntegrityError(f"{path}: listed in {MANIFEST} but missing")
-        if path.stat().st_size != entry.get("bytes") or sha256_file(path) != entry.get("sha256"):
+        if (not isinstance(entry, dict) or path.stat().st_size != entry.get("bytes")
+                or sha256_file(path) != entry.get("sha256")):
             raise IntegrityError(f"{path}: contents differ from {MANIFEST} (corrupt, edited or "
                                  "swapped file)")
     return manifest
@@ -156,21 +179,22 @@ def exchange(a: Path, b: Path) -> bool:
 
 
 def _sibling(path: Path, tag: str) -> Path:
-    """A fresh folder beside ``path`` named for this process (``.NAME.TAG-PID-XXXX``)."""
-    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{tag}-{os.getpid()}-", dir=path.parent))
+    """A fresh folder beside ``path`` named for this process (``.STEM.TAG-PID-XXXXXXXX``)."""
+    return Path(tempfile.mkdtemp(prefix=f".{stem(path.name)}.{tag}-{os.getpid()}-",
+                                 dir=path.parent))
 
 
 def remove_stale_siblings(path: Path) -> None:
-    """Delete staging/old folders beside ``path`` left by processes that no longer run, and
-    put an old set back where a killed two-rename swap left none at ``path``."""
+    """Delete staging/old folders beside ``path`` left by processes that no longer run (matched
+    by exact name, never by a pattern made of user text), and put an old set back where a
+    killed two-rename swap left none at ``path``."""
     if not path.parent.is_dir():
         return
     for tag in (_OLD, _STAGING):
-        for sib in path.parent.glob(f".{path.name}.{tag}-*"):
-            pid = sib.name[len(path.name) + len(tag) + 3:].split("-", 1)[0]
-            if not pid.isdigit() or pid_alive(int(pid)):
+        for sib, pid in own_siblings(path.parent, f".{stem(path.name)}.{tag}-", r"-[a-z0-9_]+"):
+            if pid_alive(pid) or sib.is_symlink() or not sib.is_dir():
                 continue
-            if tag == _OLD and not path.exists() and (sib / "set").is_dir():
+            if tag == _OLD and not os.path.lexists(path) and (sib / "set").is_dir():
                 os.replace(sib / "set", path)
                 logger.warning("restored %s from an interrupted replacement", path)
             shutil.rmtree(sib, ignore_errors=True)
@@ -190,38 +214,65 @@ def _swap_in(staged: Path, path: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-#: Recognises a set of the same kind saved before sets carried manifests.
-Legacy = Callable[[Path], bool] | None
+def _unlisted(path: Path, listed: set[str]) -> str | None:
+    """The first entry under ``path`` (file, folder or link) that the manifest does not list."""
+    for root, dirs, names in os.walk(path):
+        for name in sorted(dirs + names):
+            rel = (Path(root) / name).relative_to(path).as_posix()
+            full = Path(root) / name
+            if full.is_symlink() or (not full.is_dir() and rel not in listed):
+                return rel
+            if full.is_dir() and not any(f.startswith(rel + "/") for f in listed):
+                return rel
+    return None
 
 
-def replaceable(path: Path, kind: str, legacy: Legacy = None) -> bool:
-    """Whether an existing ``path`` may be replaced by a new ``kind`` set: it is empty, holds
-    a set of that kind, or ``legacy(path)`` recognises an older set of that kind."""
+def check_replaceable(path: Path, kind: str) -> None:
+    """Raise ``ValueError`` unless an existing folder ``path`` may be replaced by a new ``kind``
+    set: it is empty, or holds exactly one earlier ``kind`` set and nothing its manifest does
+    not list (a user's own file there is named, and nothing is replaced)."""
     if not any(path.iterdir()):
-        return True
+        return
     manifest = read_manifest(path)
-    if manifest is not None:
-        return manifest.get("kind") == kind
-    return legacy is not None and legacy(path)
+    if manifest is None:
+        raise ValueError(f"{path} holds other files but no phrasekit manifest (not an earlier "
+                         f"phrasekit {kind}); not replacing it: choose a new or empty folder")
+    if manifest.get("kind") != kind:
+        raise ValueError(f"{path} holds a {manifest.get('kind')!r} set, not a phrasekit {kind}; "
+                         "not replacing it: choose a new or empty folder")
+    listed = {str(n) for n in manifest["files"]} | {MANIFEST, DATASET_MANIFEST}
+    extra = _unlisted(path, listed)
+    if extra is not None:
+        raise ValueError(f"{path / extra}: not part of the earlier {kind} in {path} (its "
+                         "manifest does not list it); move it out or choose another folder, "
+                         "nothing was replaced")
+
+
+def output_folder(path: str | Path) -> Path:
+    """The folder an output ``path`` names: a symlink to a folder is followed (its target is
+    replaced, the link kept)."""
+    path = Path(path)
+    return real(path) if path.is_symlink() else path
 
 
 def check_folder_path(path: str | Path) -> Path:
-    """Raise ``ValueError`` unless ``path`` is a folder or can become one (not a file, under a
-    writable folder)."""
+    """Raise ``ValueError`` unless ``path`` is a folder or can become one (not a file, FIFO or
+    device, not the current folder, under a writable folder)."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{path} exists and is not a folder")
-    check_parent_writable(path)
+    check_output(path, "--out", folder=True)
+    if os.path.lexists(path) and not output_folder(path).is_dir():
+        raise ValueError(f"{path} is not a folder (it is {what_is(path)})")
+    check_parent_writable(output_folder(path))
     return path
 
 
-def check_output_folder(path: str | Path, kind: str, legacy: Legacy = None) -> Path:
+def check_output_folder(path: str | Path, kind: str) -> Path:
     """Validate an output folder before long work: absent, or a folder ``staged_folder`` may
     replace; its parent creatable. Raises ``ValueError`` naming the path."""
     path = check_folder_path(path)
-    if path.exists() and not replaceable(path, kind, legacy):
-        raise ValueError(f"{path} holds other files (not a phrasekit {kind}); not replacing "
-                         "it: choose a new or empty folder")
+    target = output_folder(path)
+    if target.exists():
+        check_replaceable(target, kind)
     return path
 
 
@@ -237,12 +288,11 @@ def check_parent_writable(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def staged_folder(path: str | Path, kind: str, legacy: Legacy = None,
-                  manifest: str = MANIFEST) -> Iterator[Path]:
-    """Yield an empty folder beside ``path``; when the block succeeds, write its manifest (named
-    ``manifest``) and swap it in for ``path`` at once (an existing ``path`` must pass
-    :func:`replaceable`)."""
-    path = check_output_folder(path, kind, legacy)
+def staged_folder(path: str | Path, kind: str, manifest: str = MANIFEST) -> Iterator[Path]:
+    """Yield an empty folder beside ``path`` (beside a symlink's target); when the block
+    succeeds, write its manifest (named ``manifest``) and swap it in for ``path`` at once (an
+    existing ``path`` must pass :func:`check_replaceable`, checked again just before)."""
+    path = output_folder(check_output_folder(path, kind))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(path)
     staged = _sibling(path, _STAGING)
@@ -250,8 +300,9 @@ def staged_folder(path: str | Path, kind: str, legacy: Legacy = None,
         yield staged
         write_manifest(staged, kind, manifest)
         os.chmod(staged, 0o777 & ~umask())
+        if path.exists():
+            check_replaceable(path, kind)  # a user's file added during the run is kept
         _swap_in(staged, path)
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
-

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import glob
 import gzip
 import json
 import os
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
+
+from phrasekit.paths import own_siblings, real, special_kind, stem, what_is
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -40,12 +41,25 @@ def pid_alive(pid: int) -> bool:
 
 
 def remove_stale_temps(path: Path) -> None:
-    """Delete ``atomic_write`` temp files beside ``path`` whose writer was killed."""
-    with contextlib.suppress(OSError):
-        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-            pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
-            if pid.isdigit() and not pid_alive(int(pid)):
-                tmp.unlink(missing_ok=True)
+    """Delete ``atomic_write`` temp files beside ``path`` whose writer was killed (matched by
+    exact name, never by a pattern made of the user's file name)."""
+    for tmp, pid in own_siblings(path.parent, f".{stem(path.name)}.", r"\.[a-z0-9_]+\.tmp"):
+        if not pid_alive(pid):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def writable_target(path: str | Path) -> Path:
+    """The file an output ``path`` names: a symlink is followed (its target is replaced, the
+    link kept); anything but a regular file or nothing there is refused with ``ValueError``."""
+    path = Path(path)
+    if path.is_symlink():
+        path = real(path)
+    kind = special_kind(path)
+    if kind is not None or (os.path.lexists(path) and not path.is_file()):
+        raise ValueError(f"{path} is {kind or what_is(path)}, not a regular file; not "
+                         "replacing it")
+    return path
 
 
 @contextlib.contextmanager
@@ -53,10 +67,10 @@ def atomic_write(
     path: str | Path, mode: str = "w", encoding: str | None = "utf-8", newline: str | None = None
 ) -> Iterator[Any]:
     """Open a temp file next to ``path`` and move it into place only if the block succeeds."""
-    path = Path(path)
+    path = writable_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem(path.name)}.{os.getpid()}.", suffix=".tmp",
                                dir=path.parent)
     try:
         kwargs = {} if "b" in mode else {"encoding": encoding, "newline": newline}
@@ -70,6 +84,16 @@ def atomic_write(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads``, with JSON nested deeper than Python's parser allows (a ``RecursionError``
+    deep in the parser) raised as ``json.JSONDecodeError``, so every reader's malformed-JSON
+    message, naming its file and line, covers it."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", "", 0) from None
 
 
 def _json(obj: Any, path: str | Path) -> str:
@@ -110,7 +134,7 @@ def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> d
     ``error`` naming the file (so config readers share one set of messages)."""
     path = Path(path)
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        obj = json_loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise error(f"{path}: malformed JSON ({exc})") from exc
     if not isinstance(obj, dict):
@@ -266,7 +290,7 @@ def as_documents(docs: Iterable[Document | str]) -> list[Document]:
 def _open_text(path: Path):
     """Open a (gzipped) UTF-8 file whose lines end at ``\\n`` only (a CR or U+2028 inside a
     document does not split it)."""
-    if path.suffix == ".gz":
+    if path.suffix.lower() == ".gz":
         return gzip.open(path, "rt", encoding="utf-8", newline="\n")
     return open(path, encoding="utf-8", newline="\n")
 
@@ -337,10 +361,14 @@ def _corpus_files(path: Path) -> tuple[list[Path], str]:
             raise CorpusError(f"{path} is a directory without documents.jsonl(.gz) or "
                               "*.parquet shards")
     if not path.is_file():
+        kind = special_kind(path)
+        if kind is not None:
+            raise CorpusError(f"{path} is {kind}, not a corpus file (give a regular file)")
         raise CorpusError(f"corpus file not found: {path}")
-    if path.suffix == ".parquet":
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes[-1:] == [".parquet"]:
         return [path], "parquet"
-    is_jsonl = ".jsonl" in path.suffixes or ".json" in path.suffixes
+    is_jsonl = ".jsonl" in suffixes or ".json" in suffixes
     return [path], "jsonl" if is_jsonl else "text"
 
 
@@ -349,14 +377,19 @@ def _text_batches(path: Path, is_jsonl: bool, text_field: str, id_field: str,
     """Documents of a JSONL or plain-text file (one per non-empty line), in batches."""
     batch: list[Document] = []
     n = 0
+    first_line: dict[str, int] = {}
     try:
         with _open_text(path) as fh:
             for lineno, line in enumerate(fh, start=1):
                 line = line.strip()
                 if not line:
                     continue
-                batch.append(_parse_jsonl_line(path, lineno, line, text_field, id_field)
-                             if is_jsonl else Document(id=str(n), text=line, meta={}))
+                doc = _parse_jsonl_line(path, lineno, line, text_field, id_field) if is_jsonl \
+                    else Document(id=str(n), text=line, meta={})
+                if first_line.setdefault(doc.id, lineno) != lineno:
+                    raise CorpusError(f"{path}:{lineno}: duplicate document id {doc.id!r} "
+                                      f"(first on line {first_line[doc.id]})")
+                batch.append(doc)
                 n += 1
                 if len(batch) == batch_size:
                     yield batch
@@ -376,6 +409,7 @@ def _parquet_batches(files: list[Path], text_field: str, id_field: str, batch_si
     import pyarrow.parquet as pq
 
     n = 0
+    first_row: dict[str, tuple[Path, int]] = {}
     for f in files:
         row = 0
         try:
@@ -388,9 +422,13 @@ def _parquet_batches(files: list[Path], text_field: str, id_field: str, batch_si
                     if not isinstance(text, str):
                         raise CorpusError(f"{f}: row {row}: column {text_field!r} missing or "
                                           f"not a string (columns: {sorted([text_field, *rec])})")
-                    doc_id = rec.pop(id_field, None)
-                    batch.append(Document(id=str(n if doc_id is None else doc_id), text=text,
-                                          meta=rec))
+                    doc_id = str(n if rec.get(id_field) is None else rec.pop(id_field))
+                    rec.pop(id_field, None)
+                    if first_row.setdefault(doc_id, (f, row)) != (f, row):
+                        raise CorpusError(f"{f}: row {row}: duplicate document id {doc_id!r} "
+                                          f"(first in {first_row[doc_id][0].name} row "
+                                          f"{first_row[doc_id][1]})")
+                    batch.append(Document(id=doc_id, text=text, meta=rec))
                     n += 1
                 yield batch
         except (OSError, ValueError) as exc:
@@ -403,7 +441,7 @@ def _parse_jsonl_line(
     path: Path, lineno: int, line: str, text_field: str, id_field: str
 ) -> Document:
     try:
-        obj = json.loads(line)
+        obj = json_loads(line)
     except json.JSONDecodeError as exc:
         raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from exc
     if not isinstance(obj, dict):
@@ -414,7 +452,11 @@ def _parse_jsonl_line(
             f"{path}:{lineno}: field {text_field!r} missing or not a string "
             f"(fields present: {sorted(obj)})"
         )
-    doc_id = str(obj.get(id_field, lineno - 1))
+    doc_id = obj.get(id_field, lineno - 1)
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or doc_id == "":
+        raise CorpusError(f"{path}:{lineno}: field {id_field!r} must be a non-empty string or an "
+                          f"integer, got {json.dumps(doc_id)[:60]}")
+    doc_id = str(doc_id)
     meta = {k: v for k, v in obj.items() if k not in (text_field, id_field)}
     return Document(id=doc_id, text=text, meta=meta)
 

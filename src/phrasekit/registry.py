@@ -209,7 +209,14 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     key, kwargs = _resolve(name_or_path, kwargs)
     spec = _REGISTRY.get(key)
     if spec is not None:
-        return spec.factory(**kwargs)
+        try:
+            return spec.factory(**kwargs)
+        except TypeError as exc:
+            if "precision" not in kwargs or "precision" not in str(exc):
+                raise
+            raise ValueError(f"model {key!r} has no precision setting (got "
+                             f"{key}@{kwargs['precision']}); precisions are for transformer "
+                             "models such as minilm@bf16") from None
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
     loader = FOLDER_LOADERS.get(model_folder_format(path) or "", "TransformerEncoder")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import math
 import os
 import sys
 import zlib
@@ -15,7 +17,8 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable
-from phrasekit.io import CorpusError
+from phrasekit.io import CorpusError, writable_target
+from phrasekit.paths import check_output
 from phrasekit.settings import SharedDataMissingError
 
 logger = logging.getLogger("phrasekit")
@@ -47,15 +50,19 @@ class BadInputError(Exception):
     """Raised by commands for user errors that should exit with code 2."""
 
 
-def check_output_file(out: Path, inputs: tuple[Path, ...] = ()) -> None:
-    """Refuse, before any long work, an output file path that is a folder, sits under a file,
-    cannot be written, or is one of the command's ``inputs`` (it would overwrite its input)."""
+def check_output_file(out: Path, inputs: tuple[str | Path, ...] = (), option: str = "--out"
+                      ) -> None:
+    """Refuse, before any long work, an output file path that is a folder, a FIFO or device,
+    sits under a file, cannot be written, or resolves to one of the command's ``inputs`` or
+    into an input folder (it would overwrite its input)."""
     if out.is_dir():
-        raise BadInputError(f"--out {out} is a folder; give a file path")
+        raise BadInputError(f"{option} {out} is a folder; give a file path")
+    try:
+        check_output(out, option, inputs)
+        writable_target(out)
+    except ValueError as exc:
+        raise BadInputError(str(exc)) from None
     check_parent_writable(out)
-    for path in inputs:
-        if out.exists() and path.exists() and os.path.samefile(out, path):
-            raise BadInputError(f"--out {out} is the input file {path}; write elsewhere")
 
 
 def setup_logging(quiet: bool, verbose: bool = False) -> None:
@@ -103,6 +110,12 @@ def run_command(body: Callable[[], Any]) -> Any:
     except BrokenPipeError:  # `phrasekit ... | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         raise typer.Exit(code=0) from None
+    except RecursionError:  # a reader not covered by io.json_loads
+        if DEBUG["on"]:
+            raise
+        typer.echo("error: an input is nested too deeply to read (JSON or similar); check the "
+                   "input files", err=True)
+        raise typer.Exit(code=2) from None
     except (BadInputError, *USER_ERRORS) as exc:
         if DEBUG["on"]:
             raise
@@ -116,6 +129,40 @@ def run_command(body: Callable[[], Any]) -> Any:
         raise typer.Exit(code=1) from None
 
 
+def _input_paths(kwargs: dict[str, Any], skip: str) -> tuple[str | Path, ...]:
+    """Every argument of a command that names an existing path (corpus, tables, model or index
+    folders, caches): what its output must never overwrite."""
+    values = []
+    for key, value in kwargs.items():
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if key != skip and isinstance(item, str | Path) and str(item) not in ("", "-"):
+                with contextlib.suppress(OSError, ValueError):
+                    if os.path.lexists(item):
+                        values.append(item)
+    return tuple(values)
+
+
+#: Numeric options shared by commands: parameter name -> (option, lowest, highest), checked
+#: before any work (NaN and infinity refused), so no value reaches a library that would crash,
+#: hang or allocate for it.
+NUMERIC_OPTIONS: dict[str, tuple[str, float, float]] = {
+    "threads": ("--threads", 1, 1024), "num_threads": ("--threads", 1, 1024),
+    "workers": ("--workers", 0, 1024), "seed": ("--seed", 0, 2**32 - 1),
+    "grounding": ("--grounding", 0.0, 100.0), "worker_cpus": ("--worker-cpus", 0.01, 1024),
+    "batch_size": ("--batch-size", 1, 1_000_000),
+}
+
+
+def check_numbers(kwargs: dict[str, Any]) -> None:
+    """Refuse an out-of-range, NaN or infinite value of a :data:`NUMERIC_OPTIONS` option."""
+    for name, (option, low, high) in NUMERIC_OPTIONS.items():
+        value = kwargs.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not math.isfinite(value) or not low <= value <= high:
+            raise BadInputError(f"{option} must be between {low} and {high}, got {value}")
+
+
 def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     """Validate a command's ``--out``/``--output`` path (``out_kind`` "file" or "folder")
     against the other path arguments, before the command body runs."""
@@ -123,10 +170,11 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     out = kwargs.get(name)
     if out_kind is None or not isinstance(out, Path):
         return
+    inputs = _input_paths(kwargs, name)
     if out_kind == "folder":
+        check_output(out, "--out", inputs, folder=True)
         check_folder_path(out)
         return
-    inputs = tuple(v for k, v in kwargs.items() if isinstance(v, Path) and k != name)
     check_output_file(out, inputs=inputs)
 
 
@@ -142,6 +190,7 @@ def command(group: typer.Typer, name: str, out: str | None = None
             setup_logging(kwargs.get("quiet", False), kwargs.get("verbose", False))
 
             def body() -> Any:
+                check_numbers(kwargs)
                 check_paths(kwargs, out)
                 return fn(**kwargs)
 

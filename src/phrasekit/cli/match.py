@@ -176,6 +176,11 @@ def join_cmd(
     index: Annotated[str, typer.Option(
         help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right "
              "rows).")] = "auto",
+    csv_safe: Annotated[bool, typer.Option(
+        "--csv-safe/--no-csv-safe", help="Write a text cell that starts with =, +, -, @, tab "
+                                         "or CR with a leading ' so that a spreadsheet shows "
+                                         "it as text instead of running it as a formula.")
+                        ] = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -202,7 +207,8 @@ def join_cmd(
         matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model), k=k,
                              threshold=threshold, one_to_one=one_to_one,
                              show_progress=not quiet, index=index, search=search)
-    rows = write_joined(out, matches, left_table, left_on, right_table, right_on, how=how)
+    rows = write_joined(out, matches, left_table, left_on, right_table, right_on, how=how,
+                        csv_safe=csv_safe)
     cut = "no threshold" if threshold is None else f"threshold {threshold}"
     typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows ({cut}); {rows} rows "
                f"-> {out}")

@@ -1,9 +1,9 @@
 """The encoder contract shared by every phrasekit encoder.
 
 ``encode(texts, batch_size=..., show_progress=...) -> np.ndarray`` of shape ``(n, d)``, float32,
-rows L2-normalised (all-zero only when an encoder has nothing to go on, e.g. GloVe with no known
-word), in input order, ``(0, d)`` for empty input. Inputs are validated up front so that a bad
-item fails before any long work starts.
+unit rows (GloVe gives a text with no known word a hashed direction of its own, and
+``known_rows`` tells such rows apart), in input order, ``(0, d)`` for empty input. Inputs are
+validated up front so that a bad item fails before any long work starts.
 """
 
 from __future__ import annotations
@@ -146,6 +146,15 @@ class Encoder(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
+
+
+def known_rows(encoder: object, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
+    """Which of ``texts`` the encoder has something to go on for: its ``known(texts)`` where it
+    has one (static word vectors), else the rows that are not all-zero."""
+    known = getattr(encoder, "known", None)
+    if callable(known):
+        return np.asarray(known(texts), dtype=bool)
+    return np.linalg.norm(vectors, axis=1) > 0.5
 
 
 def encode_unique(

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import zipfile
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import atomic_write
+from phrasekit.io import atomic_write, writable_target
 
 if TYPE_CHECKING:
     from phrasekit.encoders.base import Encoder
@@ -53,7 +55,10 @@ def _digest(name: str, keys: np.ndarray, embeddings: np.ndarray) -> str:
 def _read_cache(cache: Path, name: str | None
                 ) -> tuple[list[bytes], np.ndarray | None, str | None]:
     """Keys, embeddings and encoder name of a cache file written for encoder ``name`` (None:
-    any encoder); nothing when it is another encoder's, unreadable or fails its checksum."""
+    any encoder); nothing when it is another encoder's or fails its checksum (it is rebuilt).
+    A file that is not such a cache (no ``.npz`` of these arrays) raises ``ValueError`` naming
+    it: a cache replaces only a file phrasekit wrote."""
+    _check_is_cache(cache)
     try:
         with np.load(cache, allow_pickle=False) as z:
             found = str(z["encoder"])
@@ -70,6 +75,27 @@ def _read_cache(cache: Path, name: str | None
         logger.warning("embedding cache %s fails its checksum: rebuilt", cache)
         return [], None, None
     return stored_keys(keys), emb, found
+
+
+#: The arrays an embedding cache ``.npz`` may hold (``texts``: the first format's) and those
+#: it always holds: how a file is known to be one.
+_CACHE_ARRAYS = {"encoder.npy", "keys.npy", "texts.npy", "embeddings.npy", "sha256.npy"}
+_CACHE_REQUIRED = {"encoder.npy", "embeddings.npy"}
+
+
+def _check_is_cache(cache: Path) -> None:
+    """Raise ``ValueError`` unless ``cache`` is a regular file holding a cache's arrays."""
+    try:
+        writable_target(cache)
+        with zipfile.ZipFile(cache) as zf:
+            ours = _CACHE_REQUIRED <= set(zf.namelist()) <= _CACHE_ARRAYS
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{cache}: not an embedding cache written by phrasekit ({exc}); not "
+                         "replacing it: move it away, or delete it if it is a damaged "
+                         "cache") from None
+    if not ours:
+        raise ValueError(f"{cache}: not an embedding cache written by phrasekit (other "
+                         "arrays); not replacing it: move it away")
 
 
 def _missing(keys: list[bytes], row: dict[bytes, int]) -> list[int]:
@@ -102,7 +128,7 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     name = None if loader is not None else encoder_name(encoder)
     old_keys: list[bytes] = []
     old_emb = None
-    if cache is not None and Path(cache).is_file():
+    if cache is not None and os.path.lexists(cache):
         old_keys, old_emb, found = _read_cache(Path(cache), name)
         name = name or found
     row = {k: i for i, k in enumerate(old_keys)}

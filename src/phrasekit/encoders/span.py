@@ -47,7 +47,12 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.transformer import TransformerEncoder
 from phrasekit.io import write_json
-from phrasekit.models.backbones import backbone_fingerprint, backbone_path, load_backbone
+from phrasekit.models.backbones import (
+    backbone_fingerprint,
+    backbone_path,
+    load_backbone,
+    load_hf_model,
+)
 from phrasekit.models.folders import (
     SPAN_FORMAT,
     WEIGHTS,
@@ -427,7 +432,7 @@ class SpanEncoder(Encoder):
                         num_threads: int | None = None, max_length: int | None = None,
                         precision: str = "fp32") -> SpanEncoder:
         """Rebuild a span encoder saved by :meth:`save_pretrained`."""
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
 
         if precision != "fp32":
             raise ValueError(f"span model folders support precision fp32 only, got {precision!r}")
@@ -446,7 +451,7 @@ class SpanEncoder(Encoder):
         elif config.get("backbone") == BACKBONE_DIR:
             sub = path / BACKBONE_DIR
             tokenizer = AutoTokenizer.from_pretrained(str(sub))
-            model = AutoModel.from_pretrained(str(sub), use_safetensors=True)
+            model = load_hf_model(sub)
             self.base = None
         else:
             raise ValueError(f"{path}: unknown backbone {config.get('backbone')!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Sequence
@@ -27,8 +28,10 @@ class StaticWordEncoder(Encoder):
     """Average of word vectors; words missing from the vocabulary are skipped.
 
     Hyphenated or apostrophe words missing as a whole are split into their parts. A text with
-    no known word at all gets an all-zero row (cosine 0 with everything), and is counted in
-    ``self.last_unknown``.
+    no known word at all gets a unit row of its own: a direction drawn from the text's sha256,
+    so the same text always gets the same row (an exact repeat still matches at cosine 1) while
+    different unknown texts, and known ones, are near-orthogonal to it. Such texts are counted
+    in ``self.last_unknown``, and :meth:`known` tells them apart.
     """
 
     default_batch_size = 4096
@@ -59,6 +62,17 @@ class StaticWordEncoder(Encoder):
                 ids.extend(self.index[p] for p in re.split(r"[-']", tok) if p in self.index)
         return ids
 
+    def known(self, texts: Sequence[str]) -> np.ndarray:
+        """Whether each text has at least one word with a vector (else its row is the text's
+        own hashed direction, which says nothing about its meaning)."""
+        return np.fromiter((bool(self.word_ids(t)) for t in texts), dtype=bool, count=len(texts))
+
+    def unknown_row(self, text: str) -> np.ndarray:
+        """The unit row of a text with no known word: a direction seeded by its sha256."""
+        seed = int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8])
+        row = np.random.default_rng(seed).standard_normal(self.dim)
+        return (row / np.linalg.norm(row)).astype(np.float32)
+
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -66,5 +80,6 @@ class StaticWordEncoder(Encoder):
             if ids:
                 out[row] = self.vectors[ids].mean(axis=0)
             else:
+                out[row] = self.unknown_row(text)
                 self.last_unknown += 1
         return out

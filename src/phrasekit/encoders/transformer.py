@@ -18,6 +18,7 @@ import torch
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import mean_pool
+from phrasekit.models.backbones import load_hf_model
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class TransformerEncoder(Encoder):
         num_threads: int | None = None,
         attn_implementation: str | None = None,
     ) -> None:
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoTokenizer
 
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -78,7 +79,7 @@ class TransformerEncoder(Encoder):
         if attn_implementation is None and precision == "bf16":
             attn_implementation = "eager"
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
-        model = AutoModel.from_pretrained(str(path), use_safetensors=True, **extra)
+        model = load_hf_model(path, **extra)
         model.eval()
         if precision == "int8":
             from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic

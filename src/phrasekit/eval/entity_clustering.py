@@ -28,7 +28,6 @@ averaged over seeds (default 0..4; ``n_init=10`` for the reason given in
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.eval.base import embed_unique, require_path
 from phrasekit.eval.clustering import cluster_accuracy
+from phrasekit.io import json_loads
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def read_ner_json(path: Path) -> list[tuple[list[str], list[tuple[int, int, str]
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json_loads(line)
                 tokens = [t for sent in obj["sentences"] for t in sent]
                 spans = [(int(a), int(b) + 1, str(t)) for sent in obj["ner"] for a, b, t in sent]
             except (ValueError, KeyError, TypeError) as exc:

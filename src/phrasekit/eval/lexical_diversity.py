@@ -44,7 +44,7 @@ import numpy as np
 from rapidfuzz.distance import LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.encoders.base import Encoder, known_rows, validate_texts
 from phrasekit.encoders.cache import encode_cached
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
@@ -229,7 +229,7 @@ def lexical_diversity(
     """Nearest-neighbour lexical diversity of ``encoder`` for ``sources`` over ``vocab_texts``.
 
     ``vocab_vecs`` (the encoder's vectors of ``vocab_texts``) may be passed to skip encoding the
-    vocabulary. Sources whose vector is all-zero (e.g. no GloVe word known) have no meaningful
+    vocabulary. Sources the encoder knows nothing of (e.g. no GloVe word known) have no meaningful
     neighbours: they are left out and listed in ``skipped_sources``.
     """
     k = _check_k(k)
@@ -244,14 +244,14 @@ def lexical_diversity(
     elif len(vocab_vecs) != len(vocab):
         raise ValueError(f"{len(vocab_vecs)} vocabulary vectors for {len(vocab)} entries")
     src_vecs = encoder.encode(srcs, batch_size=batch_size)
-    zero = np.linalg.norm(src_vecs, axis=1) < 1e-6
+    zero = ~known_rows(encoder, srcs, src_vecs)
     skipped = [s for s, z in zip(srcs, zero, strict=True) if z]
     if skipped:
-        logger.warning("%s: %d source(s) have an all-zero vector and are skipped (e.g. %r)",
+        logger.warning("%s: %d source(s) have no known word and are skipped (e.g. %r)",
                        getattr(encoder, "name", "encoder"), len(skipped), skipped[0])
     kept = [s for s, z in zip(srcs, zero, strict=True) if not z]
     if not kept:
-        raise ValueError("every source phrase has an all-zero vector; nothing to measure")
+        raise ValueError("no source phrase has a known word; nothing to measure")
     hits = search_neighbors(src_vecs[~zero], kept, vocab_vecs, vocab, k)
     per_source = np.zeros((len(kept), 4), dtype=np.float64)
     for i, (src, nbrs) in enumerate(tqdm(list(zip(kept, hits, strict=True)), desc="metrics",

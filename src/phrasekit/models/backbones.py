@@ -56,13 +56,36 @@ def packaged_model_dir(name: str) -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "models" / name
 
 
+def load_hf_model(path: str | Path, **kwargs: Any) -> Any:
+    """A Hugging Face model from a folder's safetensors weights, refused (``ValueError`` naming
+    the folder) when the weights lack tensors the model needs or have the wrong shapes: a
+    model that would run on random weights (transformers' load report is read, not printed)."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the load report is judged here, not printed
+    try:
+        model, info = AutoModel.from_pretrained(str(path), use_safetensors=True,
+                                                output_loading_info=True, **kwargs)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    missing = sorted(k for k in info.get("missing_keys") or () if not k.startswith("pooler."))
+    bad = missing or list(info.get("mismatched_keys") or ())
+    if bad:
+        raise ValueError(f"{path}: its weights do not fit the model in config.json "
+                         f"({len(missing)} tensor(s) missing, e.g. {bad[0]!r}; "
+                         f"{len(info.get('mismatched_keys') or ())} of the wrong shape), so it "
+                         "would run on random weights; not loading it")
+    return model
+
+
 def load_backbone(name: str) -> tuple[Any, Any]:
     """(tokenizer, Hugging Face model) of a packaged backbone, from its safetensors weights."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     path = str(backbone_path(name))
-    return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(
-        path, use_safetensors=True)
+    return AutoTokenizer.from_pretrained(path), load_hf_model(path)
 
 
 def backbone_state(name: str) -> dict[str, Any]:

@@ -9,12 +9,12 @@ are read and written by :mod:`phrasekit.models.weights`. Nothing here needs torc
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from phrasekit.artifacts import staged_folder, verify_folder
+from phrasekit.artifacts import member_path, staged_folder, verify_folder
+from phrasekit.io import json_loads
 from phrasekit.models.backbones import backbone_fingerprint
 
 WEIGHTS = "model.safetensors"
@@ -40,11 +40,6 @@ MODEL_KIND = "model"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _is_model_folder(path: Path) -> bool:
-    """Whether ``path`` holds a phrasekit model folder saved before folders had manifests."""
-    return model_folder_format(path) in FORMATS
-
-
 def saves_model_folder(fn: _F) -> _F:
     """Decorate a save function ``fn(obj, out_dir, ...)``: it writes into a staged folder that
     then replaces ``out_dir`` whole, with a manifest that loading checks. Returns what ``fn``
@@ -52,7 +47,7 @@ def saves_model_folder(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def wrapper(obj: Any, out_dir: str | Path, *args: Any, **kwargs: Any) -> Any:
-        with staged_folder(out_dir, MODEL_KIND, legacy=_is_model_folder) as tmp:
+        with staged_folder(out_dir, MODEL_KIND) as tmp:
             result = fn(obj, tmp, *args, **kwargs)
         return Path(out_dir) if result is None or isinstance(result, Path) else result
 
@@ -65,8 +60,9 @@ def model_folder_format(path: str | Path) -> str | None:
     cfg = Path(path) / CONFIG
     if not cfg.is_file():
         return None
+    member_path(Path(path), CONFIG, cfg)  # a symlink out of the folder is refused, not read
     try:
-        obj = json.loads(cfg.read_text(encoding="utf-8"))
+        obj = json_loads(cfg.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return obj.get("format") if isinstance(obj, dict) else None
@@ -81,8 +77,9 @@ def read_model_config(path: str | Path, fmt: str, kind: str,
     cfg_path = path / CONFIG
     if not cfg_path.is_file() or (need_weights and not (path / WEIGHTS).is_file()):
         raise FileNotFoundError(f"{path} is not a {kind} model folder ({CONFIG} + {WEIGHTS})")
+    member_path(path, CONFIG, cfg_path)  # inside the folder: read before the whole check
     try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+        config = json_loads(cfg_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ValueError(f"{cfg_path}: not valid JSON ({exc})") from exc
     if not isinstance(config, dict) or config.get("format") != fmt:

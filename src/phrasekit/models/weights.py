@@ -8,7 +8,6 @@ torch, which reading a folder's config does not.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from safetensors.torch import save as safetensors_bytes
 from torch import nn
 
 from phrasekit.artifacts import MANIFEST
-from phrasekit.io import atomic_write, write_json
+from phrasekit.io import atomic_write, json_loads, write_json
 from phrasekit.models.backbones import backbone_state
 from phrasekit.models.folders import (
     CONFIG,
@@ -128,7 +127,7 @@ def _write_quantized(src: str | Path, dst: str | Path) -> dict[str, Any]:
     config_path = src / CONFIG
     if not config_path.is_file() or not (src / WEIGHTS).is_file():
         raise FileNotFoundError(f"{src} is not a model folder ({CONFIG} + {WEIGHTS})")
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = json_loads(config_path.read_text(encoding="utf-8"))
     with safe_open(str(src / WEIGHTS), framework="pt") as fh:
         metadata = fh.metadata() or {}
         tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118 - not a dict

@@ -13,18 +13,21 @@ entity and as a noun chunk counts once, under its entity label).
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 import logging
+import os
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.io import Document, as_documents
-from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
+from phrasekit.io import Document, as_documents, writable_target
+from phrasekit.phrases.vocabulary import FORMAT_NAME, NOUN_CHUNK, PhraseVocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +63,9 @@ DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
 
 #: ``nlp.pipe`` starts ``n_process`` workers only with at least this many pieces per worker.
 MIN_PIECES_PER_PROCESS = 200
+#: Characters per ``nlp.pipe`` batch at most (a piece longer than this goes alone): spaCy
+#: holds about 3 KB per character of a batch while parsing it.
+PIPE_BATCH_CHARS = 200_000
 
 #: How noun phrases are found: the dependency parser's noun chunks, or POS patterns.
 CHUNKERS = ("parser", "pos")
@@ -330,19 +336,35 @@ class PhraseExtractor:
         nlp = self.nlp
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
-        found: list[list[Mention]] = [[] for _ in documents]
+        found: list[dict[int, list[Mention]]] = [{} for _ in documents]
+        bar = tqdm(total=len(pieces), desc="phrases[spaCy]", unit="doc",
+                   disable=not show_progress, leave=False)
         # strings spaCy adds while parsing are freed after the call (a long-running worker
         # would otherwise grow with every new word); only plain Python values leave it
-        with nlp.memory_zone():
-            stream = nlp.pipe(pieces, as_tuples=True, batch_size=self.batch_size,
-                              n_process=pipe_processes(len(pieces), self.n_process))
-            bar = tqdm(stream, total=len(pieces), desc="phrases[spaCy]", unit="doc",
-                       disable=not show_progress, leave=False)
-            for sdoc, (i, offset) in bar:
-                found[i].extend((offset + span.start_char, offset + span.end_char, key,
-                                 surface, source)
-                                for span, key, surface, source in self.doc_spans(sdoc))
-        return found
+        with nlp.memory_zone(), bar:
+            for group, batch_size in self._size_classes(pieces):
+                stream = nlp.pipe(group, as_tuples=True, batch_size=batch_size,
+                                  n_process=pipe_processes(len(group), self.n_process))
+                for sdoc, (i, offset) in stream:
+                    found[i][offset] = [(offset + span.start_char, offset + span.end_char, key,
+                                         surface, source)
+                                        for span, key, surface, source in self.doc_spans(sdoc)]
+                    bar.update()
+        return [[m for offset in sorted(parts) for m in parts[offset]] for parts in found]
+
+    def _size_classes(self, pieces: list[tuple[str, tuple[int, int]]]
+                      ) -> Iterator[tuple[list[tuple[str, tuple[int, int]]], int]]:
+        """``pieces`` in groups of similar length, each with the ``nlp.pipe`` batch size that
+        keeps a batch under :data:`PIPE_BATCH_CHARS` characters (spaCy's memory grows with the
+        characters of a batch: a batch of 64 long pieces took gigabytes)."""
+        bounds = [PIPE_BATCH_CHARS // self.batch_size]
+        while bounds[-1] < max((len(p[0]) for p in pieces), default=0):
+            bounds.append(bounds[-1] * 4)
+        groups: dict[int, list[tuple[str, tuple[int, int]]]] = {}
+        for piece in pieces:
+            groups.setdefault(next(b for b in bounds if len(piece[0]) <= b), []).append(piece)
+        for bound in sorted(groups):
+            yield groups[bound], max(1, min(self.batch_size, PIPE_BATCH_CHARS // bound))
 
     def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
         """Occurrences ``(key, surface, source)`` per text (no vocabulary; for inspection)."""
@@ -447,6 +469,33 @@ class PhraseExtractor:
         return key, surface
 
 
+def _not_a_cache(cache: str | Path, why: object) -> ValueError:
+    return ValueError(f"--phrase-cache {cache}: not a phrase cache written by phrasekit ({why}); "
+                      "not overwriting it: give a new file name, or delete it if it is a "
+                      "damaged cache")
+
+
+def check_phrase_cache(cache: str | Path | None) -> None:
+    """Before long work: an existing phrase cache may be read and replaced only because
+    phrasekit wrote it (its first bytes name the vocabulary format); any other file (a corpus,
+    a user's notes, a FIFO) raises ``ValueError`` naming it, and is never overwritten."""
+    if cache is None or not os.path.lexists(cache):
+        return
+    try:
+        writable_target(cache)
+        opener = gzip.open if Path(cache).suffix.lower() == ".gz" else open
+        with opener(cache, "rb") as fh:
+            head = fh.read(len(_CACHE_HEAD))
+    except (ValueError, OSError, EOFError, zlib.error) as exc:
+        raise _not_a_cache(cache, exc) from None
+    if head != _CACHE_HEAD:
+        raise _not_a_cache(cache, "it does not start as one")
+
+
+#: How every saved phrase vocabulary starts (``PhraseVocabulary.to_json``).
+_CACHE_HEAD = ('{"format":' + json.dumps(FORMAT_NAME)).encode("utf-8")
+
+
 def load_or_extract_vocabulary(
     docs: list[Document],
     cache: str | Path | None,
@@ -456,19 +505,19 @@ def load_or_extract_vocabulary(
     """The phrase vocabulary of ``docs``: read from ``cache`` when it was extracted from the
     same documents with the same settings, otherwise extracted (and written to ``cache``)."""
     extractor = extractor or PhraseExtractor()
-    if cache is not None and Path(cache).is_file():
+    check_phrase_cache(cache)
+    if cache is not None and os.path.lexists(cache):
         try:
             vocab = PhraseVocabulary.from_json(cache)
-        except (ValueError, KeyError, OSError, EOFError, zlib.error) as exc:
-            logger.warning("ignoring unreadable phrase cache %s (%s)", cache, exc)
+        except ValueError as exc:
+            raise _not_a_cache(cache, exc) from None
+        if vocab.doc_ids != [d.id for d in docs]:
+            logger.warning("phrase cache %s is for other documents; re-extracting", cache)
+        elif vocab.params != extractor.get_params():
+            logger.warning("phrase cache %s used other settings; re-extracting", cache)
         else:
-            if vocab.doc_ids != [d.id for d in docs]:
-                logger.warning("phrase cache %s is for other documents; re-extracting", cache)
-            elif vocab.params != extractor.get_params():
-                logger.warning("phrase cache %s used other settings; re-extracting", cache)
-            else:
-                logger.info("phrases read from cache %s", cache)
-                return vocab
+            logger.info("phrases read from cache %s", cache)
+            return vocab
     vocab = extractor.extract(docs, show_progress=show_progress)
     if cache is not None:
         vocab.to_json(cache)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from phrasekit.io import atomic_write
+from phrasekit.io import atomic_write, json_loads
 
 logger = logging.getLogger(__name__)
 
@@ -339,12 +339,12 @@ def _read_json(source: str | Path, build: Callable[[dict[str, Any]], _T]) -> _T:
     """``build`` applied to a saved vocabulary's JSON object (a ``.gz`` or plain file, or a JSON
     string); a damaged or foreign file raises ``ValueError`` naming it."""
     if isinstance(source, str) and source.lstrip().startswith("{"):
-        return build(json.loads(source))
+        return build(json_loads(source))
     path = Path(source)
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as fh:
-            obj = json.load(fh)
+            obj = json_loads(fh.read())
         if not isinstance(obj, dict):
             raise TypeError(f"a JSON {type(obj).__name__}, not an object")
         return build(obj)

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from phrasekit.io import atomic_write
+from phrasekit.io import atomic_write, json_loads
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class ShardStore:
         if not path.is_file():
             return {}
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             logger.warning("shard manifest %s is unreadable (%s): starting over", path, exc)
             return {}

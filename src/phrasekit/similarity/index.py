@@ -36,11 +36,6 @@ INDEX_CONFIG = "index.json"
 INDEX_KIND = "search-index"
 
 
-def _is_index_dir(path: Path) -> bool:
-    """Whether ``path`` holds an index saved without a manifest (only index files in it)."""
-    files = {p.name for p in path.iterdir()}
-    return INDEX_CONFIG in files and files <= {INDEX_CONFIG, "vectors.npy", "index.faiss"}
-
 # Measured with benchmarks/join_ann.py and a size sweep on 2 (busy) CPU cores, all-MiniLM-L6-v2
 # vectors (384d) of real AutoFJ titles, k=10, HNSW M=32 / efConstruction=80 / efSearch=128:
 #   indexed n   exact, 10k queries   HNSW build + 10k queries   HNSW recall@10
@@ -61,6 +56,9 @@ ANN_MIN_QUERIES = 40_000
 DEFAULT_M = 32
 DEFAULT_EF_CONSTRUCTION = 80
 DEFAULT_EF_SEARCH = 128
+#: Bounds on HNSW parameters read from a user's config (faiss takes C ints; far larger values
+#: only exhaust memory or time).
+MAX_M, MAX_EF, MAX_DIM = 512, 100_000, 65_536
 
 
 def check_rows(vectors: np.ndarray, what: str = "vectors") -> np.ndarray:
@@ -168,7 +166,7 @@ class SearchIndex(ABC):
     def save(self, directory: str | Path) -> None:
         """Save to ``directory`` whole or not at all (staged beside it, swapped in at once, with
         a manifest that ``load_index`` checks)."""
-        with staged_folder(directory, INDEX_KIND, legacy=_is_index_dir) as tmp:
+        with staged_folder(directory, INDEX_KIND) as tmp:
             self._write(tmp)
             write_json(tmp / INDEX_CONFIG, self.config())
         logger.info("saved %s to %s", self.describe(), directory)
@@ -285,10 +283,12 @@ class ANNIndex(SearchIndex):
         num_threads: int | None = None,
         chunk: int = 2048,
     ) -> None:
-        if dim < 1 or m < 2 or ef_construction < 1 or ef_search < 1:
+        if not (1 <= dim <= MAX_DIM and 2 <= m <= MAX_M and 1 <= ef_construction <= MAX_EF
+                and 1 <= ef_search <= MAX_EF):
             raise ValueError(
-                f"need dim >= 1, m >= 2, ef_construction >= 1, ef_search >= 1; got dim={dim}, "
-                f"m={m}, ef_construction={ef_construction}, ef_search={ef_search}"
+                f"need 1 <= dim <= {MAX_DIM}, 2 <= m <= {MAX_M}, 1 <= ef_construction, ef_search "
+                f"<= {MAX_EF}; got dim={dim}, m={m}, ef_construction={ef_construction}, "
+                f"ef_search={ef_search}"
             )
         faiss = _faiss()
         self._index = faiss.IndexHNSWFlat(int(dim), int(m), faiss.METRIC_INNER_PRODUCT)
@@ -371,6 +371,21 @@ class ANNIndex(SearchIndex):
             out[row] = self._index.reconstruct(int(i))
         return out
 
+    def check_holds(self, vectors: np.ndarray, where: str, sample: int = 64) -> None:
+        """Raise ``ValueError`` unless the graph stores ``vectors`` (a sample of rows read back
+        and searched for: each must find itself), so a swapped or stale graph is refused."""
+        if len(self) != len(vectors):
+            raise ValueError(f"{where}: the graph holds {len(self)} vectors, expected "
+                             f"{len(vectors)}")
+        ids = np.unique(np.linspace(0, len(vectors) - 1, min(sample, len(vectors))).astype(int))
+        if not len(ids):
+            return
+        stored = self.reconstruct(ids)
+        scores, _ = self.search(vectors[ids], k=1)
+        if not np.array_equal(stored, vectors[ids]) or not np.all(scores[:, 0] >= 0.999):
+            raise ValueError(f"{where}: the graph does not hold the saved vectors (a swapped, "
+                             "stale or edited index.faiss); build the index again")
+
     def params(self) -> dict[str, Any]:
         """HNSW parameters."""
         return {"m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
@@ -410,8 +425,10 @@ def load_index(directory: str | Path, num_threads: int | None = None) -> SearchI
     cfg_path = directory / INDEX_CONFIG
     if not cfg_path.is_file():
         raise FileNotFoundError(f"{directory}: no {INDEX_CONFIG} (not a saved phrasekit index)")
-    verify_folder(directory, INDEX_KIND, required=(INDEX_CONFIG,))
+    manifest = verify_folder(directory, INDEX_KIND, required=(INDEX_CONFIG,))
     config = read_json_object(cfg_path)
+    if config.get("kind") == "ann" and "index.faiss" not in manifest["files"]:
+        raise ValueError(f"{directory}: its manifest does not list index.faiss")
     if config.get("format") != INDEX_FORMAT:
         raise ValueError(f"{cfg_path}: unsupported index format {config.get('format')!r}")
     kind = config.get("kind")

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import csv
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, known_rows
 from phrasekit.io import atomic_write
 from phrasekit.similarity.index import (
     ANN_MIN_QUERIES,
@@ -196,10 +197,16 @@ def fuzzy_join(
         scores, ids = search_index.search(right_vecs, k=k, show_progress=show_progress)
     else:
         scores, ids = search(search_index, left_vecs, right_vecs, k)
+    # a value the encoder knows nothing of (no GloVe word) matches only its exact repeat
+    unknown = ~known_rows(encoder, [v for _, v in right], right_vecs)
+    if unknown.any():
+        logger.warning("%d right value(s) have no known word for %s; they match only an "
+                       "identical left value", int(unknown.sum()), getattr(encoder, "name", ""))
     matches: list[Match] = []
     for i, (r_row, r_val) in enumerate(right):
         for rank, (score, j) in enumerate(zip(scores[i], ids[i], strict=True), start=1):
-            if j < 0 or (threshold is not None and score < threshold):
+            if j < 0 or (threshold is not None and score < threshold) or (
+                    unknown[i] and score < 0.9999):
                 break
             l_row, l_val = left[int(j)]
             matches.append(Match(r_row, r_val, l_row, l_val, rank, round(float(score), 6)))
@@ -216,10 +223,28 @@ def fuzzy_join(
     return matches
 
 
-def write_matches(path: str | Path, matches: list[Match]) -> None:
+#: First characters that make a spreadsheet read a cell as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class SafeWriter:
+    """A ``csv.writer`` whose text cells that a spreadsheet would run as a formula (starting
+    with ``=``, ``+``, ``-``, ``@``, tab or CR) are written with a leading ``'``, which shows
+    them as text (``safe=False`` writes every cell as it is)."""
+
+    def __init__(self, fh: Any, safe: bool = True) -> None:
+        self._writer, self.safe = csv.writer(fh), safe
+
+    def writerow(self, row: Iterable[Any]) -> None:
+        """Write one row, text cells made safe."""
+        self._writer.writerow([f"'{c}" if self.safe and isinstance(c, str)
+                               and c.startswith(FORMULA_STARTS) else c for c in row])
+
+
+def write_matches(path: str | Path, matches: list[Match], csv_safe: bool = True) -> None:
     """Write matches as CSV (right_row, right_value, left_row, left_value, rank, score)."""
     with atomic_write(path, newline="") as fh:
-        writer = csv.writer(fh)
+        writer = SafeWriter(fh, csv_safe)
         writer.writerow(MATCH_COLUMNS)
         for m in matches:
             writer.writerow([m.right_row, m.right_value, m.left_row, m.left_value, m.rank, m.score])
@@ -244,13 +269,15 @@ def carried_columns(left: Table, left_on: str, right: Table, right_on: str) -> l
 
 
 def write_joined(path: str | Path, matches: list[Match], left: Table, left_on: str,
-                 right: Table, right_on: str, how: str = "inner") -> int:
+                 right: Table, right_on: str, how: str = "inner", csv_safe: bool = True
+                 ) -> int:
     """Write matches with the other columns of both tables; return the rows written.
 
     ``how="inner"``: one row per match, by right row then rank. ``how="left"``: the right table
     is kept whole: every right data row appears, in file order, with its matches, or once with
     empty ``left_*`` columns, rank and score when it has none (also a row skipped for an empty
-    join cell).
+    join cell). ``csv_safe``: text cells that start like a formula get a leading ``'``
+    (:class:`SafeWriter`).
     """
     if how not in JOIN_HOWS:
         raise ValueError(f"how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
@@ -263,7 +290,7 @@ def write_joined(path: str | Path, matches: list[Match], left: Table, left_on: s
     r_other = [i for i in range(len(right.header)) if i != rcol]
     written = 0
     with atomic_write(path, newline="") as fh:
-        writer = csv.writer(fh)
+        writer = SafeWriter(fh, csv_safe)
         writer.writerow(carried_columns(left, left_on, right, right_on))
         for row_no, _, row in right.rows:
             found = by_right.get(row_no, [])

@@ -29,9 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from phrasekit.artifacts import IntegrityError, check_output_folder, staged_folder, verify_folder
+from phrasekit.artifacts import (
+    MANIFEST,
+    IntegrityError,
+    check_output_folder,
+    staged_folder,
+    verify_folder,
+)
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
+from phrasekit.io import atomic_write, json_loads, load_npy, read_json_object, write_json
 from phrasekit.registry import DEFAULT_MODEL, load
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
@@ -52,15 +58,6 @@ NAMES = "names.jsonl"
 VECTORS = "vectors.npy"
 #: Manifest kind of a saved EntityIndex.
 ENTITY_KIND = "entity-index"
-
-
-def _is_entity_dir(path: Path) -> bool:
-    """Whether ``path`` holds an EntityIndex saved without a manifest (so a save may replace
-    it)."""
-    try:
-        return json.loads((path / CONFIG).read_text(encoding="utf-8")).get("type") == TYPE
-    except (OSError, ValueError, AttributeError):
-        return False
 # A re-created encoder must reproduce the stored first vector to this cosine (bf16 vs fp32
 # encodings of the same model agree to > 0.999; different models are far apart).
 PROBE_MIN_COSINE = 0.99
@@ -200,7 +197,7 @@ def _model_spec(encoder: Encoder | str) -> tuple[Encoder, str]:
 
 def check_index_out(path: str | Path) -> Path:
     """Validate where an EntityIndex will be saved, before the names are embedded."""
-    return check_output_folder(path, ENTITY_KIND, legacy=_is_entity_dir)
+    return check_output_folder(path, ENTITY_KIND)
 
 
 class EntityIndex:
@@ -306,7 +303,7 @@ class EntityIndex:
         """Write the index to ``directory`` whole or not at all (staged beside it and swapped in
         at once, replacing an earlier EntityIndex), with a manifest ``load`` checks."""
         directory = Path(directory)
-        with staged_folder(directory, ENTITY_KIND, legacy=_is_entity_dir) as tmp:
+        with staged_folder(directory, ENTITY_KIND) as tmp:
             with atomic_write(tmp / NAMES) as fh:
                 for name, ident in zip(self.names, self.ids, strict=True):
                     fh.write(json.dumps({"name": name, "id": ident}, ensure_ascii=False) + "\n")
@@ -335,11 +332,15 @@ class EntityIndex:
         directory = Path(directory)
         if not directory.is_dir():
             raise EntityIndexError(f"entity index directory not found: {directory}")
-        config = _read_config(directory)
-        try:
-            verify_folder(directory, ENTITY_KIND, required=(CONFIG, NAMES, VECTORS))
+        if not (directory / CONFIG).is_file():
+            raise EntityIndexError(f"{directory}: no {CONFIG} (not a saved EntityIndex)")
+        try:  # every file checked (inside the folder, listed, unchanged) before one is read
+            manifest = verify_folder(directory, ENTITY_KIND, required=(CONFIG, NAMES, VECTORS))
         except IntegrityError as exc:
             raise EntityIndexError(str(exc)) from exc
+        config = _read_config(directory)
+        if config.get("index_kind") == "ann" and "index.faiss" not in manifest["files"]:
+            raise EntityIndexError(f"{directory / MANIFEST}: does not list index.faiss")
         count, dim = int(config["count"]), int(config["dim"])
         names, ids = _read_names_file(directory / NAMES, count)
         vpath = directory / VECTORS
@@ -359,7 +360,8 @@ class EntityIndex:
         elif kind == "ann":
             try:
                 index = ANNIndex._read(directory, dict(config.get("index") or {}))
-            except (FileNotFoundError, ValueError) as exc:
+                index.check_holds(vectors, str(directory / "index.faiss"))
+            except (FileNotFoundError, ValueError, TypeError) as exc:
                 raise EntityIndexError(str(exc)) from exc
             index.num_threads = num_threads
             if len(index) != count or index.dim != dim:
@@ -419,7 +421,7 @@ def _read_names_file(path: Path, count: int) -> tuple[list[str], list[str]]:
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             try:
-                obj = json.loads(line)
+                obj = json_loads(line)
                 names.append(str(obj["name"]))
                 ids.append(str(obj["id"]))
             except (json.JSONDecodeError, KeyError, TypeError) as exc:

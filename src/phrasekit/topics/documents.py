@@ -275,9 +275,14 @@ class DocumentTopicModel(BaseEstimator):
         Xc = np.zeros_like(X)
         Xc[used] = l2_normalize(X[used] - self.doc_mean_)
         n_used = int(used.sum())
-        if n_used < (self.n_topics or self.k_range[0]) + 1:
-            raise ValueError(f"only {n_used} documents have words: too few for "
-                             f"{self.n_topics or self.k_range[0]} topics")
+        self.n_distinct_ = len(np.unique(np.round(Xc[used], 5), axis=0))
+        need = self.n_topics or self.k_range[0]
+        if n_used < need + 1:
+            raise ValueError(f"only {n_used} documents have words: too few for {need} topics")
+        if self.n_distinct_ < need + 1:  # identical documents cannot fill K distinct topics
+            raise ValueError(f"only {self.n_distinct_} of the {n_used} documents differ: too "
+                             f"few for {need} topics (give a corpus of more distinct "
+                             "documents, or fewer topics with -k / --k-min)")
 
         t0 = time.perf_counter()
         k, self.k_scores_ = self._choose_k(Xc[used], show_progress)
@@ -296,7 +301,7 @@ class DocumentTopicModel(BaseEstimator):
                                       self.max_phrases)
         if len(vocab) < self.top_n:
             raise ValueError(f"only {len(vocab)} terms occur in at least {self.min_df} "
-                             "documents; lower min_df or give a larger corpus")
+                             "documents; lower --min-df (min_df) or give a larger corpus")
         P = presence_matrix(token_docs, vocab.terms, format="csr")
         labels = np.full(len(texts), -1, dtype=np.int64)
         labels[used] = labels_used
@@ -342,7 +347,7 @@ class DocumentTopicModel(BaseEstimator):
     def _choose_k(self, X: np.ndarray, show_progress: bool) -> tuple[int, dict[int, float]]:
         if self.n_topics is not None:
             return int(self.n_topics), {}
-        k_min, k_max = int(self.k_range[0]), min(int(self.k_range[1]), len(X) - 1)
+        k_min, k_max = int(self.k_range[0]), min(int(self.k_range[1]), self.n_distinct_ - 1)
         return choose_k(X, range(k_min, max(k_min, k_max) + 1), self.k_criterion,
                         seed=int(self.random_state), tolerance=float(self.k_tolerance),
                         show_progress=show_progress)

@@ -55,7 +55,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 from tqdm.auto import tqdm
 
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, known_rows
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
@@ -222,10 +222,10 @@ class PhraseTopicModel(BaseEstimator):
 
     def _encode_terms(self, encoder: Encoder, vocab: PhraseVocabulary, full: PhraseVocabulary,
                       show_progress: bool) -> tuple[PhraseVocabulary, np.ndarray]:
-        """Step 3: unit embeddings of the terms; terms the encoder has no vector for (all-zero
-        rows, e.g. GloVe out-of-vocabulary) are dropped from ``vocab``."""
+        """Step 3: unit embeddings of the terms; terms the encoder has no vector for (e.g. no
+        word GloVe knows) are dropped from ``vocab``."""
         X = encoder.encode(vocab.surface, batch_size=self.batch_size, show_progress=show_progress)
-        known = np.linalg.norm(X, axis=1) > 0.5
+        known = known_rows(encoder, vocab.surface, X)
         if not known.all():
             logger.info("dropping %d term(s) the encoder has no vector for", int((~known).sum()))
             vocab = vocab.subset([p for p, k in zip(vocab.phrases, known, strict=True) if k])
@@ -293,7 +293,7 @@ class PhraseTopicModel(BaseEstimator):
                 f"only {n_terms} terms {what} (min_df={self.min_df}, max_df={self.max_df}, "
                 f"max_phrases={self.max_phrases}, generic_share={self.generic_share}; "
                 f"{len(full)} extracted from {full.n_docs} docs), but {asked} needs at least "
-                f"{need}: use a larger corpus, lower min_df or fewer topics"
+                f"{need}: use a larger corpus, lower --min-df (min_df) or fewer topics"
             )
 
     def _candidate_ks(self, n_terms: int) -> list[int]:

@@ -240,11 +240,6 @@ TOPICS_KIND = "topics"
 TOPIC_FILES = ("topics.json", "topics.md", "report.html")
 
 
-def is_topic_set(path: Path) -> bool:
-    """Whether ``path`` holds only the files of a topic set written before sets had manifests."""
-    return all(p.name in TOPIC_FILES for p in path.iterdir())
-
-
 def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = ()) -> Path:
     """Validate a topics output folder before long work (absent, empty or an earlier set); no
     cache may live inside it, since the folder is replaced as a whole."""
@@ -253,7 +248,7 @@ def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = 
         if cache is not None and Path(cache).absolute().is_relative_to(out):
             raise ValueError(f"cache {cache} is inside the output folder {out_dir}, which is "
                              "replaced as a whole; keep caches outside it")
-    return check_output_folder(out_dir, TOPICS_KIND, legacy=is_topic_set)
+    return check_output_folder(out_dir, TOPICS_KIND)
 
 
 def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: Any,
@@ -266,7 +261,7 @@ def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: 
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
     if report:
         paths["report"] = out / "report.html"
-    with staged_folder(out, TOPICS_KIND, legacy=is_topic_set) as tmp:
+    with staged_folder(out, TOPICS_KIND) as tmp:
         write_json(tmp / "topics.json", data, rows=rows)
         write_text(tmp / "topics.md", markdown)
         if report:

@@ -11,7 +11,11 @@ from typing import Any
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, StreamedCorpus, read_corpus
-from phrasekit.phrases.extract import PhraseExtractor, load_or_extract_vocabulary
+from phrasekit.phrases.extract import (
+    PhraseExtractor,
+    check_phrase_cache,
+    load_or_extract_vocabulary,
+)
 from phrasekit.registry import as_encoder
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
@@ -81,6 +85,7 @@ def run_topics(
     estimator.check_params()
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
     check_topics_out(out_dir, caches=(phrase_cache, cache_dir))
+    check_phrase_cache(phrase_cache)
     docs: list[Document] | StreamedCorpus
     if method == "documents" and phrase_cache is None:
         docs = StreamedCorpus(Path(corpus), text_field, id_field)  # read once per pass
@@ -169,6 +174,7 @@ def run_pntm(
         raise ValueError(f"n_sentences must be >= 0, got {n_sentences}")
     estimator.set_params(encoder=as_encoder(model))  # an unknown name fails before long work
     check_topics_out(out_dir, caches=(phrase_cache, cache_dir))
+    check_phrase_cache(phrase_cache)
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
     phrases = load_or_extract_vocabulary(docs, phrase_cache, extractor,

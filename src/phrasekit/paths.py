@@ -1,0 +1,143 @@
+"""The output-path policy: what phrasekit may write or replace, checked before work starts.
+
+An output never resolves (through symlinks, ``..``, hard links or case) to an input or a cache,
+never lies inside an input folder, and a folder output never holds an input. FIFOs, devices
+and sockets are refused as inputs' and outputs' stand-ins, named as what they are, and so is
+the current folder (or one that holds it) as an output folder. Staging and temp names derived
+from an output name stay within the file-name limit for any valid name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+#: The longest file name most file systems take (bytes, ext4/xfs/btrfs/tmpfs).
+NAME_MAX = 255
+#: Output names longer than this get a shortened, hashed stem in their staging and temp names.
+_STEM_MAX = 180
+
+
+def special_kind(path: str | Path) -> str | None:
+    """``"a FIFO"``, ``"a character device"``, ``"a block device"`` or ``"a socket"`` when
+    ``path`` (followed through symlinks) is one, else None (also when it does not exist)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return None
+
+
+def what_is(path: str | Path) -> str:
+    """A short description of what is at ``path``, for messages ("a folder", "a FIFO", ...)."""
+    kind = special_kind(path)
+    if kind is not None:
+        return kind
+    path = Path(path)
+    if path.is_dir():
+        return "a folder"
+    if path.is_file():
+        return "a file"
+    if path.is_symlink():
+        return "a broken symlink"
+    return "missing"
+
+
+def real(path: str | Path) -> Path:
+    """``path`` absolute, with symlinks and ``..`` resolved (as far as it exists)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def same_path(a: str | Path, b: str | Path) -> bool:
+    """Whether ``a`` and ``b`` name the same file: the same resolved path, or one inode (a hard
+    link, or another case of the name on a case-insensitive file system)."""
+    if real(a) == real(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def is_inside(child: str | Path, folder: str | Path) -> bool:
+    """Whether ``child`` resolves to ``folder`` itself or to a path under it."""
+    child_real, folder_real = real(child), real(folder)
+    if child_real == folder_real or child_real.is_relative_to(folder_real):
+        return True
+    try:  # the same folder reached by another name (bind mount, case-insensitive name)
+        return any(os.path.samefile(p, folder) for p in (child, *Path(child).absolute().parents)
+                   if os.path.exists(p))
+    except (OSError, ValueError):
+        return False
+
+
+#: Files that mark a folder as a saved phrasekit artefact (see ``phrasekit.artifacts``).
+ARTEFACT_MARKERS = ("manifest.json", "_manifest.json")
+
+
+def is_artefact(path: str | Path) -> bool:
+    """Whether ``path`` is a folder saved by phrasekit (a model, an index, an output set)."""
+    return Path(path).is_dir() and any((Path(path) / m).exists() for m in ARTEFACT_MARKERS)
+
+
+def check_output(out: str | Path, option: str, inputs: Iterable[str | Path] = (),
+                 folder: bool = False) -> Path:
+    """Refuse, with ``ValueError`` naming ``option``, an output that is a FIFO/device/socket,
+    any of ``inputs`` (or inside an input artefact folder), the current folder or one that holds it
+    (for a folder output), or a folder output that holds one of ``inputs``."""
+    out = Path(out)
+    kind = special_kind(out)
+    if kind is not None:
+        raise ValueError(f"{option} {out} is {kind}, not a regular "
+                         f"{'folder' if folder else 'file'}; give a path to write to")
+    if folder and is_inside(Path.cwd(), out):
+        raise ValueError(f"{option} {out} is the current folder or holds it, and an output "
+                         "folder is replaced as a whole; give a new folder")
+    for path in inputs:
+        if not os.path.lexists(path):
+            continue
+        if same_path(out, path):
+            what = "folder" if Path(path).is_dir() else "file"
+            raise ValueError(f"{option} {out} is the input {what} {path}; it would be "
+                             "overwritten, so write elsewhere")
+        if is_artefact(path) and is_inside(out, path):
+            raise ValueError(f"{option} {out} is inside the input folder {path} (a saved "
+                             "phrasekit artefact, checked file by file); write elsewhere")
+        if folder and is_inside(path, out):
+            raise ValueError(f"{option} {out} holds the input {path}, and an output folder is "
+                             "replaced as a whole; write elsewhere")
+    return out
+
+
+def stem(name: str) -> str:
+    """``name`` as used inside staging and temp names: itself when short, else its head and a
+    hash, so ``.STEM.staging-PID-XXXXXXXX`` fits the file-name limit for any valid name."""
+    if len(os.fsencode(name)) <= _STEM_MAX:
+        return name
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    head = os.fsencode(name)[:_STEM_MAX - 17].decode("utf-8", errors="ignore")
+    return f"{head}~{digest}"
+
+
+def own_siblings(folder: Path, prefix: str, pattern: str) -> list[tuple[Path, int]]:
+    """Entries of ``folder`` named exactly ``prefix`` + ``PID`` + ``pattern`` (a regular
+    expression for the rest, user text never used as a pattern), with their writer's pid."""
+    expr = re.compile(re.escape(prefix) + r"(\d+)" + pattern)
+    found = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    for name in names:
+        match = expr.fullmatch(name)
+        if match:
+            found.append((folder / name, int(match.group(1))))
+    return found
