@@ -152,7 +152,7 @@ def test_bad_input_errors(glove) -> None:
         nearest_neighbors(glove, "  ", VOCAB)
     with pytest.raises(ValueError, match=r"texts\[1\]"):
         lexical_diversity(glove, ["car", ""], ["truck"])
-    with pytest.raises(ValueError, match="no known word"):
+    with pytest.raises(ValueError, match="has a known word"):
         lexical_diversity(glove, VOCAB, ["zzqxv qqwvz"])
 
 

@@ -245,7 +245,7 @@ def test_deeply_nested_json_is_a_clear_error(tmp_path):
     cfg.write_text("[" * 100_000, encoding="utf-8")
     from phrasekit.io import read_json_object
 
-    with pytest.raises(ValueError, match="deep.json"):
+    with pytest.raises(ValueError, match=r"deep\.json"):
         read_json_object(cfg)
 
 

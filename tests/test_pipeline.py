@@ -193,7 +193,7 @@ def test_engine_settings_are_checked():
     (["topics", "sample", "--out", "{tmp}/t", "--method", "ccl", "--work-dir", "{tmp}/w"],
      "run the methods documents, clusters, pntm"),
     (["encode", "{tmp}/in.txt", "--out", "{tmp}/o.npy", "--engine", "ray", "--worker-cpus",
-      "0"], "--worker-cpus must be positive"),
+      "0"], "--worker-cpus must be between"),
 ])
 def test_cli_refuses_bad_engine_options(tmp_path, args, message):
     (tmp_path / "in.txt").write_text("a phrase\n", encoding="utf-8")

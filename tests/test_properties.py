@@ -160,7 +160,8 @@ def test_join_finds_each_value_in_a_shuffled_copy(tmp_path_factory, string_encod
     assert len(matches) == len(values)
     assert all(m.score >= 1 - 1e-4 for m in matches)  # its own copy is always found
     out = root / "out.csv"
-    assert write_joined(out, matches, left, "name", right, "name", how="left") == len(values)
+    assert write_joined(out, matches, left, "name", right, "name", how="left",
+                        csv_safe=False) == len(values)
     with open(out, encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["right_note"] for r in rows] == [extra[i] for i in order]

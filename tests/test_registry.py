@@ -43,7 +43,7 @@ def test_bad_precision():
 
 
 def test_glove_rejects_options():
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="no precision setting"):
         phrasekit.load("glove-50d", precision="bf16")
 
 

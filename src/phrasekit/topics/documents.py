@@ -36,12 +36,13 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import encode_documents, iter_document_vectors
@@ -53,6 +54,7 @@ from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
+from phrasekit.topics.student import PLACEMENTS, TopicStudent
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
@@ -146,8 +148,11 @@ class DocumentTopicModel(BaseEstimator):
             words (None: every document); phrases are counted in all of them.
         extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
         fit_docs: at most this many documents (a seeded sample of a larger corpus) are
-            clustered and read for terms; every other one is then encoded and assigned to
-            its nearest topic in a streaming pass, so memory follows the sample.
+            encoded, clustered and read for terms; every other one is then placed in a topic
+            in a streaming pass, so memory and transformer time follow the sample.
+        placement: how documents outside the sample are placed: ``"student"`` (a tf-idf
+            logistic regression trained on the sample's topics, ``topics.student``; no
+            transformer pass) or ``"encoder"`` (encoded, then their nearest topic).
     """
 
     def __init__(
@@ -173,6 +178,7 @@ class DocumentTopicModel(BaseEstimator):
         n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
         fit_docs: int = 20_000,
+        placement: str = "student",
     ) -> None:
         self.encoder = encoder
         self.n_topics = n_topics
@@ -195,6 +201,7 @@ class DocumentTopicModel(BaseEstimator):
         self.n_jobs = n_jobs
         self.extractor = extractor
         self.fit_docs = fit_docs
+        self.placement = placement
 
     # ------------------------------------------------------------------ validation
     def check_params(self) -> None:
@@ -213,6 +220,8 @@ class DocumentTopicModel(BaseEstimator):
         for name in ("generic_share", "misc_share", "k_tolerance"):
             check_share(name, getattr(self, name), "[0, 1)")
         check_extractor(self.extractor)
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
 
     def phrase_extractor(self) -> PhraseExtractor:
         """The extractor used: ``extractor``, or noun phrases from POS patterns (no parser,
@@ -249,6 +258,9 @@ class DocumentTopicModel(BaseEstimator):
         self.sample_index_ = index
         if len(index) < len(ids):
             t0 = time.perf_counter()
+            if self.placement == "student":
+                self.student_ = TopicStudent(self.n_topics_, seed=int(self.random_state)).fit(
+                    [d.text for d in sample], self.doc_labels_)
             self._assign_rest(docs, show_progress)
             self.timings_["assigning"] = time.perf_counter() - t0
         logger.info("%d topics (%d miscellaneous) over %d docs (fitted on %d) from %d terms "
@@ -330,15 +342,13 @@ class DocumentTopicModel(BaseEstimator):
         again = iter_known_documents(docs, self.doc_ids_, "the corpus changed while it was read")
         rest = ((i, d.text) for i, d in again if not in_sample[i])
         blocks = iter(lambda: list(islice(rest, ASSIGN_BLOCK)), [])
-        for block, X in iter_document_vectors(self.encoder_, blocks,
-                                              lambda b: [t for _, t in b], self.chunk_size,
-                                              self.max_chunks, show_progress):
-            rows = np.asarray([i for i, _ in block], dtype=np.int64)
-            used, d2, shares[rows] = self._place(X)
-            labels[rows] = np.where(used, d2.argmin(axis=1), -1)
+        for block, rows, d2, block_shares in self._placed_blocks(blocks, show_progress):
+            shares[rows] = block_shares
+            labels[rows] = np.where(block_shares.any(axis=1), block_shares.argmax(axis=1), -1)
             P = presence_matrix(TokenDocs(t for _, t in block), self.vocabulary_.terms, "csr")
             n_terms[rows] = np.asarray(P.sum(axis=1)).ravel()
-            nearest.add(rows, labels[rows], d2)
+            if d2 is not None:  # typical documents are judged on transformer vectors only
+                nearest.add(rows, labels[rows], d2)
         self.doc_labels_, self.doc_topics_, self.doc_n_phrases_ = labels, shares, n_terms
         self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
         self.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
@@ -438,6 +448,24 @@ class DocumentTopicModel(BaseEstimator):
         X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
                              self.chunk_size, self.max_chunks, None, show_progress)
         return self._place(X)[2]
+
+    def _placed_blocks(self, blocks: Iterable[list[tuple[int, str]]], show_progress: bool
+                       ) -> Iterator[tuple[list[tuple[int, str]], np.ndarray, np.ndarray | None,
+                                           np.ndarray]]:
+        """``(block, rows, squared distances or None, shares)`` of each block of documents
+        outside the sample: placed by the student, or encoded and placed by the encoder."""
+        if self.placement == "student":
+            bar = tqdm(blocks, desc="topics[student]", unit="block", disable=not show_progress,
+                       leave=False)
+            for block in bar:
+                rows = np.asarray([i for i, _ in block], dtype=np.int64)
+                yield block, rows, None, self.student_.predict_proba([t for _, t in block])
+            return
+        for block, X in iter_document_vectors(self.encoder_, blocks,
+                                              lambda b: [t for _, t in b], self.chunk_size,
+                                              self.max_chunks, show_progress):
+            _, d2, block_shares = self._place(X)
+            yield block, np.asarray([i for i, _ in block], dtype=np.int64), d2, block_shares
 
     def _place(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Document vectors against the fitted topics: which have words, squared distances
