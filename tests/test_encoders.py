@@ -131,3 +131,18 @@ def test_document_vectors_of_a_stream_match_the_whole(glove):
     whole = encode_documents(glove, texts, chunk_size=50, max_chunks=3)
     assert np.array_equal(np.concatenate([X for _, X in got]), whole)
     assert not whole[1].any() and not whole[3].any()  # no words: a zero row
+
+
+@pytest.mark.parametrize(("flags", "want"), [
+    ({"avx2", "fma"}, "fp32"), (set(), "fp32"), ({"avx512f", "avx512_vnni"}, "fp32"),
+    ({"avx512f", "avx512_bf16"}, "bf16"), ({"amx_tile", "amx_bf16"}, "bf16")])
+def test_auto_precision_never_picks_bf16_without_the_cpu_flags(monkeypatch, flags, want):
+    from phrasekit.encoders import transformer
+
+    transformer._auto_precision.cache_clear()
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: set(flags))
+    try:
+        assert transformer.resolve_precision("auto") == want
+        assert transformer.resolve_precision("fp32") == "fp32"
+    finally:
+        transformer._auto_precision.cache_clear()

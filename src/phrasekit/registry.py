@@ -62,7 +62,7 @@ def register(
 
 @register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling")
 def _minilm(**kwargs: Any) -> Encoder:
-    precision = kwargs.get("precision", "fp32")
+    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
     kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
     return encoders.TransformerEncoder(minilm_path(), **kwargs)
 
@@ -70,7 +70,7 @@ def _minilm(**kwargs: Any) -> Encoder:
 @register("mpnet", "all-mpnet-base-v2 (768d, 110M; extra: phrasekit[mpnet]), mean pooling; "
                    "PEARL's distillation teacher", installed=mpnet_installed)
 def _mpnet(**kwargs: Any) -> Encoder:
-    precision = kwargs.get("precision", "fp32")
+    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
     kwargs.setdefault("name", "mpnet" if precision == "fp32" else f"mpnet@{precision}")
     return encoders.TransformerEncoder(mpnet_path(), **kwargs)
 
@@ -115,7 +115,7 @@ def _require_packaged(name: str, train_command: str) -> Path:
 def _pearl_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PEARL_MINILM, "phrasekit train pearl")
     precision = kwargs.pop("precision", "fp32")
-    if precision != "fp32":
+    if precision not in ("fp32", "auto"):  # auto: fp32, the one PEARL is measured in
         raise ValueError(f"{PEARL_MINILM} supports precision fp32 only, got {precision!r}")
     return encoders.PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
 

@@ -15,4 +15,4 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                             "static": ["StaticWordEncoder"],
                             "string": ["CharNgramEncoder"],
                             "subtst": ["SubTST"],
-                            "transformer": ["TransformerEncoder"]})
+                            "transformer": ["TransformerEncoder", "resolve_precision"]})

@@ -9,6 +9,7 @@ cosine to fp32 around 0.97, so it is not recommended for benchmarks).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,13 +26,35 @@ logger = logging.getLogger(__name__)
 PRECISIONS = ("fp32", "bf16", "int8")
 
 
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (``/proc/cpuinfo``; empty where it cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {f for line in text.splitlines() if line.startswith("flags")
+            for f in line.split(":", 1)[1].split()}
+
+
 def cpu_supports_bf16() -> bool:
     """True when the CPU advertises native bfloat16 arithmetic (AVX512-BF16 or AMX)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+
+
+@functools.cache
+def _auto_precision() -> str:
+    choice = "bf16" if cpu_supports_bf16() else "fp32"
+    logger.info("precision auto -> %s (%s)", choice, "the CPU has AVX512-BF16 or AMX"
+                if choice == "bf16" else "no native bfloat16 on this CPU")
+    return choice
+
+
+def resolve_precision(precision: str) -> str:
+    """``"auto"``: bf16 where the CPU computes it natively (AVX512-BF16 or AMX: 1.3-1.9x the
+    fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is slower, and
+    int8's vectors move too far to be chosen unasked); any other value as it is. The choice is
+    logged once per process."""
+    return _auto_precision() if precision == "auto" else precision
 
 
 class TransformerEncoder(Encoder):
@@ -41,7 +64,7 @@ class TransformerEncoder(Encoder):
         model_path: a local Hugging Face model directory (config, tokenizer, safetensors).
         name: short name used in logs and tables.
         max_seq_length: tokens kept per text; longer texts are truncated.
-        precision: ``fp32``, ``bf16`` or ``int8``.
+        precision: ``fp32``, ``bf16``, ``int8`` or ``auto`` (:func:`resolve_precision`).
         num_threads: torch intra-op threads (None keeps torch's default).
         attn_implementation: transformers attention kernel; None picks ``eager`` for bf16
             (about 20% faster than SDPA on short phrases on CPU) and the library default
@@ -61,6 +84,7 @@ class TransformerEncoder(Encoder):
     ) -> None:
         from transformers import AutoTokenizer
 
+        precision = resolve_precision(precision)
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         path = Path(model_path)
