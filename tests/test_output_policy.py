@@ -198,6 +198,17 @@ def test_symlinked_member_is_refused_even_when_resigned(tmp_path):
     refused(invoke("index", "query", idx, "chicago", "-q"), "symlink")
 
 
+def test_symlinked_manifest_is_refused(tmp_path):
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a", encoding="utf-8")
+    write_manifest(folder, "demo")
+    (folder / MANIFEST).rename(tmp_path / "elsewhere.json")
+    (folder / MANIFEST).symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(IntegrityError, match="symlink"):
+        verify_folder(folder, "demo")
+
+
 def test_swapped_ann_graph_is_refused(tmp_path):
     from phrasekit.similarity.retrieval import EntityIndex, EntityIndexError
 

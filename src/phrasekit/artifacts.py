@@ -97,7 +97,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     path = Path(folder) / MANIFEST
     if not path.is_file():
         path = Path(folder) / DATASET_MANIFEST
-    if not path.is_file():
+    if not path.is_file() or path.is_symlink():  # a link out of the folder is not read
         return None
     try:
         manifest = read_json_object(path)
@@ -131,6 +131,10 @@ def verify_folder(folder: str | Path, kind: str, required: tuple[str, ...] = ())
     and sha256, ``required`` files listed; raise :class:`IntegrityError` naming the first bad
     file. Loaders read only listed files."""
     folder = Path(folder)
+    for name in (MANIFEST, DATASET_MANIFEST):
+        if (folder / name).is_symlink():
+            raise IntegrityError(f"{folder / name}: is a symlink; an artefact's files must be "
+                                 "inside its folder, so it is not read")
     manifest = read_manifest(folder)
     where = folder / MANIFEST
     if manifest is None:

@@ -409,8 +409,11 @@ class ANNIndex(SearchIndex):
         is_ip = getattr(raw, "metric_type", None) == faiss.METRIC_INNER_PRODUCT
         if not isinstance(raw, faiss.IndexHNSWFlat) or not is_ip:
             raise ValueError(f"{path}: expected an inner-product IndexHNSWFlat, got {type(raw)}")
-        index = cls(int(raw.d), m=int(config.get("m", DEFAULT_M)),
-                    ef_search=int(config.get("ef_search", DEFAULT_EF_SEARCH)))
+        try:
+            index = cls(int(raw.d), m=int(config.get("m", DEFAULT_M)),
+                        ef_search=int(config.get("ef_search", DEFAULT_EF_SEARCH)))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"{directory}: bad search parameters in its config ({exc})") from None
         index._index = raw
         raw.hnsw.efSearch = index.ef_search
         return index
