@@ -108,7 +108,7 @@ def main() -> None:
     )
     from phrasekit.io import read_corpus, write_json, write_text
     from phrasekit.phrases import PhraseVocabulary
-    from phrasekit.phrases.extract import load_or_extract_vocabulary
+    from phrasekit.phrases.cache import load_or_extract_vocabulary
     from phrasekit.registry import check_model_name
 
     models = args.models or list(DEFAULT_MODELS)

@@ -165,7 +165,7 @@ def test_run_topics_with_phrase_cache(tmp_path: Path, caplog: pytest.LogCaptureF
     kwargs = dict(model="glove-50d", n_topics=3, min_df=2, quiet=True, phrase_cache=cache)
     first, paths = run_topics(FIXTURE, tmp_path / "a", **kwargs)
     assert cache.is_file() and paths["markdown"].is_file()
-    with caplog.at_level("INFO", logger="phrasekit.phrases.extract"):
+    with caplog.at_level("INFO", logger="phrasekit.phrases.cache"):
         second, _ = run_topics(FIXTURE, tmp_path / "b", **kwargs)
     assert "from cache" in caplog.text
     assert second.topics_ == first.topics_

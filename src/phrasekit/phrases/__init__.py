@@ -27,6 +27,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "sample_by_words",
             "split_long_text",
         ],
+        "cache": ["check_phrase_cache", "load_or_extract_vocabulary"],
         "ngrams": ["frequent_ngrams"],
         "vocabulary": ["NOUN_CHUNK", "PhraseVocabulary"],
     },

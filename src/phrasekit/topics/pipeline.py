@@ -11,11 +11,8 @@ from typing import Any
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, StreamedCorpus, read_corpus
-from phrasekit.phrases.extract import (
-    PhraseExtractor,
-    check_phrase_cache,
-    load_or_extract_vocabulary,
-)
+from phrasekit.phrases.cache import check_phrase_cache, load_or_extract_vocabulary
+from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.registry import as_encoder
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
