@@ -179,7 +179,7 @@ def test_read_lines_blank_lines_refused_or_counted(tmp_path):
     path.write_text("\n\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="no lines"):
         read_lines(path, skip_blank=True)
-    with pytest.raises(CorpusError, match="not a file"):
+    with pytest.raises(CorpusError, match="is a folder, not a text file"):
         read_lines(tmp_path)
 
 

@@ -320,7 +320,7 @@ def test_corpus_that_is_a_fifo_device_or_folder_is_named_as_such(tmp_path):
     refused(invoke("phrases", "/dev/null", "--out", tmp_path / "p.json", "-q"), "device")
     (tmp_path / "empty").mkdir()
     refused(invoke("phrases", tmp_path / "empty", "--out", tmp_path / "p.json", "-q"),
-            "directory")
+            "folder")
 
 
 def test_precision_on_a_model_without_one_is_a_clear_error(tmp_path):

@@ -43,7 +43,7 @@ def test_bad_precision():
 
 
 def test_glove_rejects_options():
-    with pytest.raises(ValueError, match="no precision setting"):
+    with pytest.raises(ValueError, match="takes no precision"):
         phrasekit.load("glove-50d", precision="bf16")
 
 

@@ -161,6 +161,17 @@ def write_text(path: str | Path, text: str) -> None:
         fh.write(text)
 
 
+def input_problem(path: str | Path, what: str = "file") -> str | None:
+    """Why ``path`` cannot be read as an input ``what`` (a regular file), naming what it is: a
+    FIFO, a device, a socket, a folder or nothing; None when it is a regular file."""
+    path = Path(path)
+    if path.is_file() and special_kind(path) is None:
+        return None
+    if not os.path.lexists(path):
+        return f"{what} not found: {path}"
+    return f"{path} is {what_is(path)}, not a {what} (give a regular file)"
+
+
 class CorpusError(ValueError):
     """A corpus file that cannot be read: missing, wrong encoding, malformed lines."""
 
@@ -169,8 +180,9 @@ def _text_lines(path: str | Path, skip_blank: bool) -> Iterator[str | None]:
     """Every line of a UTF-8 file, stripped; None for a blank line that ``skip_blank`` lets
     through (see ``iter_lines``)."""
     path = Path(path)
-    if not path.is_file():
-        raise CorpusError(f"{path}: not found" if not path.exists() else f"{path}: not a file")
+    problem = input_problem(path, "text file")
+    if problem is not None:
+        raise CorpusError(problem)
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
@@ -358,13 +370,11 @@ def _corpus_files(path: Path) -> tuple[list[Path], str]:
             shards = sorted(path.glob("*.parquet"))
             if shards:
                 return shards, "parquet"
-            raise CorpusError(f"{path} is a directory without documents.jsonl(.gz) or "
+            raise CorpusError(f"{path} is a folder without documents.jsonl(.gz) or "
                               "*.parquet shards")
-    if not path.is_file():
-        kind = special_kind(path)
-        if kind is not None:
-            raise CorpusError(f"{path} is {kind}, not a corpus file (give a regular file)")
-        raise CorpusError(f"corpus file not found: {path}")
+    problem = input_problem(path, "corpus file")
+    if problem is not None:
+        raise CorpusError(problem)
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes[-1:] == [".parquet"]:
         return [path], "parquet"

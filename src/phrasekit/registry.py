@@ -42,25 +42,33 @@ class ModelSpec:
     factory: Callable[..., Encoder]
     description: str
     installed: Callable[[], bool] = lambda: True  # False: an optional extra is missing
+    precisions: tuple[str, ...] = ()  # besides the model's own (NAME@PRECISION, precision=)
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
 
 
 def register(
-    name: str, description: str, installed: Callable[[], bool] | None = None
+    name: str, description: str, installed: Callable[[], bool] | None = None,
+    precisions: tuple[str, ...] = ()
 ) -> Callable[[Callable[..., Encoder]], Callable[..., Encoder]]:
     """Decorator registering an encoder factory under ``name`` (``installed``: whether the
-    optional packages it needs are there)."""
+    optional packages it needs are there; ``precisions``: the ones it takes)."""
 
     def deco(factory: Callable[..., Encoder]) -> Callable[..., Encoder]:
-        _REGISTRY[name] = ModelSpec(name, factory, description, installed or (lambda: True))
+        _REGISTRY[name] = ModelSpec(name, factory, description, installed or (lambda: True),
+                                    precisions)
         return factory
 
     return deco
 
 
-@register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling")
+#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32).
+TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto")
+
+
+@register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling",
+          precisions=TRANSFORMER_PRECISIONS)
 def _minilm(**kwargs: Any) -> Encoder:
     precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
     kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
@@ -68,7 +76,8 @@ def _minilm(**kwargs: Any) -> Encoder:
 
 
 @register("mpnet", "all-mpnet-base-v2 (768d, 110M; extra: phrasekit[mpnet]), mean pooling; "
-                   "PEARL's distillation teacher", installed=mpnet_installed)
+                   "PEARL's distillation teacher", installed=mpnet_installed,
+          precisions=TRANSFORMER_PRECISIONS)
 def _mpnet(**kwargs: Any) -> Encoder:
     precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
     kwargs.setdefault("name", "mpnet" if precision == "fp32" else f"mpnet@{precision}")
@@ -111,7 +120,8 @@ def _require_packaged(name: str, train_command: str) -> Path:
     return path
 
 
-@register(PEARL_MINILM, "PEARL phrase encoder trained by phrasekit on all-MiniLM-L6-v2 + char CNN")
+@register(PEARL_MINILM, "PEARL phrase encoder trained by phrasekit on all-MiniLM-L6-v2 + char CNN",
+          precisions=("fp32", "auto"))
 def _pearl_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PEARL_MINILM, "phrasekit train pearl")
     precision = kwargs.pop("precision", "fp32")
@@ -124,7 +134,8 @@ UCTOPIC_MINILM = "uctopic-minilm"
 
 
 @register(UCTOPIC_MINILM, "UCTopic span encoder: all-MiniLM-L6-v2 pre-trained by phrasekit with "
-                          "same-mention contrastive pairs (encode_spans; topics --method ccl)")
+                          "same-mention contrastive pairs (encode_spans; topics --method ccl)",
+          precisions=("fp32",))
 def _uctopic_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(UCTOPIC_MINILM, "phrasekit train uctopic")
     return encoders.SpanEncoder.from_pretrained(path, name=UCTOPIC_MINILM, **kwargs)
@@ -134,7 +145,8 @@ PHRASE_BERT_MINILM = "phrase-bert-minilm"
 
 
 @register(PHRASE_BERT_MINILM, "Phrase-BERT: all-MiniLM-L6-v2 fine-tuned by phrasekit with "
-                              "triplets on paraphrases and phrases in context (mean pooling)")
+                              "triplets on paraphrases and phrases in context (mean pooling)",
+          precisions=("fp32",))
 def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
     return encoders.load_phrase_bert(path, name=PHRASE_BERT_MINILM, **kwargs)
@@ -180,6 +192,12 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
     if sep and base in _REGISTRY and "precision" not in kwargs:
         key, kwargs = base, {**kwargs, "precision": precision}
     if key in _REGISTRY:
+        precision = kwargs.get("precision")
+        if precision is not None and precision not in _REGISTRY[key].precisions:
+            takes = ", ".join(_REGISTRY[key].precisions) or "none"
+            raise ValueError(f"model {key!r} takes no precision {precision!r} ({key}@{precision}"
+                             f"; its precisions: {takes}); transformer models such as "
+                             "minilm@bf16 do")
         return key, kwargs
     path = Path(key).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
@@ -209,14 +227,7 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     key, kwargs = _resolve(name_or_path, kwargs)
     spec = _REGISTRY.get(key)
     if spec is not None:
-        try:
-            return spec.factory(**kwargs)
-        except TypeError as exc:
-            if "precision" not in kwargs or "precision" not in str(exc):
-                raise
-            raise ValueError(f"model {key!r} has no precision setting (got "
-                             f"{key}@{kwargs['precision']}); precisions are for transformer "
-                             "models such as minilm@bf16") from None
+        return spec.factory(**kwargs)
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
     loader = FOLDER_LOADERS.get(model_folder_format(path) or "", "TransformerEncoder")

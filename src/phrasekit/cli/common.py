@@ -28,6 +28,10 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q",
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m",
                                        help="Model name (see `phrasekit models`) or folder.")]
+CsvSafe = Annotated[bool, typer.Option(
+    "--csv-safe/--no-csv-safe", help="Write a text cell that starts with =, +, -, @, tab or CR "
+                                     "with a leading ' so that a spreadsheet shows it as text "
+                                     "instead of running it as a formula.")]
 Workers = Annotated[int, typer.Option(
     help="Processes for spaCy's parsing (0: one per CPU core; a corpus of a few hundred "
          "documents is parsed in one); with --engine ray, worker actors (0: one per CPU of "
@@ -149,7 +153,11 @@ NUMERIC_OPTIONS: dict[str, tuple[str, float, float]] = {
     "threads": ("--threads", 1, 1024), "num_threads": ("--threads", 1, 1024),
     "workers": ("--workers", 0, 1024), "seed": ("--seed", 0, 2**32 - 1),
     "grounding": ("--grounding", 0.0, 100.0), "worker_cpus": ("--worker-cpus", 0.01, 1024),
-    "batch_size": ("--batch-size", 1, 1_000_000),
+    "batch_size": ("--batch-size", 1, 1_000_000), "k": ("-k", 1, 1_000_000),
+    "n_topics": ("-k", 1, 100_000), "top_n": ("--top-n", 1, 100_000),
+    "threshold": ("--threshold", -1.0, 1.0), "diversity": ("--diversity", 0.0, 1.0),
+    "lr": ("--lr", 1e-12, 100.0), "dropout": ("--dropout", 0.0, 0.999),
+    "max_minutes": ("--minutes", 1e-3, 1e6), "max_steps": ("--max-steps", 1, 10**9),
 }
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command
+from phrasekit.cli.common import BadInputError, CsvSafe, ModelOpt, Quiet, Verbose, command
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
@@ -25,6 +25,7 @@ from phrasekit.similarity.index import INDEX_KINDS
 from phrasekit.similarity.join import (
     DEFAULT_THRESHOLDS,
     JOIN_HOWS,
+    SafeWriter,
     column_values,
     fuzzy_join,
     read_table,
@@ -105,6 +106,7 @@ def pairs_cmd(
         help="Tab-separated file: sentence A, sentence B per line (no header).")],
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="TSV to write (A, B, score); default stdout.")] = None,
+    csv_safe: CsvSafe = True,
     quiet: Quiet = False,
 ) -> None:
     """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity.
@@ -128,7 +130,8 @@ def pairs_cmd(
     if encoder.config.kind == "classification":
         scores = scores[:, 1]
     buf = io.StringIO()
-    writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    writer = SafeWriter(buf, output is not None and csv_safe, delimiter="\t",
+                        lineterminator="\n")
     for (a, b), s in zip(pairs, scores, strict=True):
         writer.writerow([a, b, f"{float(s):.4f}"])
     if output is None:
@@ -176,11 +179,7 @@ def join_cmd(
     index: Annotated[str, typer.Option(
         help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right "
              "rows).")] = "auto",
-    csv_safe: Annotated[bool, typer.Option(
-        "--csv-safe/--no-csv-safe", help="Write a text cell that starts with =, +, -, @, tab "
-                                         "or CR with a leading ' so that a spreadsheet shows "
-                                         "it as text instead of running it as a formula.")
-                        ] = True,
+    csv_safe: CsvSafe = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -260,6 +259,7 @@ def index_query_cmd(
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
                             "instead of printing.")] = None,
+    csv_safe: CsvSafe = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -286,7 +286,7 @@ def index_query_cmd(
             typer.echo("\t".join(str(x) for x in row[1:]))
         return
     with atomic_write(out, newline="") as fh:
-        writer = csv.writer(fh)
+        writer = SafeWriter(fh, csv_safe)
         writer.writerow(header)
         writer.writerows(rows)
     typer.echo(f"{len(rows)} results for {len(items)} queries -> {out}")

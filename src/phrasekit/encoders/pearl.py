@@ -197,7 +197,11 @@ class PearlModel(nn.Module):
             if module is None:
                 continue
             sub = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-            module.load_state_dict(sub)
+            try:
+                module.load_state_dict(sub)
+            except RuntimeError as exc:  # missing, extra or misshapen tensors
+                raise ValueError(f"{path / WEIGHTS}: does not hold this model's {prefix!r} "
+                                 f"tensors ({' '.join(str(exc).split())[:160]})") from None
         model.eval()
         return model
 

@@ -46,7 +46,7 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder, known_rows, validate_texts
 from phrasekit.encoders.cache import encode_cached
-from phrasekit.io import Document
+from phrasekit.io import Document, input_problem
 from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
 from phrasekit.similarity.index import VectorIndex
 
@@ -341,8 +341,9 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
     first that many.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"vocabulary file not found: {path}")
+    problem = input_problem(path, "vocabulary file")
+    if problem is not None:
+        raise FileNotFoundError(problem)
     if max_entries is not None and max_entries < 1:
         raise ValueError(f"max_entries must be >= 1, got {max_entries}")
     name = path.name.lower()

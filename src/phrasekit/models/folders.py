@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from phrasekit.artifacts import member_path, staged_folder, verify_folder
-from phrasekit.io import json_loads
+from phrasekit.io import json_loads, read_json_object
 from phrasekit.models.backbones import backbone_fingerprint
 
 WEIGHTS = "model.safetensors"
@@ -55,17 +55,15 @@ def saves_model_folder(fn: _F) -> _F:
 
 
 def model_folder_format(path: str | Path) -> str | None:
-    """The ``format`` named by a model folder's config.json, or None (no folder, no config,
-    unreadable or not a JSON object): lets ``load`` tell phrasekit model kinds apart."""
+    """The ``format`` named by a model folder's config.json, or None (no folder, no config, no
+    format): lets ``load`` tell phrasekit model kinds apart. A config that is not a JSON object
+    raises ``ValueError`` naming it (no loader could read it)."""
     cfg = Path(path) / CONFIG
     if not cfg.is_file():
         return None
     member_path(Path(path), CONFIG, cfg)  # a symlink out of the folder is refused, not read
-    try:
-        obj = json_loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj.get("format") if isinstance(obj, dict) else None
+    fmt = read_json_object(cfg).get("format")
+    return fmt if isinstance(fmt, str) else None
 
 
 def read_model_config(path: str | Path, fmt: str, kind: str,
@@ -94,7 +92,23 @@ def read_model_config(path: str | Path, fmt: str, kind: str,
         raise ValueError(f"{path}: written by a newer phrasekit (format_version "
                          f"{found_version}); upgrade phrasekit")
     verify_folder(path, MODEL_KIND, required=(CONFIG, WEIGHTS) if need_weights else (CONFIG,))
+    if need_weights:
+        _check_weights_format(path / WEIGHTS, fmt)
     return config
+
+
+def _check_weights_format(weights: Path, fmt: str) -> None:
+    """Refuse weights written for another kind of model (their header names its format)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(weights), framework="np") as fh:
+            found = (fh.metadata() or {}).get("format")
+    except (SafetensorError, OSError) as exc:
+        raise ValueError(f"{weights}: unreadable safetensors file ({exc})") from exc
+    if found is not None and found != fmt:
+        raise ValueError(f"{weights}: weights of a {found!r} model, but {CONFIG} says "
+                         f"{fmt!r} (files of two models mixed); not loading it")
 
 
 def check_backbone_fingerprint(path: str | Path, config: dict[str, Any], name: str) -> None:

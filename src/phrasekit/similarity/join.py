@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.base import Encoder, known_rows
-from phrasekit.io import atomic_write
+from phrasekit.io import atomic_write, input_problem
 from phrasekit.similarity.index import (
     ANN_MIN_QUERIES,
     ANN_THRESHOLD,
@@ -91,8 +91,9 @@ def read_table(path: str | Path) -> Table:
     CSV, a repeated column name in the header, or a row with the wrong number of fields.
     """
     path = Path(path)
-    if not path.is_file():
-        raise JoinError(f"CSV file not found: {path}")
+    problem = input_problem(path, "CSV file")
+    if problem is not None:
+        raise JoinError(problem)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             reader = csv.reader(fh, strict=True)
@@ -232,13 +233,18 @@ class SafeWriter:
     with ``=``, ``+``, ``-``, ``@``, tab or CR) are written with a leading ``'``, which shows
     them as text (``safe=False`` writes every cell as it is)."""
 
-    def __init__(self, fh: Any, safe: bool = True) -> None:
-        self._writer, self.safe = csv.writer(fh), safe
+    def __init__(self, fh: Any, safe: bool = True, **fmt: Any) -> None:
+        self._writer, self.safe = csv.writer(fh, **fmt), safe
 
     def writerow(self, row: Iterable[Any]) -> None:
         """Write one row, text cells made safe."""
         self._writer.writerow([f"'{c}" if self.safe and isinstance(c, str)
                                and c.startswith(FORMULA_STARTS) else c for c in row])
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        """Write rows, text cells made safe."""
+        for row in rows:
+            self.writerow(row)
 
 
 def write_matches(path: str | Path, matches: list[Match], csv_safe: bool = True) -> None:

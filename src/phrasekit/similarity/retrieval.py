@@ -37,7 +37,14 @@ from phrasekit.artifacts import (
     verify_folder,
 )
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import atomic_write, json_loads, load_npy, read_json_object, write_json
+from phrasekit.io import (
+    atomic_write,
+    input_problem,
+    json_loads,
+    load_npy,
+    read_json_object,
+    write_json,
+)
 from phrasekit.registry import DEFAULT_MODEL, load
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
@@ -80,8 +87,9 @@ def read_names(
     an empty name or id cell, no names at all.
     """
     path = Path(path)
-    if not path.is_file():
-        raise EntityIndexError(f"names file not found: {path}")
+    problem = input_problem(path, "names file")
+    if problem is not None:
+        raise EntityIndexError(problem)
     suffix = path.suffix.lower()
     try:
         if suffix not in (".csv", ".tsv"):
