@@ -328,3 +328,52 @@ def test_precision_on_a_model_without_one_is_a_clear_error(tmp_path):
     src.write_text("paris\n", encoding="utf-8")
     refused(invoke("encode", src, "--out", tmp_path / "v.npy", "-m", "string@bf16", "-q"),
             "string@bf16")
+
+
+def test_spacy_batches_are_bounded_by_characters():
+    """A one-line document of any size goes to spaCy in pieces, batched under
+    PIPE_BATCH_CHARS characters, so memory stays bounded (issue 47: 5 MB took 11 GB)."""
+    from phrasekit.phrases.extract import PIPE_BATCH_CHARS, PhraseExtractor, split_long_text
+
+    ex = PhraseExtractor()
+    text = "word " * 300_000
+    pieces = [(p, (0, i)) for i, p in enumerate(split_long_text(text, ex.max_chars))]
+    pieces += [("a short document", (1, 0))] * 100
+    seen = 0
+    for group, batch in ex._size_classes(pieces):
+        longest = max(len(p[0]) for p in group)
+        assert batch == 1 or batch * longest <= PIPE_BATCH_CHARS
+        seen += len(group)
+    assert seen == len(pieces)
+
+
+def test_weights_of_another_model_are_refused(tmp_path):
+    from phrasekit.models.backbones import packaged_model_dir
+
+    folder = shutil.copytree(packaged_model_dir("pearl-minilm"), tmp_path / "mixed")
+    shutil.copy(packaged_model_dir("phrase-bert-minilm") / "model.safetensors",
+                folder / "model.safetensors")
+    _resign(folder, "model")
+    src = tmp_path / "one.txt"
+    src.write_text("new york\n", encoding="utf-8")
+    refused(invoke("encode", src, "--out", tmp_path / "v.npy", "-m", folder, "-q"),
+            "model.safetensors")
+
+
+def test_index_query_csv_is_safe_and_readers_name_fifos(tmp_path):
+    names = tmp_path / "names.txt"
+    names.write_text("=1+1\n+1\nplain\n", encoding="utf-8")
+    idx = tmp_path / "idx"
+    assert invoke("index", "build", names, "--out", idx, "-m", "string", "-q").exit_code == 0
+    out = tmp_path / "q.csv"
+    res = invoke("index", "query", idx, "=1+1", "-k", "3", "-o", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert ",'=1+1," in out.read_text(encoding="utf-8")
+    assert ",=1+1," not in out.read_text(encoding="utf-8")
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    refused(invoke("join", fifo, names, "--left-on", "a", "--right-on", "a", "--out",
+                   tmp_path / "j.csv", "-m", "string", "-q"), "FIFO")
+    refused(invoke("index", "build", fifo, "--out", tmp_path / "i2", "-q"), "FIFO")
+    refused(invoke("join", names, names, "--left-on", "a", "--right-on", "a", "--out",
+                   tmp_path / "j.csv", "--threshold", "nan", "-q"), "--threshold")
