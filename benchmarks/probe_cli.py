@@ -1,51 +1,79 @@
 """Probe the command line with bad and tricky inputs and tabulate what happened.
 
-Each case runs one command (in-process) and is either expected to be refused (exit 2 with one
-line naming the file or option) or accepted with a correct result. Columns: cases tried, clear
+Each case runs one command (in-process, or in a subprocess under a time and memory budget for
+FIFOs, devices and large inputs) and is either expected to be refused (exit 2 with one line
+naming the file or option) or accepted with a correct result. Columns: cases tried, clear
 exit-2 errors, crashes (exit 1, a traceback, or a message not naming the culprit), wrong with
 exit 0 (a refusal expected, or a result that fails its check), partial outputs (files left
-behind by a failed command), correct exit 0.
+behind by a failed command, or staging leftovers), data loss (a file the user did not name as
+output changed or vanished, or the output of a failed command changed), security (a file
+outside an artefact folder was read with exit 0, or the message changes with that file), hang
+or memory (over the case's time or peak-RSS budget), correct exit 0. Every case lands in one
+column; the first that applies of: hang/memory, data loss, security, partial output, then the
+exit code.
 
-    python benchmarks/probe_cli.py
+    python benchmarks/probe_cli.py                  # all cases (a 5 MB single-line document)
+    python benchmarks/probe_cli.py --only FIFO      # probe classes whose name holds FIFO
+    python benchmarks/probe_cli.py --big            # the large-input cases with 50 MB
+
+Cases not in their expected column are listed on stderr, one line each.
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
+import io
 import json
+import logging
+import os
 import shutil
+import stat
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test suite's case lists
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the case files beside this one
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from probe_cli_cases import (
+    CORPUS,
+    Case,
+    out_is_input_cases,
+    output_set_cases,
+    outside_cases,
+    runner,
+    special_out_cases,
+)
+from probe_cli_inputs import (
+    contract_cases,
+    csv_cases,
+    deep_json_cases,
+    large_cases,
+    message_cases,
+    option_cases,
+    resigned_cases,
+)
+from probe_cli_run import LEFTOVER, run_isolated, snapshot, under
 
 from phrasekit.cli import app
 from phrasekit.models.backbones import packaged_model_dir
 from phrasekit.similarity.retrieval import EntityIndex
-from phrasekit.training.facets_data import CorpusSpec, FacetDataConfig, build_facet_dataset
+from phrasekit.training.facets_data import (
+    CorpusSpec,
+    FacetDataConfig,
+    build_facet_dataset,
+)
 from tests.test_corruption import NAMES, _index_cases, _model_cases, flip, truncate
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "corpus_small.jsonl"
-runner = CliRunner()
-
-
-@dataclass
-class Case:
-    """One probe: the arguments, the text the message must hold (refusals) or a check of the
-    result (acceptances), and where outputs would appear."""
-
-    probe: str
-    args: list[str]
-    named: str | None = None
-    check: Callable[[], bool] | None = None
-    out: Path | None = None
+COLUMNS = ["cases", "clear exit 2", "crash", "wrong with exit 0", "partial output", "data loss",
+           "security", "hang/memory", "correct exit 0"]
 
 
 def _corpus_cases(root: Path) -> list[Case]:
@@ -222,47 +250,180 @@ def _checkpoint_cases(root: Path) -> list[Case]:
     return cases
 
 
-def classify(case: Case) -> str:
-    """Run one case and name its outcome."""
-    before = case.out.exists() if case.out is not None else False
-    res = runner.invoke(app, case.args)
-    text = res.output.strip()
-    if case.check is not None:
-        if res.exit_code == 0:
-            return "correct exit 0" if case.check() else "wrong with exit 0"
-        return "crash"
-    if res.exit_code == 0:
-        return "wrong with exit 0"
-    if case.out is not None and case.out.exists() and not before:
-        return "partial output"
-    one_line = text.count("\n") == 0 and "Traceback" not in text
-    if res.exit_code == 2 and one_line and case.named is not None and case.named in text:
-        return "clear exit 2"
-    print(f"[{case.probe}] {case.args[:2]}: exit {res.exit_code}: {text[:300]}",
-          file=sys.stderr)
-    return "crash"
+# ------------------------------------------------------------------ running a case
+def _silence_closed_handlers() -> None:
+    """Loggers that kept the stream of an earlier in-process run (closed by CliRunner) would
+    print '--- Logging error ---' into the next run's output: point them at a sink."""
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    for lg in loggers:
+        for handler in lg.handlers:
+            stream = getattr(handler, "stream", None)
+            if stream is not None and getattr(stream, "closed", False):
+                handler.stream = io.StringIO()
+
+
+def run_inprocess(case: Case) -> tuple[int, str, str | None]:
+    _silence_closed_handlers()
+    here = os.getcwd()
+    start = time.monotonic()
+    try:
+        if case.cwd is not None:
+            os.chdir(case.cwd)
+        res = runner.invoke(app, case.args)
+    finally:
+        os.chdir(here)
+    seconds = time.monotonic() - start
+    over = f"took {seconds:.0f} s (budget {case.seconds:.0f} s)" if seconds > case.seconds \
+        else None
+    return res.exit_code, res.output, over
+
+
+def run(case: Case) -> tuple[int, str, str | None]:
+    return run_isolated(case) if case.isolated else run_inprocess(case)
+
+
+def classify(case: Case) -> tuple[str, str]:
+    """Run one case; name its outcome (and say what happened)."""
+    watch = [p for p in (case.folder, case.out) if p is not None]
+    watch += [Path(a) for a in case.args if os.path.isfile(a) and not stat.S_ISFIFO(
+        os.stat(a).st_mode)]
+    outs = [] if case.out is None else [str(case.out), os.path.realpath(case.out)]
+    before = snapshot(watch)
+    existed = case.out is not None and os.path.lexists(case.out)
+    code, output, over = run(case)
+    text = output.strip()
+    what = f"exit {code}: {' '.join(text.split())[:150]}"
+    after = snapshot(watch)
+    if over:
+        return "hang/memory", f"{over}; {what}"
+    lost = [p for p, sig in before.items() if after.get(p) != sig
+            and not (code == 0 and under(p, outs))]
+    if lost:
+        return "data loss", f"changed or removed: {', '.join(lost[:3])}; {what}"
+    if case.intact is not None and not case.intact():
+        return "data loss", f"an input no longer works; {what}"
+    if case.security and code == 0:
+        return "security", f"read outside the folder accepted; {what}"
+    if case.leak is not None:
+        undo = case.leak()
+        code2, output2, _ = run(case)
+        undo()
+        if (code2, output2.strip()) != (code, text):
+            return "security", (f"message depends on the outside file: {what} | then exit "
+                                f"{code2}: {' '.join(output2.split())[:150]}")
+    left = [p for p in after if p not in before and LEFTOVER.search(os.path.basename(p))]
+    if left:
+        return "partial output", f"left behind: {', '.join(left[:3])}; {what}"
+    if code == 0:
+        if case.check is not None:
+            try:
+                good = case.check()
+            except Exception as exc:  # a check that cannot read the result: wrong
+                good, what = False, f"{what} (check: {type(exc).__name__}: {exc})"
+            return ("correct exit 0", what) if good else ("wrong with exit 0", what)
+        return "wrong with exit 0", what
+    if case.out is not None and os.path.lexists(case.out) and not existed:
+        return "partial output", f"{case.out} left; {what}"
+    one_line = text.count("\n") == 0 and "Traceback" not in text and "Usage:" not in text
+    named = (case.named,) if isinstance(case.named, str) else case.named or ()
+    if code == 2 and one_line and any(n in text for n in named):
+        return "clear exit 2", what
+    return "crash", what
+
+
+# ------------------------------------------------------------------ the probe classes
+_FACET_DATA: dict[str, Path] = {}
+
+
+def facet_data(root: Path) -> Path:
+    """A small facet training set (built once per run)."""
+    if "path" not in _FACET_DATA:
+        corpora = root / "facet-corpora" / "arxiv80"
+        corpora.mkdir(parents=True)
+        shutil.copy(CORPUS, corpora / "documents.jsonl")
+        build_facet_dataset(FacetDataConfig(
+            out_dir=str(root / "facet-data"), granularity="phrase",
+            corpora=(CorpusSpec("arxiv80"),), corpora_dir=str(root / "facet-corpora"),
+            phrase_cache_dirs=(), val_fraction=0.1, show_progress=False,
+            exclude_eval_sentences=False, max_per_phrase=20))
+        _FACET_DATA["path"] = root / "facet-data"
+    return _FACET_DATA["path"]
+
+
+def groups(big: bool) -> list[tuple[str, Callable[[Path], list[Case]]]]:
+    """(probe class, builder) in run order; a builder gets an empty folder of its own."""
+    return [
+        ("corpus files (phrases, topics, keyphrases)", _corpus_cases),
+        ("encode inputs", _encode_cases),
+        ("join tables", _join_cases),
+        ("model folders and saved indexes (flip, truncate, swap, reorder, edit)",
+         _model_and_index_cases),
+        ("output paths (under a file, a file for a folder)", _path_cases),
+        ("report templating (corpus names)", _template_cases),
+        ("checkpoints (resume after damage)", _checkpoint_cases),
+        ("--out is an input (same, symlink, .., hard link)", out_is_input_cases),
+        ("output sets and caches (user files, inputs inside, links)", output_set_cases),
+        ("odd output paths (FIFO, device, glob, cwd, long names)", special_out_cases),
+        ("artefact members outside the folder (manifest paths, symlinks)", outside_cases),
+        ("artefacts re-signed or foreign (swapped graph, other weights, plain folders)",
+         resigned_cases),
+        ("deeply nested JSON (corpus, vocabulary, manifest, config)", deep_json_cases),
+        ("numeric options out of range",
+         lambda root: option_cases(root, facet_data(root.parent))),
+        ("contract (unknown words, document ids, suffix case, identical documents)",
+         contract_cases),
+        ("CSV formula cells (join, index query)", csv_cases),
+        ("corpus and option messages (FIFO, device, folder, missing, model@precision)",
+         message_cases),
+        ("large inputs (time and memory budget)",
+         lambda root: large_cases(root, 50 if big else 5)),
+    ]
 
 
 def main() -> None:
-    cols = ["cases", "clear exit 2", "crash", "wrong with exit 0", "partial output",
-            "correct exit 0"]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], metavar="SUBSTRING",
+                        help="run only the probe classes whose name holds SUBSTRING "
+                             "(case-insensitive; repeat for several)")
+    parser.add_argument("--big", action="store_true",
+                        help="large-input cases with a 50 MB document instead of 5 MB")
+    parser.add_argument("--list", action="store_true", help="list the probe classes and exit")
+    parser.add_argument("--verbose", action="store_true",
+                        help="list every case on stderr, not only those out of their column")
+    opts = parser.parse_args()
+    chosen = [(title, build) for title, build in groups(opts.big)
+              if not opts.only or any(o.lower() in title.lower() for o in opts.only)]
+    if opts.list or not chosen:
+        print("\n".join(title for title, _ in groups(opts.big)))
+        sys.exit(0 if opts.list else 2)
+    table: dict[str, Counter[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        cases = [*_corpus_cases(root), *_encode_cases(root), *_join_cases(root),
-                 *_model_and_index_cases(root),
-                 *_path_cases(root), *_template_cases(root), *_checkpoint_cases(root)]
-        table: dict[str, Counter[str]] = {}
-        for case in cases:
-            counts = table.setdefault(case.probe, Counter())
-            counts["cases"] += 1
-            counts[classify(case)] += 1
-    print("| probe class | " + " | ".join(cols) + " |")
-    print("|---|" + "---:|" * len(cols))
+        root = Path(tmp).resolve()
+        for n, (title, build) in enumerate(chosen):
+            folder = root / f"g{n:02d}"
+            folder.mkdir()
+            cases = build(folder)
+            print(f"{title}: {len(cases)} cases", file=sys.stderr)
+            for case in cases:
+                case.folder = case.folder or folder
+                outcome, what = classify(case)
+                counts = table.setdefault(case.probe, Counter())
+                counts["cases"] += 1
+                counts[outcome] += 1
+                expected = ({"clear exit 2"} if case.named is not None else set()) | (
+                    {"correct exit 0"} if case.check is not None else set())
+                if outcome not in expected or opts.verbose:
+                    args = " ".join(case.args).replace(str(folder) + "/", "").replace(
+                        str(root) + "/", "")
+                    print(f"[{outcome}] {args[:300]} -> {what}", file=sys.stderr)
+    print("| probe class | " + " | ".join(COLUMNS) + " |")
+    print("|---|" + "---:|" * len(COLUMNS))
     for probe, counts in table.items():
-        print(f"| {probe} | " + " | ".join(str(counts[c]) for c in cols) + " |")
+        print(f"| {probe} | " + " | ".join(str(counts[c]) for c in COLUMNS) + " |")
     total = sum(table.values(), Counter())
-    print("| **all** | " + " | ".join(str(total[c]) for c in cols) + " |")
-    print(json.dumps({c: total[c] for c in cols}))
+    print("| **all** | " + " | ".join(str(total[c]) for c in COLUMNS) + " |")
+    print(json.dumps({c: total[c] for c in COLUMNS}))
 
 
 if __name__ == "__main__":
