@@ -148,6 +148,18 @@ class Encoder(ABC):
         return f"{type(self).__name__}(name={self.name!r}, dim={self.dim})"
 
 
+#: Characters a text keeps per token its model reads (a word piece is a few characters).
+CHARS_PER_TOKEN = 64
+
+
+def cap_chars(texts: Sequence[str], max_tokens: int) -> list[str]:
+    """``texts`` cut to ``max_tokens * CHARS_PER_TOKEN`` characters before tokenizing: a
+    tokenizer reads a whole text before truncating it (a megabyte line cost gigabytes), and
+    the tokens kept are the same for any text without kilobytes of blank space."""
+    cap = int(max_tokens) * CHARS_PER_TOKEN
+    return [t[:cap] for t in texts]
+
+
 def known_rows(encoder: object, texts: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """Which of ``texts`` the encoder has something to go on for: its ``known(texts)`` where it
     has one (static word vectors), else the rows that are not all-zero."""

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.encoders.base import Encoder, cap_chars, validate_texts
 from phrasekit.encoders.char import CharCNN, CharCNNConfig, bytes_batch
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.io import write_json
@@ -127,8 +127,9 @@ class PearlModel(nn.Module):
     def pooled(self, texts: Sequence[str]) -> torch.Tensor:
         """The backbone's mean-pooled token vectors (batch, hidden)."""
         device = self.proj.weight.device
-        batch = self.tokenizer(list(texts), padding=True, truncation=True,
-                               max_length=self.config.max_seq_length, return_tensors="pt")
+        batch = self.tokenizer(cap_chars(texts, self.config.max_seq_length), padding=True,
+                               truncation=True, max_length=self.config.max_seq_length,
+                               return_tensors="pt")
         batch = {k: v.to(device) for k, v in batch.items()}
         hidden = self.backbone(**batch).last_hidden_state
         return mean_pool(hidden, batch["attention_mask"]).float()

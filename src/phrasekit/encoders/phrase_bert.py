@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from phrasekit.encoders.base import cap_chars
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.encoders.transformer import TransformerEncoder
 from phrasekit.io import write_json
@@ -53,8 +54,8 @@ class PhraseBertModel(nn.Module):
 
     def embed(self, texts: Sequence[str], max_length: int) -> torch.Tensor:
         """(batch, dim) mean of the last-layer token vectors, texts cut at ``max_length``."""
-        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
-                             return_tensors="pt")
+        enc = self.tokenizer(cap_chars(texts, max_length), padding=True, truncation=True,
+                             max_length=max_length, return_tensors="pt")
         out = self.backbone(**enc).last_hidden_state
         return mean_pool(out, enc["attention_mask"])
 

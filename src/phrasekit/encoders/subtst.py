@@ -35,7 +35,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.artifacts import tensors_digest
-from phrasekit.encoders.base import Encoder, validate_texts
+from phrasekit.encoders.base import Encoder, cap_chars, validate_texts
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.encoders.subword_lda import SubwordLDA
 from phrasekit.io import atomic_write, write_json
@@ -145,8 +145,9 @@ class TokenFeatures:
         return len(self._cache)
 
     def _compute(self, texts: list[str]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        batch = self.tokenizer(texts, padding=True, truncation=True,
-                               max_length=self.max_seq_length, return_tensors="pt")
+        batch = self.tokenizer(cap_chars(texts, self.max_seq_length), padding=True,
+                               truncation=True, max_length=self.max_seq_length,
+                               return_tensors="pt")
         top = self.layer == len(self.model.encoder.layer)
         with torch.inference_mode():
             out = self.model(**batch, output_hidden_states=not top)

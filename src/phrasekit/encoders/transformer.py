@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, cap_chars
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
 
@@ -121,8 +121,8 @@ class TransformerEncoder(Encoder):
     def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Contextual token vectors (batch, seq, dim) in float32 and the attention mask."""
         batch = self.tokenizer(
-            list(texts), padding=True, truncation=True, max_length=self.max_seq_length,
-            return_tensors="pt",
+            cap_chars(texts, self.max_seq_length), padding=True, truncation=True,
+            max_length=self.max_seq_length, return_tensors="pt",
         )
         with torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
