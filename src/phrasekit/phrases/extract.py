@@ -319,7 +319,7 @@ class PhraseExtractor:
         """Cleaned occurrences ``(key, surface, source)`` of every document, in text order: what
         ``extract`` counts (documents are independent, so shards of a corpus can be extracted
         apart and their lists joined)."""
-        return [[m[2:] for m in found] for found in self.mentions(documents, show_progress)]
+        return self._parse(documents, show_progress, positions=False)
 
     def mentions(
         self, documents: Sequence[Document | str], show_progress: bool = False
@@ -327,11 +327,19 @@ class PhraseExtractor:
         """Every document's occurrences with where they are, in text order: ``(start, end,
         key, surface, source)``, ``text[start:end]`` being the occurrence as written (its
         surface form has whitespace folded and curly apostrophes made straight)."""
+        return self._parse(documents, show_progress, positions=True)
+
+    def _parse(self, documents: Sequence[Document | str], show_progress: bool,
+               positions: bool) -> list[list[Any]]:
+        """spaCy over every document's pieces: per document, its occurrences in text order, as
+        ``(start, end, key, surface, source)`` or without the positions. Equal strings are
+        stored once, so a long document's occurrences cost a tuple each."""
         documents = as_documents(documents)
+        strings: dict[str, str] = {}
         nlp = self.nlp
         limit = min(self.max_chars, max(100, int(nlp.max_length) - 1))
         pieces = self._pieces(documents, limit)
-        found: list[dict[int, list[Mention]]] = [{} for _ in documents]
+        found: list[dict[int, list[Any]]] = [{} for _ in documents]
         bar = tqdm(total=len(pieces), desc="phrases[spaCy]", unit="doc",
                    disable=not show_progress, leave=False)
         # strings spaCy adds while parsing are freed after the call (a long-running worker
@@ -341,9 +349,10 @@ class PhraseExtractor:
                 stream = nlp.pipe(group, as_tuples=True, batch_size=batch_size,
                                   n_process=pipe_processes(len(group), self.n_process))
                 for sdoc, (i, offset) in stream:
-                    found[i][offset] = [(offset + span.start_char, offset + span.end_char, key,
-                                         surface, source)
-                                        for span, key, surface, source in self.doc_spans(sdoc)]
+                    found[i][offset] = [
+                        (offset + span.start_char, offset + span.end_char, *names) if positions
+                        else names for span, *texts in self.doc_spans(sdoc)
+                        for names in [tuple(strings.setdefault(t, t) for t in texts)]]
                     bar.update()
         return [[m for offset in sorted(parts) for m in parts[offset]] for parts in found]
 

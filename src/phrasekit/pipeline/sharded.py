@@ -126,14 +126,16 @@ class ShardedExtractor(PhraseExtractor):
         """A sharded extractor with ``extractor``'s settings."""
         return cls(engine, store, **kwargs, **extractor.get_params())
 
-    def mentions(self, documents: Sequence[Document], show_progress: bool = False
-                 ) -> list[list[Mention]]:
+    def _parse(self, documents: Sequence[Document], show_progress: bool, positions: bool
+               ) -> list[list[Any]]:
+        """The spaCy pass of ``mentions`` and ``occurrences``, shard by shard on the engine."""
         stage = ExtractStage(self.get_params())
         slices = _chunks(len(documents), self.shard_size)
         inputs = (pa.table({"id": [d.id for d in documents[s]],
                             "text": [d.text for d in documents[s]]}) for s in slices)
         outs = run_stage(stage, inputs, self.engine, self.store, show_progress)
-        return _gather(len(documents), slices, outs, ExtractStage.columns)
+        found: list[list[Mention]] = _gather(len(documents), slices, outs, ExtractStage.columns)
+        return found if positions else [[m[2:] for m in f] for f in found]
 
 
 def sharded_keyphrases(params: dict[str, Any], texts: Sequence[str], engine: Engine,
