@@ -75,6 +75,11 @@ def small_corpus(path: Path, n: int = 12) -> Path:
     return write(path, "\n".join(lines) + "\n")
 
 
+def corpus_and_names(root: Path) -> tuple[Path, Path]:
+    """The small corpus and the names file most case builders start from."""
+    return small_corpus(root / "in.jsonl"), write(root / "names.txt", NAMES)
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -206,8 +211,7 @@ def out_is_input_cases(root: Path) -> list[Case]:
 # ------------------------------------------------------------------ output sets and caches
 def output_set_cases(root: Path) -> list[Case]:
     probe = "output sets and caches (user files, inputs inside, links)"
-    corpus = small_corpus(root / "in.jsonl")
-    names = write(root / "names.txt", NAMES)
+    corpus, names = corpus_and_names(root)
     notes = write(root / "notes.json", '{"mine": true}\n')
     os.symlink("in.jsonl", root / "corpus-link.jsonl")
     tset = build_topics(corpus, root / "tset")

@@ -21,6 +21,7 @@ from probe_cli_cases import (
     build_index,
     build_topics,
     cli,
+    corpus_and_names,
     edit_json,
     model_copy,
     null_device,
@@ -380,8 +381,7 @@ def csv_cases(root: Path) -> list[Case]:
 # ------------------------------------------------------------------ messages
 def message_cases(root: Path) -> list[Case]:
     probe = "corpus and option messages (FIFO, device, folder, missing, model@precision)"
-    corpus = small_corpus(root / "in.jsonl")
-    names = write(root / "names.txt", NAMES)
+    corpus, names = corpus_and_names(root)
     table = write(root / "t.csv", "id,title\n1,New York\n")
     lines = write(root / "lines.txt", "paris\n")
     idx = build_index(names, root / "idx")

@@ -30,15 +30,22 @@ from phrasekit.settings import shared_dir
 from phrasekit.topics import DocumentTopicModel
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
+def sample_parser(doc: str, corpora: str, fit_docs: str, model: str, out: str
+                  ) -> argparse.ArgumentParser:
+    """The options of the sample benchmarks: corpora, sample sizes, encoder, seed, output."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpora", default="20newsgroups,ag_news_test")
-    ap.add_argument("--fit-docs", default="all,10000,5000,2500")
-    ap.add_argument("--model", default="glove-50d")
+    ap.add_argument("--corpora", default=corpora)
+    ap.add_argument("--fit-docs", default=fit_docs)
+    ap.add_argument("--model", default=model)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="runs/topics_fit_sample")
-    args = ap.parse_args()
+    ap.add_argument("--out", default=out)
+    return ap
+
+
+def main() -> None:
+    args = sample_parser(__doc__, "20newsgroups,ag_news_test", "all,10000,5000,2500",
+                         "glove-50d", "runs/topics_fit_sample").parse_args()
     root = shared_dir() / "corpora"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

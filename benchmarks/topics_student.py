@@ -26,6 +26,7 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 sys.path.insert(0, str(Path(__file__).parent))
+from topics_fit_sample import sample_parser
 from topics_vs_peers import load_corpus
 
 from phrasekit.settings import shared_dir
@@ -75,14 +76,9 @@ def _row(r: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpora", default="bbc_news,ag_news_test")
-    ap.add_argument("--fit-docs", default="all,4000,2000,1000")
-    ap.add_argument("--model", default="minilm")
-    ap.add_argument("--seed", type=int, default=0)
+    ap = sample_parser(__doc__, "bbc_news,ag_news_test", "all,4000,2000,1000", "minilm",
+                       "runs/topics_student")
     ap.add_argument("--cache", default="runs/topics_student_cache")
-    ap.add_argument("--out", default="runs/topics_student")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

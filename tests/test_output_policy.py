@@ -46,6 +46,15 @@ def refused(res, *named: str) -> None:
         assert name in text, (name, text)
 
 
+def _index(tmp_path: Path, names: str) -> Path:
+    """An entity index (``-m string``) of one name per line of ``names``, at tmp_path/idx."""
+    path = tmp_path / "names.txt"
+    path.write_text(names, encoding="utf-8")
+    idx = tmp_path / "idx"
+    assert invoke("index", "build", path, "--out", idx, "-m", "string", "-q").exit_code == 0
+    return idx
+
+
 def _corpus_copy(folder: Path, name: str = "c.jsonl") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -103,10 +112,7 @@ def test_rerun_into_an_earlier_set_keeps_the_users_files(tmp_path):
 
 
 def test_index_query_cannot_write_into_its_index(tmp_path):
-    names = tmp_path / "names.txt"
-    names.write_text("Chicago\nHouston\n", encoding="utf-8")
-    idx = tmp_path / "idx"
-    assert invoke("index", "build", names, "--out", idx, "-m", "string", "-q").exit_code == 0
+    idx = _index(tmp_path, "Chicago\nHouston\n")
     refused(invoke("index", "query", idx, "chicago", "-o", idx / "names.jsonl", "-q"), "--out")
     res = invoke("index", "query", idx, "chicago", "-k", "1", "-q")
     assert res.exit_code == 0 and "Chicago" in res.output
@@ -186,10 +192,7 @@ def test_manifest_entries_outside_the_folder_are_refused_before_reading(tmp_path
 
 
 def test_symlinked_member_is_refused_even_when_resigned(tmp_path):
-    names = tmp_path / "names.txt"
-    names.write_text("Chicago\nHouston\n", encoding="utf-8")
-    idx = tmp_path / "idx"
-    assert invoke("index", "build", names, "--out", idx, "-m", "string", "-q").exit_code == 0
+    idx = _index(tmp_path, "Chicago\nHouston\n")
     outside = tmp_path / "outside.jsonl"
     shutil.copy(idx / "names.jsonl", outside)
     (idx / "names.jsonl").unlink()
@@ -361,10 +364,8 @@ def test_weights_of_another_model_are_refused(tmp_path):
 
 
 def test_index_query_csv_is_safe_and_readers_name_fifos(tmp_path):
+    idx = _index(tmp_path, "=1+1\n+1\nplain\n")
     names = tmp_path / "names.txt"
-    names.write_text("=1+1\n+1\nplain\n", encoding="utf-8")
-    idx = tmp_path / "idx"
-    assert invoke("index", "build", names, "--out", idx, "-m", "string", "-q").exit_code == 0
     out = tmp_path / "q.csv"
     res = invoke("index", "query", idx, "=1+1", "-k", "3", "-o", out, "-q")
     assert res.exit_code == 0, res.output
