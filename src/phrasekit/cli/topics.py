@@ -55,11 +55,12 @@ app = typer.Typer()
 
 _CORPUS = ("JSONL(.gz) / Parquet / text corpus, a folder with documents.jsonl or Parquet "
            "shards, or `sample`")
-CorpusArg = Annotated[str, typer.Argument(help=f"{_CORPUS}.")]
+CorpusArg = Annotated[str, typer.Argument(metavar="CORPUS", help=f"{_CORPUS}.")]
 TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
 FitDocs = Annotated[int | None, typer.Option(
-    help="documents: fit topics on a seeded sample of at most this many documents and place "
-         "the others in their nearest topic, streamed (default 20000).")]
+    help="documents: fit topics on a seeded sample of at most this many documents (only those "
+         "go through the transformer) and place the others, streamed, by a tf-idf student "
+         "trained on the sample's topics (default 20000).")]
 SpanView = Annotated[str, typer.Option(
     help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens pooled "
          "in its sentence), context (the phrase masked, the mask pooled) or both.")]
@@ -268,7 +269,8 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
 @command(app, "topics", out="folder")
 @with_config(run=ENGINE_OPTIONS)
 def topics_cmd(
-    corpus: Annotated[str, typer.Argument(help=f"{_CORPUS} (bundled arXiv abstracts).")],
+    corpus: Annotated[str, typer.Argument(metavar="CORPUS",
+                                          help=f"{_CORPUS} (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
     method: Annotated[str, typer.Option(
