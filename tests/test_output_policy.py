@@ -343,7 +343,7 @@ def test_spacy_batches_are_bounded_by_characters():
     pieces = [(p, (0, i)) for i, p in enumerate(split_long_text(text, ex.max_chars))]
     pieces += [("a short document", (1, 0))] * 100
     seen = 0
-    for group, batch in ex._size_classes(pieces):
+    for group, batch, _ in ex._size_classes(pieces):
         longest = max(len(p[0]) for p in group)
         assert batch == 1 or batch * longest <= PIPE_BATCH_CHARS
         seen += len(group)

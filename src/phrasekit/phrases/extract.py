@@ -345,9 +345,9 @@ class PhraseExtractor:
         # strings spaCy adds while parsing are freed after the call (a long-running worker
         # would otherwise grow with every new word); only plain Python values leave it
         with nlp.memory_zone(), bar:
-            for group, batch_size in self._size_classes(pieces):
+            for group, batch_size, processes in self._size_classes(pieces):
                 stream = nlp.pipe(group, as_tuples=True, batch_size=batch_size,
-                                  n_process=pipe_processes(len(group), self.n_process))
+                                  n_process=pipe_processes(len(group), processes))
                 for sdoc, (i, offset) in stream:
                     found[i][offset] = [
                         (offset + span.start_char, offset + span.end_char, *names) if positions
@@ -357,10 +357,13 @@ class PhraseExtractor:
         return [[m for offset in sorted(parts) for m in parts[offset]] for parts in found]
 
     def _size_classes(self, pieces: list[tuple[str, tuple[int, int]]]
-                      ) -> Iterator[tuple[list[tuple[str, tuple[int, int]]], int]]:
+                      ) -> Iterator[tuple[list[tuple[str, tuple[int, int]]], int, int]]:
         """``pieces`` in groups of similar length, each with the ``nlp.pipe`` batch size that
         keeps a batch under :data:`PIPE_BATCH_CHARS` characters (spaCy's memory grows with the
-        characters of a batch: a batch of 64 long pieces took gigabytes)."""
+        characters of a batch: a batch of 64 long pieces took gigabytes) and its processes:
+        pieces of documents too long for one piece are parsed in this process, since each
+        worker would hold its own copy of spaCy and of a batch (a 50 MB line: 2.6 GB over
+        three processes)."""
         bounds = [PIPE_BATCH_CHARS // self.batch_size]
         while bounds[-1] < max((len(p[0]) for p in pieces), default=0):
             bounds.append(bounds[-1] * 4)
@@ -368,7 +371,8 @@ class PhraseExtractor:
         for piece in pieces:
             groups.setdefault(next(b for b in bounds if len(piece[0]) <= b), []).append(piece)
         for bound in sorted(groups):
-            yield groups[bound], max(1, min(self.batch_size, PIPE_BATCH_CHARS // bound))
+            yield (groups[bound], max(1, min(self.batch_size, PIPE_BATCH_CHARS // bound)),
+                   1 if bound > PIPE_BATCH_CHARS // 4 else self.n_process)
 
     def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
         """Occurrences ``(key, surface, source)`` per text (no vocabulary; for inspection)."""
