@@ -135,13 +135,61 @@ def test_bad_settings() -> None:
 
 @pytest.fixture(scope="module")
 def sampled(docs: list[Document], glove) -> DocumentTopicModel:
-    """Fitted on a sample of 50 of the 80 documents; the other 30 assigned after."""
+    """Fitted on a sample of 50 of the 80 documents; the other 30 placed by the student."""
     return DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=50).fit(docs)
 
 
-def test_a_sample_is_fitted_and_every_document_placed(sampled: DocumentTopicModel,
+@pytest.fixture(scope="module")
+def sampled_encoder(docs: list[Document], glove) -> DocumentTopicModel:
+    """The same sample; the other 30 encoded and placed in their nearest topic."""
+    return DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=50,
+                              placement="encoder").fit(docs)
+
+
+def test_a_corpus_within_the_sample_is_placed_as_the_encoder_places_it(
+        docs: list[Document], glove) -> None:
+    student, encoder = (DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, placement=p)
+                        .fit(docs[:40]) for p in ("student", "encoder"))
+    assert (student.doc_labels_ == encoder.doc_labels_).all()
+    assert np.array_equal(student.doc_topics_, encoder.doc_topics_)
+    assert student.topics_ == encoder.topics_ and not hasattr(student, "student_")
+
+
+def test_the_student_places_the_rest_of_a_sampled_corpus(
+        sampled: DocumentTopicModel, sampled_encoder: DocumentTopicModel) -> None:
+
+    index = sampled.sample_index_
+    assert sampled.topics_ == sampled_encoder.topics_  # the same sample, vectors and topics
+    assert (sampled.doc_labels_[index] == sampled_encoder.doc_labels_[index]).all()
+    rest = np.setdiff1d(np.arange(len(sampled.doc_ids_)), index)
+    shares, labels = sampled.doc_topics_[rest], sampled.doc_labels_[rest]
+    assert np.allclose(shares.sum(axis=1), 1, atol=1e-5) and (shares.argmax(1) == labels).all()
+    assert sampled.topic_doc_counts_ == np.bincount(sampled.doc_labels_, minlength=4).tolist()
+    assert {d for t in sampled.typical_docs_ for d, _ in t} <= set(index.tolist())
+
+
+def test_the_student_agrees_with_the_encoder_where_words_tell_topics_apart(glove) -> None:
+    """Four subjects with their own words: the student, trained on a 60-document sample,
+    places the other 60 as the transformer-free encoder does."""
+    from sklearn.metrics import adjusted_rand_score
+
+    pools = [["football", "goal", "striker", "league", "coach", "match", "season", "stadium"],
+             ["bank", "stocks", "inflation", "interest", "market", "bonds", "investor", "rate"],
+             ["planet", "orbit", "telescope", "galaxy", "astronaut", "rocket", "star", "moon"],
+             ["recipe", "oven", "flour", "butter", "sauce", "garlic", "bake", "soup"]]
+    rng = np.random.default_rng(0)
+    docs = [Document(id=str(i), text=" ".join(rng.choice(pools[i % 4], size=12)), meta={})
+            for i in range(120)]
+    student, encoder = (DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=60,
+                                           placement=p).fit(docs)
+                        for p in ("student", "encoder"))
+    rest = np.setdiff1d(np.arange(120), student.sample_index_)
+    assert adjusted_rand_score(encoder.doc_labels_[rest], student.doc_labels_[rest]) == 1.0
+
+
+def test_a_sample_is_fitted_and_every_document_placed(sampled_encoder: DocumentTopicModel,
                                                        docs: list[Document], glove) -> None:
-    m, index = sampled, sampled.sample_index_
+    m, index = sampled_encoder, sampled_encoder.sample_index_
     assert len(index) == 50 == len(set(index.tolist())) and list(index) == sorted(index)
     assert m.doc_ids_ == [d.id for d in docs] and len(m.doc_embeddings_) == 50
     # the topics are those of the sample fitted alone

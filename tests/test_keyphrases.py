@@ -352,7 +352,7 @@ def test_cli_nested_switch(tmp_path) -> None:
     [
         ("missing", [], "not found"),
         ("ok", ["--diversity", "2"], "diversity"),
-        ("ok", ["-n", "0"], "top_n"),
+        ("ok", ["-n", "0"], "--top-n"),
         ("ok", ["--candidates", "ngrams"], "candidates"),
         ("ok", ["--model", "no-such-model"], "unknown model"),
         ("ok", ["--split", "test"], "no document has split"),

@@ -154,7 +154,7 @@ NUMERIC_OPTIONS: dict[str, tuple[str, float, float]] = {
     "workers": ("--workers", 0, 1024), "seed": ("--seed", 0, 2**32 - 1),
     "grounding": ("--grounding", 0.0, 100.0), "worker_cpus": ("--worker-cpus", 0.01, 1024),
     "batch_size": ("--batch-size", 1, 1_000_000), "k": ("-k", 1, 1_000_000),
-    "n_topics": ("-k", 1, 100_000), "top_n": ("--top-n", 1, 100_000),
+    "top_n": ("--top-n", 1, 100_000),
     "threshold": ("--threshold", -1.0, 1.0), "diversity": ("--diversity", 0.0, 1.0),
     "lr": ("--lr", 1e-12, 100.0), "dropout": ("--dropout", 0.0, 0.999),
     "max_minutes": ("--minutes", 1e-3, 1e6), "max_steps": ("--max-steps", 1, 10**9),
