@@ -378,3 +378,17 @@ def test_index_query_csv_is_safe_and_readers_name_fifos(tmp_path):
     refused(invoke("index", "build", fifo, "--out", tmp_path / "i2", "-q"), "FIFO")
     refused(invoke("join", names, names, "--left-on", "a", "--right-on", "a", "--out",
                    tmp_path / "j.csv", "--threshold", "nan", "-q"), "--threshold")
+
+
+def test_string_encoder_hashes_long_texts_in_pieces_with_the_same_vector(monkeypatch):
+    from phrasekit.encoders import string as string_encoder
+    from phrasekit.encoders.string import CharNgramEncoder
+
+    text = " ".join(["alpha", "Überstraße", "new-york", "x"] * 30_000)
+    enc = CharNgramEncoder()
+    pieces = enc.encode([text, "short"])
+    monkeypatch.setattr(string_encoder, "PIECE_CHARS", 10**9)
+    assert len(string_encoder._pieces(text)) == 1
+    np.testing.assert_allclose(pieces, enc.encode([text, "short"]), atol=1e-6)
+    monkeypatch.undo()
+    assert len(string_encoder._pieces(text)) > 1

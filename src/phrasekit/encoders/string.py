@@ -12,6 +12,23 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 
+#: Texts are hashed in pieces of at most this many characters, cut at a space: n-grams stay
+#: inside words (``char_wb``), so the counts are the same and a long text costs bounded memory.
+PIECE_CHARS = 50_000
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut at spaces into pieces of at most :data:`PIECE_CHARS` characters (a word
+    longer than that is cut where it must be)."""
+    out, start = [], 0
+    while len(text) - start > PIECE_CHARS:
+        cut = text.rfind(" ", start + 1, start + PIECE_CHARS)
+        cut = cut if cut > start else start + PIECE_CHARS
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
 
 class CharNgramEncoder(Encoder):
     """Cosine over hashed character n-gram counts (sublinear tf), lower-cased, word-bounded."""
@@ -29,6 +46,17 @@ class CharNgramEncoder(Encoder):
         )
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        x = self._vec.transform(texts).astype(np.float32)
+        import scipy.sparse as sp
+
+        pieces, owner = [], []
+        for i, text in enumerate(texts):
+            for piece in _pieces(text):
+                pieces.append(piece)
+                owner.append(i)
+        x = self._vec.transform(pieces)
+        if len(pieces) > len(texts):  # a long text's counts: the sum of its pieces'
+            x = sp.csr_matrix((np.ones(len(owner)), (owner, np.arange(len(owner)))),
+                              shape=(len(texts), len(pieces))) @ x
+        x = x.astype(np.float32)
         x.data = 1.0 + np.log(x.data)  # sublinear tf
         return x.toarray()
