@@ -56,8 +56,7 @@ ANN_MIN_QUERIES = 40_000
 DEFAULT_M = 32
 DEFAULT_EF_CONSTRUCTION = 80
 DEFAULT_EF_SEARCH = 128
-#: Bounds on HNSW parameters read from a user's config (faiss takes C ints; far larger values
-#: only exhaust memory or time).
+#: Bounds on HNSW parameters read from a config (faiss takes C ints; more only costs memory).
 MAX_M, MAX_EF, MAX_DIM = 512, 100_000, 65_536
 
 
@@ -375,8 +374,7 @@ class ANNIndex(SearchIndex):
         """Raise ``ValueError`` unless the graph stores ``vectors`` (a sample of rows read back
         and searched for: each must find itself), so a swapped or stale graph is refused."""
         if len(self) != len(vectors):
-            raise ValueError(f"{where}: the graph holds {len(self)} vectors, expected "
-                             f"{len(vectors)}")
+            raise ValueError(f"{where}: the graph holds {len(self)} vectors, not {len(vectors)}")
         ids = np.unique(np.linspace(0, len(vectors) - 1, min(sample, len(vectors))).astype(int))
         if not len(ids):
             return
