@@ -392,3 +392,19 @@ def test_string_encoder_hashes_long_texts_in_pieces_with_the_same_vector(monkeyp
     np.testing.assert_allclose(pieces, enc.encode([text, "short"]), atol=1e-6)
     monkeypatch.undo()
     assert len(string_encoder._pieces(text)) > 1
+
+
+def test_a_write_error_without_a_file_name_names_the_output(tmp_path, monkeypatch):
+    """"File too large" (EFBIG from a file size limit) said which output it was writing."""
+    import errno
+
+    import phrasekit.cli.models as models_cli
+
+    def too_large(*args, **kwargs):
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(models_cli, "write_npy_rows", too_large, raising=False)
+    src = tmp_path / "one.txt"
+    src.write_text("paris\n", encoding="utf-8")
+    res = invoke("encode", src, "--out", tmp_path / "v.npy", "-m", "string", "-q")
+    refused(res, "File too large", "v.npy")

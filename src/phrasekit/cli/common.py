@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import math
@@ -101,9 +102,14 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 500 else text[:497] + "..."
 
 
-def run_command(body: Callable[[], Any]) -> Any:
+#: Write errors that name no file by themselves (a full disk, a file size limit).
+_WRITE_ERRNOS = (errno.EFBIG, errno.ENOSPC, errno.EDQUOT)
+
+
+def run_command(body: Callable[[], Any], writing: object = None) -> Any:
     """Call a command body: user errors end in one line and exit code 2, anything else in one
-    line and exit code 1; the traceback only with ``--debug``."""
+    line and exit code 1; the traceback only with ``--debug``. ``writing``: the output, named
+    in a write error that names no file ("File too large")."""
     try:
         return body()
     except (typer.Exit, typer.Abort):  # a command's own exit code
@@ -123,7 +129,9 @@ def run_command(body: Callable[[], Any]) -> Any:
     except (BadInputError, *USER_ERRORS) as exc:
         if DEBUG["on"]:
             raise
-        typer.echo(f"error: {_one_line(exc)}", err=True)
+        where = (f" (writing {writing})" if isinstance(exc, OSError) and not exc.filename
+                 and exc.errno in _WRITE_ERRNOS and writing is not None else "")
+        typer.echo(f"error: {_one_line(exc)}{where}", err=True)
         raise typer.Exit(code=2) from None
     except Exception as exc:
         if DEBUG["on"]:
@@ -202,7 +210,7 @@ def command(group: typer.Typer, name: str, out: str | None = None
                 check_paths(kwargs, out)
                 return fn(**kwargs)
 
-            return run_command(body)
+            return run_command(body, kwargs.get("out", kwargs.get("output")))
 
         group.command(name)(wrapper)
         return fn
