@@ -259,11 +259,11 @@ def output_folder(path: str | Path) -> Path:
     return real(path) if path.is_symlink() else path
 
 
-def check_folder_path(path: str | Path) -> Path:
+def check_folder_path(path: str | Path, inputs: tuple[str | Path, ...] = ()) -> Path:
     """Raise ``ValueError`` unless ``path`` is a folder or can become one (not a file, FIFO or
-    device, not the current folder, under a writable folder)."""
+    device, not the current folder or one of ``inputs``, under a writable folder)."""
     path = Path(path)
-    check_output(path, "--out", folder=True)
+    check_output(path, "--out", inputs, folder=True)
     if os.path.lexists(path) and not output_folder(path).is_dir():
         raise ValueError(f"{path} is not a folder (it is {what_is(path)})")
     check_parent_writable(output_folder(path))

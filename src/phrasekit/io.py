@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from phrasekit.paths import own_siblings, real, special_kind, stem, what_is
+from phrasekit.paths import own_siblings, real, stem, what_is
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,10 +55,8 @@ def writable_target(path: str | Path) -> Path:
     path = Path(path)
     if path.is_symlink():
         path = real(path)
-    kind = special_kind(path)
-    if kind is not None or (os.path.lexists(path) and not path.is_file()):
-        raise ValueError(f"{path} is {kind or what_is(path)}, not a regular file; not "
-                         "replacing it")
+    if os.path.lexists(path) and not path.is_file():  # what_is names a FIFO or a device
+        raise ValueError(f"{path} is {what_is(path)}, not a regular file; not replacing it")
     return path
 
 
@@ -165,7 +163,7 @@ def input_problem(path: str | Path, what: str = "file") -> str | None:
     """Why ``path`` cannot be read as an input ``what`` (a regular file), naming what it is: a
     FIFO, a device, a socket, a folder or nothing; None when it is a regular file."""
     path = Path(path)
-    if path.is_file() and special_kind(path) is None:
+    if path.is_file():  # False for a FIFO, a device or a socket
         return None
     if not os.path.lexists(path):
         return f"{what} not found: {path}"

@@ -188,8 +188,7 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
         return
     inputs = _input_paths(kwargs, name)
     if out_kind == "folder":
-        check_output(out, "--out", inputs, folder=True)
-        check_folder_path(out)
+        check_folder_path(out, inputs)
         return
     check_output_file(out, inputs=inputs)
 

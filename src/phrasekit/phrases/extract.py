@@ -349,12 +349,21 @@ class PhraseExtractor:
                 stream = nlp.pipe(group, as_tuples=True, batch_size=batch_size,
                                   n_process=pipe_processes(len(group), processes))
                 for sdoc, (i, offset) in stream:
-                    found[i][offset] = [
-                        (offset + span.start_char, offset + span.end_char, *names) if positions
-                        else names for span, *texts in self.doc_spans(sdoc)
-                        for names in [tuple(strings.setdefault(t, t) for t in texts)]]
+                    found[i][offset] = self._occurrences_of(sdoc, offset, positions, strings)
                     bar.update()
         return [[m for offset in sorted(parts) for m in parts[offset]] for parts in found]
+
+    def _occurrences_of(self, sdoc: Any, offset: int, positions: bool,
+                        strings: dict[str, str]) -> list[Any]:
+        """One piece's occurrences: ``(start, end, key, surface, source)`` with ``offset``
+        added, or ``(key, surface, source)``; each text taken from ``strings`` when an equal
+        one is there (so repeated phrases share one string)."""
+        out: list[Any] = []
+        for span, key, surface, source in self.doc_spans(sdoc):
+            texts = tuple(strings.setdefault(t, t) for t in (key, surface, source))
+            out.append((offset + span.start_char, offset + span.end_char, *texts) if positions
+                       else texts)
+        return out
 
     def _size_classes(self, pieces: list[tuple[str, tuple[int, int]]]
                       ) -> Iterator[tuple[list[tuple[str, tuple[int, int]]], int, int]]:
