@@ -55,7 +55,7 @@ def run_corpus(corpus: str, sizes: list[str], args: argparse.Namespace) -> list[
         rec = {"corpus": corpus, "docs": len(docs), "fit_docs": min(n_fit, len(docs)),
                "k": int(student.n_topics_), "nmi_student": float(
                    normalized_mutual_info_score(gold, st[mask])), "student_fit_s": wall}
-        if size != "all":
+        if size != "all" and args.placements == "both":
             encoder, _ = _fit(docs, args.model, n_fit, "encoder", cache, args.seed)
             en = np.asarray(encoder.doc_labels_)
             placed = np.ones(len(docs), dtype=bool)
@@ -79,6 +79,8 @@ def main() -> None:
     ap = sample_parser(__doc__, "bbc_news,ag_news_test", "all,4000,2000,1000", "minilm",
                        "runs/topics_student")
     ap.add_argument("--cache", default="runs/topics_student_cache")
+    ap.add_argument("--placements", choices=("both", "student"), default="both",
+                    help="'student' skips the transformer-placement fit (no full-corpus encode)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

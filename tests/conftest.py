@@ -12,6 +12,14 @@ from phrasekit.settings import corpora_dir, data_dir
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _own_vector_cache(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets an empty default vector cache: none writes to the user's cache folder
+    or sees another test's vectors."""
+    monkeypatch.setenv("PHRASEKIT_VECTOR_CACHE", str(tmp_path_factory.mktemp("vectors")))
+
+
 @pytest.fixture(scope="session")
 def minilm():
     """The packaged all-MiniLM-L6-v2 encoder (loaded once)."""

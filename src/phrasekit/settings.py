@@ -90,6 +90,26 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "phrasekit"
 
 
+def vector_cache_dir() -> Path:
+    """Where ``topics`` and ``keyphrases`` keep document and phrase vectors between runs
+    (``PHRASEKIT_VECTOR_CACHE``, else ``<cache_dir>/vectors``), so a re-run on the same
+    corpus and model encodes nothing."""
+    env = os.environ.get("PHRASEKIT_VECTOR_CACHE")
+    return Path(env).expanduser() if env else cache_dir() / "vectors"
+
+
+def vector_cache_budget() -> int:
+    """Bytes the default vector cache may hold (``PHRASEKIT_VECTOR_CACHE_MB``, default 2048):
+    the files used least recently are removed beyond it."""
+    raw = os.environ.get("PHRASEKIT_VECTOR_CACHE_MB", "2048")
+    try:
+        mb = float(raw)
+    except ValueError:
+        raise ValueError(f"PHRASEKIT_VECTOR_CACHE_MB must be a number of megabytes, got "
+                         f"{raw!r}") from None
+    return max(0, int(mb * 2**20))
+
+
 @contextlib.contextmanager
 def torch_threads(n: int | None) -> Iterator[None]:
     """Set torch's intra-op thread count to ``n`` inside a block, then restore it (None: as is).

@@ -20,7 +20,7 @@ from safetensors import SafetensorError
 from phrasekit.artifacts import check_folder_path, check_parent_writable
 from phrasekit.io import CorpusError, writable_target
 from phrasekit.paths import check_output
-from phrasekit.settings import SharedDataMissingError
+from phrasekit.settings import SharedDataMissingError, vector_cache_dir
 
 logger = logging.getLogger("phrasekit")
 
@@ -33,6 +33,11 @@ CsvSafe = Annotated[bool, typer.Option(
     "--csv-safe/--no-csv-safe", help="Write a text cell that starts with =, +, -, @, tab or CR "
                                      "with a leading ' so that a spreadsheet shows it as text "
                                      "instead of running it as a formula.")]
+VectorCache = Annotated[bool, typer.Option(
+    "--cache/--no-cache", help="Keep document and phrase vectors between runs (default: in "
+                               "phrasekit's cache folder, bounded by PHRASEKIT_VECTOR_CACHE_MB, "
+                               "2048), so a re-run on the same corpus and model encodes only "
+                               "new text.")]
 Workers = Annotated[int, typer.Option(
     help="Processes for spaCy's parsing (0: one per CPU core; a corpus of a few hundred "
          "documents is parsed in one); with --engine ray, worker actors (0: one per CPU of "
@@ -53,6 +58,16 @@ def set_debug(flag: bool) -> None:
 
 class BadInputError(Exception):
     """Raised by commands for user errors that should exit with code 2."""
+
+
+def vector_cache(cache_dir: Path | None, cache: bool) -> Path | None:
+    """The folder vectors are cached in: ``--cache-dir``, else phrasekit's own
+    (``settings.vector_cache_dir``); None with ``--no-cache``."""
+    if not cache:
+        if cache_dir is not None:
+            raise BadInputError("--no-cache and --cache-dir contradict each other: give one")
+        return None
+    return cache_dir if cache_dir is not None else vector_cache_dir()
 
 
 def check_output_file(out: Path, inputs: tuple[str | Path, ...] = (), option: str = "--out"

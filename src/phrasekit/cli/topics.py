@@ -16,11 +16,13 @@ from phrasekit.cli.common import (
     BadInputError,
     ModelOpt,
     Quiet,
+    VectorCache,
     Verbose,
     Workers,
     command,
     logger,
     resolve_workers,
+    vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -300,7 +302,8 @@ def topics_cmd(
         help="A .json.gz file to reuse extracted phrases between runs.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(
         help="documents, pntm: folder caching document (and pntm's vocabulary) embeddings "
-             "between runs.")] = None,
+             "between runs (default: phrasekit's cache folder).")] = None,
+    cache: VectorCache = True,
     sentences: Annotated[int, typer.Option(
         help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
     ccl_steps: Annotated[int, typer.Option(
@@ -332,6 +335,7 @@ def topics_cmd(
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
               phrasekit topics reviews.jsonl --method ccl --out runs/ccl
     """
+    cache_dir = vector_cache(cache_dir, cache)
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
                          fit_docs=fit_docs,
@@ -380,6 +384,7 @@ def keyphrases_cmd(
     threads: Annotated[int | None, typer.Option(
         help="torch threads (default: torch's own).")] = None,
     workers: Workers = 0,
+    cache: VectorCache = True,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -393,7 +398,8 @@ def keyphrases_cmd(
     """
     set_threads(threads)
     options: dict[str, Any] = {"encoder": model, "top_n": top_n,
-                               "n_process": resolve_workers(workers)}
+                               "n_process": resolve_workers(workers),
+                               "cache_dir": vector_cache(None, cache)}
     if diversity is not None:
         options["diversity"] = diversity
     if candidates is not None:

@@ -13,6 +13,7 @@ import logging
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -92,6 +93,14 @@ class Encoder(ABC):
     default_batch_size: int = 64
     #: torch intra-op threads while this encoder works (None: leave torch's setting alone).
     num_threads: int | None = None
+    #: the folder the weights were read from, if any (cached vectors are keyed by its files).
+    model_path: Path | None = None
+
+    def vector_settings(self) -> dict[str, object]:
+        """The settings besides the weights that change this encoder's vectors (precision,
+        tokens kept): cached vectors are keyed by them."""
+        return {k: v for k in ("precision", "max_seq_length")
+                if (v := getattr(self, k, None)) is not None}
 
     @abstractmethod
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:

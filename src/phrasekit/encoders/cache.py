@@ -3,6 +3,7 @@ encodes texts it has not seen with that encoder."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -18,6 +19,8 @@ import numpy as np
 
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import atomic_write, writable_target
+from phrasekit.paths import same_path
+from phrasekit.settings import vector_cache_budget, vector_cache_dir
 
 if TYPE_CHECKING:
     from phrasekit.encoders.base import Encoder
@@ -114,18 +117,61 @@ def encoder_name(encoder: Any) -> str:
     return str(getattr(encoder, "name", type(encoder).__name__))
 
 
+FINGERPRINT_BYTES = 1 << 20
+
+
+@functools.lru_cache(maxsize=32)
+def _fingerprint(folder: str, stats: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.blake2b(digest_size=8)
+    for name, size, _ in stats:
+        digest.update(f"{name}:{size};".encode())
+        with open(Path(folder) / name, "rb") as fh:
+            digest.update(fh.read(FINGERPRINT_BYTES))
+            if size > FINGERPRINT_BYTES:
+                fh.seek(-FINGERPRINT_BYTES, os.SEEK_END)
+                digest.update(fh.read())
+    return digest.hexdigest()
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """A short digest of a model folder's ``config.json`` and weight files (names, sizes, first
+    and last MiB of each): another folder of the same name, or retrained weights, differ."""
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and (
+        p.name == "config.json" or p.suffix in (".safetensors", ".npz", ".json")))
+    stats = tuple((n, (st := (folder / n).stat()).st_size, st.st_mtime_ns) for n in names)
+    return _fingerprint(str(folder.resolve()), stats)
+
+
+def encoder_identity(encoder: Any) -> str:
+    """What cached vectors are keyed by besides their text: the encoder's name and class, the
+    settings that change its vectors (``vector_settings``) and its weights' fingerprint, so
+    one model at two precisions, or two folders of one name, never share vectors."""
+    parts = [encoder_name(encoder), type(encoder).__name__]
+    settings = getattr(encoder, "vector_settings", dict)()
+    parts += [f"{k}={v}" for k, v in sorted(settings.items())]
+    folder = getattr(encoder, "model_path", None)
+    if folder is not None and Path(folder).is_dir():
+        parts.append(folder_fingerprint(Path(folder)))
+    return " ".join(parts)
+
+
 def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None = None,
-                  show_progress: bool = True, batch_size: int = 256) -> np.ndarray:
+                  show_progress: bool = True, batch_size: int = 256,
+                  identity: Callable[[Any], str] = encoder_name,
+                  max_bytes: int | None = None) -> np.ndarray:
     """Embed ``texts`` (unit rows), reusing and extending an ``.npz`` cache of this encoder.
 
     The cache holds ``encoder`` (name), ``keys`` (a digest per text, ``text_key``) and
     ``embeddings``; a cache written by another encoder is ignored (and replaced). Re-running a
     build then only embeds new texts. ``encoder`` may also be a function returning the encoder,
     called only when a text is missing: then the cache file is trusted to belong to it (its
-    path must tell models apart), so reading cached vectors loads no model.
+    path must tell models apart), so reading cached vectors loads no model. ``identity``:
+    what the file is keyed by besides the texts (``encoder_identity`` for settings and
+    weights). ``max_bytes``: the most the file may hold; beyond it the rows of these
+    ``texts`` are kept, then the newest others.
     """
     loader = None if hasattr(encoder, "encode") else encoder
-    name = None if loader is not None else encoder_name(encoder)
+    name = None if loader is not None else identity(encoder)
     old_keys: list[bytes] = []
     old_emb = None
     if cache is not None and os.path.lexists(cache):
@@ -136,12 +182,12 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     missing_idx = _missing(keys, row)
     if missing_idx and loader is not None:
         encoder = loader()
-        if name is not None and name != encoder_name(encoder):
+        if name is not None and name != identity(encoder):
             logger.warning("embedding cache %s is for %s, not %s: rebuilt", cache, name,
-                           encoder_name(encoder))
+                           identity(encoder))
             old_keys, old_emb, row = [], None, {}
             missing_idx = _missing(keys, row)
-        name = encoder_name(encoder)
+        name = identity(encoder)
     missing = [texts[i] for i in missing_idx]
     logger.info("embeddings: %d cached, %d to encode with %s", len(texts) - len(missing),
                 len(missing), name)
@@ -154,12 +200,58 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     new_keys = [keys[i] for i in missing_idx]
     for k in new_keys:
         row[k] = len(row)
+    wanted = [row[k] for k in keys]
     if cache is not None and missing:
-        all_keys = np.asarray(old_keys + new_keys, dtype=f"S{KEY_BYTES}")
+        kept = _bounded_rows(len(row), wanted, all_emb.shape[1], max_bytes)
+        all_keys = np.asarray(old_keys + new_keys, dtype=f"S{KEY_BYTES}")[kept]
         with atomic_write(cache, "wb") as fh:
-            np.savez(fh, encoder=np.asarray(name), keys=all_keys, embeddings=all_emb,
-                     sha256=np.asarray(_digest(str(name), all_keys, all_emb)))
-    return all_emb[[row[k] for k in keys]]
+            np.savez(fh, encoder=np.asarray(name), keys=all_keys, embeddings=all_emb[kept],
+                     sha256=np.asarray(_digest(str(name), all_keys, all_emb[kept])))
+    return all_emb[wanted]
+
+
+def _bounded_rows(n: int, wanted: list[int], dim: int, max_bytes: int | None) -> np.ndarray:
+    """The rows a cache file keeps: all ``n`` when they fit in ``max_bytes``, else the rows
+    just asked for, then the newest others, up to the bound (in the rows' order)."""
+    per_row = KEY_BYTES + 4 * dim
+    if max_bytes is None or n * per_row <= max_bytes:
+        return np.arange(n)
+    room = max(0, max_bytes // per_row)
+    keep = np.zeros(n, dtype=bool)
+    keep[np.asarray(wanted[:room], dtype=np.int64)] = True
+    for i in range(n - 1, -1, -1):
+        if keep.sum() >= room:
+            break
+        keep[i] = True
+    return np.flatnonzero(keep)
+
+
+def prune_caches(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
+    """Remove the least recently used embedding caches in ``folder`` (files this module
+    wrote: ``*.npz`` holding a cache's arrays) until they hold at most ``max_bytes``; ``keep``
+    is never removed. Returns the removed files."""
+    files = []
+    for path in folder.glob("*.npz"):
+        try:
+            _check_is_cache(path)
+            stat = path.stat()
+            files.append((stat.st_mtime_ns, stat.st_size, path))
+        except (OSError, ValueError):
+            continue
+    total = sum(size for _, size, _ in files)
+    removed = []
+    for _, size, path in sorted(files, key=lambda f: f[0]):
+        if total <= max_bytes:
+            break
+        if keep is not None and path == keep:
+            continue
+        path.unlink(missing_ok=True)
+        total -= size
+        removed.append(path)
+    if removed:
+        logger.info("vector cache %s: removed %d least recently used files to stay under "
+                    "%d MB", folder, len(removed), max_bytes >> 20)
+    return removed
 
 
 def chunk_words(text: str, size: int, max_chunks: int) -> list[str]:
@@ -174,12 +266,30 @@ def cached_encode(
     cache_dir: str | Path | None,
     kind: str,
     show_progress: bool = False,
+    batch_size: int | None = None,
 ) -> np.ndarray:
     """``encoder.encode(texts)`` through the shared text-keyed cache
-    (``cache_dir/KIND-ENCODER.npz``; None: no cache)."""
-    safe = re.sub(r"[^A-Za-z0-9@._-]+", "_", str(encoder.name))
-    cache = None if cache_dir is None else Path(cache_dir) / f"{kind}-{safe}.npz"
-    return encode_cached(encoder, list(texts), cache, show_progress=show_progress)
+    (``cache_dir/KIND-ENCODER-HASH.npz``, keyed by ``encoder_identity``; None: no cache).
+    In the default folder (``settings.vector_cache_dir``) the files stay within
+    ``settings.vector_cache_budget``, the least recently used removed first."""
+    sizes = {} if batch_size is None else {"batch_size": batch_size}
+    if cache_dir is None:
+        return encode_cached(encoder, list(texts), None, show_progress=show_progress, **sizes)
+    ident = encoder_identity(encoder)
+    safe = re.sub(r"[^A-Za-z0-9@._-]+", "_", str(encoder.name))[:64]
+    tag = hashlib.blake2b(ident.encode("utf-8"), digest_size=4).hexdigest()
+    cache = Path(cache_dir) / f"{kind}-{safe}-{tag}.npz"
+    managed = same_path(Path(cache_dir), vector_cache_dir())
+    budget = vector_cache_budget() if managed else None
+    if managed:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    out = encode_cached(encoder, list(texts), cache, show_progress=show_progress,
+                        identity=encoder_identity, max_bytes=budget, **sizes)
+    if managed and budget is not None:
+        if cache.exists():
+            os.utime(cache)  # most recently used
+        prune_caches(Path(cache_dir), budget, keep=cache)
+    return out
 
 
 def _windows(texts: Sequence[str], chunk_size: int, max_chunks: int

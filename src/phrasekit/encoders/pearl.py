@@ -232,7 +232,12 @@ class PearlEncoder(Encoder):
                         ) -> PearlEncoder:
         """Load a saved PEARL model folder."""
         path = Path(path)
-        return cls(PearlModel.from_pretrained(path), name=name or path.name, **kwargs)
+        encoder = cls(PearlModel.from_pretrained(path), name=name or path.name, **kwargs)
+        encoder.model_path = path
+        return encoder
+
+    def vector_settings(self) -> dict[str, object]:
+        return {"max_seq_length": int(self.model.config.max_seq_length)}
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         with torch.inference_mode():

@@ -67,6 +67,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.cache import cached_encode
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases.extract import (
@@ -123,6 +124,8 @@ class KeyphraseExtractor:
         batch_size: encoder batch size (None: the encoder's default).
         n_process: spaCy worker processes (``PhraseExtractor``'s rule: small corpora are
             parsed in-process).
+        cache_dir: a folder keeping candidate and window vectors between runs (keyed by text,
+            model and settings; None: no cache).
     """
 
     def __init__(
@@ -140,6 +143,7 @@ class KeyphraseExtractor:
         spacy_model: str | Any = DEFAULT_SPACY_MODEL,
         batch_size: int | None = None,
         n_process: int = 1,
+        cache_dir: str | None = None,
     ) -> None:
         if isinstance(encoder, str):
             check_model_name(encoder)
@@ -178,6 +182,7 @@ class KeyphraseExtractor:
         self.spacy_model = spacy_model
         self.batch_size = batch_size
         self.n_process = int(n_process)
+        self.cache_dir = None if cache_dir is None else str(cache_dir)
         self._encoder: Encoder | None = encoder if isinstance(encoder, Encoder) else None
 
     # ------------------------------------------------------------------ sklearn-style params
@@ -199,6 +204,7 @@ class KeyphraseExtractor:
             "spacy_model": nlp,
             "batch_size": self.batch_size,
             "n_process": self.n_process,
+            "cache_dir": self.cache_dir,
         }
 
     def set_params(self, **params: Any) -> KeyphraseExtractor:
@@ -376,9 +382,10 @@ class KeyphraseExtractor:
             for p in c.phrases:
                 phrase_ids.setdefault(p, len(phrase_ids))
         windows = [w for c in cands for w in c.windows]
-        vecs = enc.encode(list(phrase_ids), batch_size=self.batch_size,
-                          show_progress=show_progress)
-        wvecs = enc.encode(windows, batch_size=self.batch_size, show_progress=show_progress)
+        vecs = cached_encode(enc, list(phrase_ids), self.cache_dir, "phrases", show_progress,
+                             batch_size=self.batch_size)
+        wvecs = cached_encode(enc, windows, self.cache_dir, "keyphrase-windows", show_progress,
+                              batch_size=self.batch_size)
         doc_vecs = np.zeros((len(cands), enc.dim), dtype=np.float32)
         pos = 0
         for i, c in enumerate(cands):

@@ -1,0 +1,120 @@
+"""The default vector cache of `topics` and `keyphrases`: keyed by text, model, settings and
+weights, reused by a re-run, bounded in size, off with --no-cache."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.cache import cached_encode, encoder_identity, prune_caches
+from phrasekit.settings import vector_cache_dir
+
+
+class Counting(Encoder):
+    """A deterministic toy encoder that counts the texts it encodes."""
+
+    def __init__(self, name: str = "toy", precision: str = "fp32",
+                 model_path: Path | None = None) -> None:
+        self.name, self.dim, self.precision, self.model_path = name, 8, precision, model_path
+        self.seen = 0
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen += len(texts)
+        return np.stack([np.random.default_rng(len(t) + sum(map(ord, t))).normal(size=8)
+                         for t in texts]).astype(np.float32)
+
+
+def _folder(path: Path, weights: bytes) -> Path:
+    path.mkdir(parents=True)
+    (path / "config.json").write_text("{}")
+    (path / "model.safetensors").write_bytes(weights)
+    return path
+
+
+def test_identity_tells_settings_and_weights_apart(tmp_path: Path) -> None:
+    a = _folder(tmp_path / "one" / "model", b"a" * 100)
+    b = _folder(tmp_path / "two" / "model", b"b" * 100)
+    same = _folder(tmp_path / "three" / "model", b"a" * 100)
+    ids = {encoder_identity(Counting(model_path=a)), encoder_identity(Counting(model_path=b)),
+           encoder_identity(Counting(model_path=a, precision="bf16"))}
+    assert len(ids) == 3
+    assert encoder_identity(Counting(model_path=a)) == encoder_identity(
+        Counting(model_path=same))
+
+
+def test_default_folder_reuses_vectors() -> None:
+    enc = Counting()
+    texts = ["alpha beta", "gamma", "alpha beta", "delta epsilon"]
+    first = cached_encode(enc, texts, vector_cache_dir(), "docs")
+    assert enc.seen == 3
+    again = Counting()
+    second = cached_encode(again, [*texts, "new one"], vector_cache_dir(), "docs")
+    assert again.seen == 1
+    np.testing.assert_allclose(second[:4], first, atol=1e-6)
+    other = Counting(precision="bf16")  # other settings: its own file, encoded afresh
+    cached_encode(other, texts, vector_cache_dir(), "docs")
+    assert other.seen == 3
+    assert len(list(vector_cache_dir().glob("docs-toy-*.npz"))) == 2
+
+
+def test_default_folder_stays_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHRASEKIT_VECTOR_CACHE_MB", str(1500 / 2**20))  # 1,500 bytes
+    per_row = 16 + 4 * 8
+    for name in ("one", "two", "three"):
+        cached_encode(Counting(name), [f"{name} {i}" for i in range(40)], vector_cache_dir(),
+                      "docs")
+    files = sorted(vector_cache_dir().glob("*.npz"))
+    assert [f.name.split("-")[1] for f in files] == ["three"]  # the older files went first
+    with np.load(files[0]) as z:  # the file itself holds at most the budget's rows
+        assert len(z["keys"]) == 1500 // per_row
+
+
+def test_prune_keeps_the_named_file_and_foreign_files(tmp_path: Path) -> None:
+    cached_encode(Counting("a"), ["x", "y"], tmp_path, "docs")
+    cached_encode(Counting("b"), ["x", "y"], tmp_path, "docs")
+    (tmp_path / "notes.npz").write_bytes(b"user data")
+    keep = next(tmp_path.glob("docs-b-*.npz"))
+    removed = prune_caches(tmp_path, 0, keep=keep)
+    assert [p.name.split("-")[1] for p in removed] == ["a"]
+    assert keep.exists() and (tmp_path / "notes.npz").read_bytes() == b"user data"
+
+
+def _corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "docs.jsonl"
+    texts = ["The central bank raised interest rates to fight inflation.",
+             "Neural networks learn phrase representations from large corpora."]
+    path.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n"
+                            for i, t in enumerate(texts)))
+    return path
+
+
+def test_keyphrases_cache_by_default_and_not_with_no_cache(tmp_path: Path) -> None:
+    corpus, runner = _corpus(tmp_path), CliRunner()
+    args = ["keyphrases", str(corpus), "-m", "glove-50d", "-q"]
+    first = runner.invoke(app, [*args, "-o", str(tmp_path / "a.jsonl")])
+    assert first.exit_code == 0, first.output
+    files = sorted(p.name.split("-")[0] for p in vector_cache_dir().glob("*.npz"))
+    assert files == ["keyphrase", "phrases"]
+    second = runner.invoke(app, [*args, "-o", str(tmp_path / "b.jsonl")])
+    assert second.exit_code == 0, second.output
+    assert (tmp_path / "a.jsonl").read_text() == (tmp_path / "b.jsonl").read_text()
+    for p in vector_cache_dir().glob("*.npz"):
+        p.unlink()
+    off = runner.invoke(app, [*args, "--no-cache", "-o", str(tmp_path / "c.jsonl")])
+    assert off.exit_code == 0, off.output
+    assert not list(vector_cache_dir().glob("*.npz"))
+
+
+def test_no_cache_with_cache_dir_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["topics", str(_corpus(tmp_path)), "-o",
+                                      str(tmp_path / "out"), "--no-cache", "--cache-dir",
+                                      str(tmp_path / "c")])
+    assert result.exit_code == 2
+    assert "--no-cache and --cache-dir" in result.output
