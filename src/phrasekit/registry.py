@@ -220,18 +220,24 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     """Build the encoder registered as ``name_or_path``, or load a local model folder.
 
     Extra keyword arguments go to the encoder (e.g. ``precision="bf16"`` for transformers);
+    ``device`` (``auto``, the default, ``cpu``, ``cuda``) places it (``Encoder.to``);
     ``"NAME@PRECISION"`` (e.g. ``"minilm@bf16"``) is a shorthand for the same, usable wherever
     a model name is (CLI ``--model`` included). Raises ``ValueError`` listing the known names
     when nothing matches.
     """
+    device = kwargs.pop("device", None)
     key, kwargs = _resolve(name_or_path, kwargs)
+    encoders.resolve_device(device)  # a bad or absent device fails before any loading
     spec = _REGISTRY.get(key)
     if spec is not None:
-        return spec.factory(**kwargs)
+        return spec.factory(**kwargs).to(device)
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
     loader = FOLDER_LOADERS.get(model_folder_format(path) or "", "TransformerEncoder")
-    return attrgetter(loader)(encoders)(path, **kwargs)
+    encoder = attrgetter(loader)(encoders)(path, **kwargs)
+    if encoder.model_path is None:
+        encoder.model_path = path
+    return encoder.to(device)
 
 
 def as_encoder(model: str | Path | Encoder) -> Encoder:

@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +18,7 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable
+from phrasekit.encoders.base import resolve_device
 from phrasekit.io import CorpusError, writable_target
 from phrasekit.paths import check_output
 from phrasekit.settings import SharedDataMissingError, vector_cache_dir
@@ -33,6 +34,9 @@ CsvSafe = Annotated[bool, typer.Option(
     "--csv-safe/--no-csv-safe", help="Write a text cell that starts with =, +, -, @, tab or CR "
                                      "with a leading ' so that a spreadsheet shows it as text "
                                      "instead of running it as a formula.")]
+Device = Annotated[str, typer.Option(
+    help="Where models run: auto (CUDA when torch sees a GPU, else the CPU), cpu, cuda or "
+         "cuda:N. Sets PHRASEKIT_DEVICE for the command, so worker processes follow it.")]
 VectorCache = Annotated[bool, typer.Option(
     "--cache/--no-cache", help="Keep document and phrase vectors between runs (default: in "
                                "phrasekit's cache folder, bounded by PHRASEKIT_VECTOR_CACHE_MB, "
@@ -208,6 +212,28 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     check_output_file(out, inputs=inputs)
 
 
+@contextlib.contextmanager
+def command_device(device: str | None) -> Iterator[None]:
+    """A command's ``--device``, checked before any work and set as ``PHRASEKIT_DEVICE``
+    (what ``registry.load`` places models by) while the command runs."""
+    if device is None:
+        yield
+        return
+    try:
+        resolve_device(device)
+    except ValueError as exc:
+        raise BadInputError(f"--device: {exc}") from None
+    before = os.environ.get("PHRASEKIT_DEVICE")
+    os.environ["PHRASEKIT_DEVICE"] = device
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PHRASEKIT_DEVICE", None)
+        else:
+            os.environ["PHRASEKIT_DEVICE"] = before
+
+
 def command(group: typer.Typer, name: str, out: str | None = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as command ``name`` of ``group``: logging set up from its --quiet and
@@ -222,7 +248,8 @@ def command(group: typer.Typer, name: str, out: str | None = None
             def body() -> Any:
                 check_numbers(kwargs)
                 check_paths(kwargs, out)
-                return fn(**kwargs)
+                with command_device(kwargs.get("device")):
+                    return fn(**kwargs)
 
             return run_command(body, kwargs.get("out", kwargs.get("output")))
 

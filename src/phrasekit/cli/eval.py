@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from phrasekit.cli.common import Quiet, Verbose, command
+from phrasekit.cli.common import Device, Quiet, Verbose, command
 from phrasekit.eval.runner import format_table, run_benchmark
 
 app = typer.Typer()
@@ -30,6 +30,7 @@ def eval_cmd(
     noise: Annotated[str | None, typer.Option(
         help="Test-side noise for robustness: `typo` (seeded; bird and autofj only, the default "
              "tasks then).")] = None,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

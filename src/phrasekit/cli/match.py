@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from phrasekit.cli.common import BadInputError, CsvSafe, ModelOpt, Quiet, Verbose, command
+from phrasekit.cli.common import BadInputError, CsvSafe, Device, ModelOpt, Quiet, Verbose, command
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
@@ -74,6 +74,7 @@ def neighbors_cmd(
                                    "queries' in VOCAB.MODEL.queries.npz: a later query "
                                    "encodes only itself, and a query seen before (or one "
                                    "from the vocabulary) loads no model.")] = True,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -107,6 +108,7 @@ def pairs_cmd(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="TSV to write (A, B, score); default stdout.")] = None,
     csv_safe: CsvSafe = True,
+    device: Device = "auto",
     quiet: Quiet = False,
 ) -> None:
     """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity.
@@ -180,6 +182,7 @@ def join_cmd(
         help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right "
              "rows).")] = "auto",
     csv_safe: CsvSafe = True,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -227,6 +230,7 @@ def index_build_cmd(
         help="Id column of a .csv/.tsv (default: row number).")] = None,
     index: Annotated[str, typer.Option(
         help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 names).")] = "auto",
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -260,6 +264,7 @@ def index_query_cmd(
         "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
                             "instead of printing.")] = None,
     csv_safe: CsvSafe = True,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from phrasekit import models as model_folders
-from phrasekit.cli.common import BadInputError, ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.cli.common import BadInputError, Device, ModelOpt, Quiet, Verbose, command, logger
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.io import VECTOR_DTYPES, atomic_write, count_lines, iter_lines, write_npy_rows
@@ -74,6 +74,7 @@ def encode_cmd(
         help="Number type of the saved vectors: float32, or float16 for half the file "
              "(cosines change by about 1e-4; open it with numpy.load(..., mmap_mode='r') to "
              "read rows without loading the file).")] = "float32",
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,

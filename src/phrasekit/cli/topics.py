@@ -14,6 +14,7 @@ import typer
 from phrasekit.artifacts import check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
+    Device,
     ModelOpt,
     Quiet,
     VectorCache,
@@ -148,6 +149,7 @@ def mentions_cmd(
         "150-word windows encoded and averaged; a second pass over the corpus).")] = False,
     text_field: TextField = "text",
     workers: Workers = 0,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     dtype: Annotated[str, typer.Option(
@@ -324,6 +326,7 @@ def topics_cmd(
     report: Annotated[bool, typer.Option(
         "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
                                      "topic overview, 2-D map of terms).")] = True,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -385,6 +388,7 @@ def keyphrases_cmd(
         help="torch threads (default: torch's own).")] = None,
     workers: Workers = 0,
     cache: VectorCache = True,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -453,6 +457,7 @@ def facets_cmd(
     n: Annotated[int, typer.Option("-n", help="Nearest words listed per facet.")] = 5,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print JSON instead of the table.")] = False,
+    device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

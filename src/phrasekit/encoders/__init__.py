@@ -7,7 +7,7 @@ only reads cached vectors should not have to load.
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__, submod_attrs={"base": ["Encoder", "validate_texts"],
+    __name__, submod_attrs={"base": ["Encoder", "resolve_device", "validate_texts"],
                             "facets.encoder": ["FacetEncoder"],
                             "pearl": ["PearlEncoder"],
                             "phrase_bert": ["load_phrase_bert"],

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -81,6 +83,28 @@ def check_finite(vectors: np.ndarray, name: str) -> np.ndarray:
     return vectors
 
 
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str | None = None) -> str:
+    """The torch device an encoder runs on: ``auto`` (None: ``PHRASEKIT_DEVICE``, else auto)
+    is ``cuda`` when torch sees a CUDA device and ``cpu`` otherwise, as sentence-transformers
+    chooses; ``cuda`` (or ``cuda:N``) without one raises ``ValueError``."""
+    import torch
+
+    device = (device or os.environ.get("PHRASEKIT_DEVICE") or "auto").strip().lower()
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return device
+    if re.fullmatch(r"cuda(:\d+)?", device):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r}: torch sees no CUDA device here (CPU-only "
+                             "torch, or no GPU); use --device cpu or auto")
+        return device
+    raise ValueError(f"device must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}")
+
+
 class Encoder(ABC):
     """Base class: subclasses implement ``_encode_batch`` and set ``dim`` and ``name``.
 
@@ -95,6 +119,29 @@ class Encoder(ABC):
     num_threads: int | None = None
     #: the folder the weights were read from, if any (cached vectors are keyed by its files).
     model_path: Path | None = None
+    #: the torch device the encoder's modules are on (see :meth:`to`).
+    device: str = "cpu"
+
+    def torch_modules(self) -> list[Any]:
+        """The torch modules :meth:`to` moves (none: the encoder runs on the CPU only)."""
+        return []
+
+    def to(self, device: str | None = "auto") -> Encoder:
+        """Run on ``device`` (``auto``, ``cpu``, ``cuda``; see :func:`resolve_device`) and
+        return ``self``. An encoder without torch modules (GloVe, character n-grams) stays on
+        the CPU."""
+        target = resolve_device(device)
+        modules = self.torch_modules()
+        if not modules:
+            if target != "cpu":
+                logger.info("%s has no GPU path: it runs on the CPU", self.name)
+            return self
+        for module in modules:
+            module.to(target)
+        if target != self.device:
+            logger.info("%s runs on %s", self.name, target)
+        self.device = target
+        return self
 
     def vector_settings(self) -> dict[str, object]:
         """The settings besides the weights that change this encoder's vectors (precision,

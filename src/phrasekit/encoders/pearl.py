@@ -239,6 +239,9 @@ class PearlEncoder(Encoder):
     def vector_settings(self) -> dict[str, object]:
         return {"max_seq_length": int(self.model.config.max_seq_length)}
 
+    def torch_modules(self) -> list[Any]:
+        return [self.model]
+
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         with torch.inference_mode():
             emb, _ = self.model(texts)

@@ -292,7 +292,7 @@ class SpanModel(nn.Module):
                         positions.append(prep.positions[i])
                         targets.append(i)
                 pooled = nn.functional.normalize(self._pool(hidden, rows, positions), dim=-1)
-                out[targets] = pooled.numpy()
+                out[targets] = pooled.float().cpu().numpy()
         return out
 
 
@@ -387,6 +387,9 @@ class SpanEncoder(Encoder):
         self.model.eval()
         with torch_threads(self.num_threads):
             return self.model.embed_batched(rows, mode, bs, show_progress, desc=self.name)
+
+    def torch_modules(self) -> list[Any]:
+        return [self.model]
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """The Encoder contract: each text is a mention on its own (``mention`` mode)."""

@@ -124,9 +124,13 @@ class TransformerEncoder(Encoder):
             cap_chars(texts, self.max_seq_length), padding=True, truncation=True,
             max_length=self.max_seq_length, return_tensors="pt",
         )
+        batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
-        return hidden.float(), batch["attention_mask"]
+        return hidden.float().cpu(), batch["attention_mask"].cpu()
+
+    def torch_modules(self) -> list[torch.nn.Module]:
+        return [self.model]
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         hidden, mask = self.token_embeddings(texts)
