@@ -150,8 +150,8 @@ class DocumentTopicModel(BaseEstimator):
         fit_docs: at most this many documents (a seeded sample of a larger corpus) are
             encoded, clustered and read for terms; every other one is then placed in a topic
             in a streaming pass, so memory and transformer time follow the sample.
-        placement: how documents outside the sample are placed: ``"student"`` (a tf-idf
-            logistic regression trained on the sample's topics, ``topics.student``; no
+        placement: how documents outside the sample are placed: ``"student"`` (tf-idf and
+            complement naive Bayes trained on the sample's topics, ``topics.student``; no
             transformer pass) or ``"encoder"`` (encoded, then their nearest topic).
     """
 
@@ -259,7 +259,7 @@ class DocumentTopicModel(BaseEstimator):
         if len(index) < len(ids):
             t0 = time.perf_counter()
             if self.placement == "student":
-                self.student_ = TopicStudent(self.n_topics_, seed=int(self.random_state)).fit(
+                self.student_ = TopicStudent(self.n_topics_).fit(
                     [d.text for d in sample], self.doc_labels_)
             self._assign_rest(docs, show_progress)
             self.timings_["assigning"] = time.perf_counter() - t0
