@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping, MutableMapping
 
+import click
 import typer
 from typer.core import TyperGroup
 
@@ -26,6 +27,38 @@ COMMANDS: dict[str, str] = {
     "facets": "topics",
     "neighbors": "match", "pairs": "match", "join": "match", "index": "match",
     "train": "train",
+}
+
+
+#: Each command's one-line help, so that ``phrasekit --help`` lists them without importing
+#: their modules (torch, spaCy); ``tests/test_cli_help.py`` checks them against the commands.
+SHORT_HELP: dict[str, str] = {
+    "models": "List the model names `phrasekit.load` knows; * marks a default, with the "
+              "commands it is the default of.",
+    "quantize": "Copy a fine-tuned model folder with its backbone deltas stored as int8 (half "
+                "the size).",
+    "encode": "Embed phrases (one per line; row i of the output is line i) and save an "
+              "L2-normalised matrix.",
+    "eval": "Run the phrase benchmark and print one table (rows: models, columns: tasks, "
+            "avg7).",
+    "phrases": "Extract noun chunks and named entities with counts, document frequencies and "
+               "surface forms.",
+    "mentions": "Write every phrase occurrence (noun chunks and named entities) with its "
+                "document, its character span in the text and its vector: one row each, in "
+                "Parquet files.",
+    "topics": "Mine topics described by words and phrases; writes topics.json, topics.md and "
+              "report.html.",
+    "keyphrases": "Keyphrases per document: noun phrases ranked by embedding similarity to the "
+                  "document.",
+    "facets": "Print each facet's nearest words with cosines for texts: what each facet stands "
+              "for.",
+    "neighbors": "Nearest neighbours of a phrase in a vocabulary by cosine (the phrase itself "
+                 "excluded).",
+    "pairs": "Score sentence pairs with a SubTST model: P(paraphrase) or the predicted "
+             "similarity.",
+    "join": "Fuzzy-join two CSV tables by embedding similarity of one column each.",
+    "index": "Entity retrieval: a persisted top-k index over a dictionary of names.",
+    "train": "Train phrasekit's models (CPU, resumable).",
 }
 
 
@@ -71,6 +104,16 @@ class LazyGroup(TyperGroup):
         super().__init__(**kwargs)
         self.commands = _LazyCommands(self.commands)
 
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """``phrasekit --help`` lists the commands from :data:`SHORT_HELP`: no command module
+        (torch, spaCy) is imported to print it."""
+        loaded = self.commands
+        self.commands = {name: click.Command(name, help=SHORT_HELP[name]) for name in COMMANDS}
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.commands = loaded
+
 
 app = typer.Typer(
     name="phrasekit",
@@ -82,10 +125,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from phrasekit import __version__
+
+        typer.echo(f"phrasekit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(debug: bool = typer.Option(
-        False, "--debug", help="On an error, show the full traceback instead of one line.")
-         ) -> None:
+        False, "--debug", help="On an error, show the full traceback instead of one line."),
+         version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version,
+        help="Print phrasekit's version and exit.")) -> None:
     """Phrase embeddings, phrase benchmark and phrase-based topic mining (offline, CPU)."""
     set_debug(debug)
 

@@ -18,7 +18,6 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable
-from phrasekit.encoders.base import resolve_device
 from phrasekit.io import CorpusError, writable_target
 from phrasekit.paths import check_output
 from phrasekit.settings import SharedDataMissingError, vector_cache_dir
@@ -219,6 +218,8 @@ def command_device(device: str | None) -> Iterator[None]:
     if device is None:
         yield
         return
+    from phrasekit.encoders.base import resolve_device  # torch only when a command runs
+
     try:
         resolve_device(device)
     except ValueError as exc:

@@ -1,0 +1,37 @@
+"""The root of the CLI: `--help` lists every command without importing one, `--version`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import typer
+from typer.testing import CliRunner
+
+import phrasekit
+from phrasekit.cli import COMMANDS, SHORT_HELP, app
+
+
+def test_short_help_matches_each_command() -> None:
+    group = typer.main.get_command(app)
+    ctx = click.Context(group)
+    assert list(SHORT_HELP) == list(COMMANDS)
+    for name in COMMANDS:
+        assert group.get_command(ctx, name).get_short_help_str(limit=300) == SHORT_HELP[name]
+
+
+def test_root_help_imports_no_command_module() -> None:
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom phrasekit.cli import app\n"
+            "r = CliRunner().invoke(app, ['--help'])\nassert r.exit_code == 0, r.output\n"
+            "assert 'keyphrases' in r.output and 'Fuzzy-join' in r.output\n"
+            "print(sorted(m for m in ('torch', 'spacy', 'sklearn', 'phrasekit.cli.topics')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"phrasekit {phrasekit.__version__}"
