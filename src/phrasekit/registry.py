@@ -220,12 +220,17 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     """Build the encoder registered as ``name_or_path``, or load a local model folder.
 
     Extra keyword arguments go to the encoder (e.g. ``precision="bf16"`` for transformers);
-    ``device`` (``auto``, the default, ``cpu``, ``cuda``) places it (``Encoder.to``);
+    ``device`` (``auto``, the default, ``cpu``, ``cuda``) places it (``Encoder.to``); an
+    object with ``encode`` (a ``SentenceTransformer``) is wrapped in the encoder contract;
     ``"NAME@PRECISION"`` (e.g. ``"minilm@bf16"``) is a shorthand for the same, usable wherever
     a model name is (CLI ``--model`` included). Raises ``ValueError`` listing the known names
     when nothing matches.
     """
     device = kwargs.pop("device", None)
+    if isinstance(name_or_path, Encoder):
+        return name_or_path.to(device)
+    if not isinstance(name_or_path, str | Path) and hasattr(name_or_path, "encode"):
+        return encoders.ExternalEncoder(name_or_path, **kwargs).to(device)
     key, kwargs = _resolve(name_or_path, kwargs)
     encoders.resolve_device(device)  # a bad or absent device fails before any loading
     spec = _REGISTRY.get(key)
@@ -240,9 +245,10 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     return encoder.to(device)
 
 
-def as_encoder(model: str | Path | Encoder) -> Encoder:
+def as_encoder(model: str | Path | Encoder | Any) -> Encoder:
     """``model`` itself when it is an ``Encoder``, else ``load(model)``: for the APIs that take
-    either a model name / folder or a ready encoder."""
+    a model name or folder, a ready encoder, or any object with ``encode`` (a
+    ``SentenceTransformer``; wrapped by ``encoders.ExternalEncoder``)."""
     return model if isinstance(model, Encoder) else load(model)
 
 

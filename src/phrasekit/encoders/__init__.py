@@ -8,6 +8,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__, submod_attrs={"base": ["Encoder", "resolve_device", "validate_texts"],
+                            "external": ["ExternalEncoder"],
                             "facets.encoder": ["FacetEncoder"],
                             "pearl": ["PearlEncoder"],
                             "phrase_bert": ["load_phrase_bert"],

@@ -105,6 +105,29 @@ def resolve_device(device: str | None = None) -> str:
     raise ValueError(f"device must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}")
 
 
+#: sentence-transformers ``encode`` keywords taken with only their default value.
+_ST_FIXED = {"output_value": "sentence_embedding", "precision": "float32", "prompt": None,
+             "prompt_name": None, "device": None, "truncate_dim": None}
+
+
+def _sentence_transformers_options(show_progress: bool, options: dict[str, Any]
+                                   ) -> tuple[bool, bool]:
+    """(show progress, return a tensor) from sentence-transformers' ``encode`` keywords;
+    ``TypeError`` for an unknown keyword, ``ValueError`` for a value phrasekit cannot give."""
+    options = dict(options)
+    bar = options.pop("show_progress_bar", None)
+    as_tensor = bool(options.pop("convert_to_tensor", False))
+    options.pop("convert_to_numpy", None)
+    options.pop("normalize_embeddings", None)  # phrasekit's rows are always unit length
+    for key, value in options.items():
+        if key not in _ST_FIXED:
+            raise TypeError(f"encode() got an unexpected keyword argument {key!r}")
+        if value != _ST_FIXED[key]:
+            raise ValueError(f"encode(): {key}={value!r} is not supported (only "
+                             f"{_ST_FIXED[key]!r})")
+    return bool(show_progress or bar), as_tensor
+
+
 class Encoder(ABC):
     """Base class: subclasses implement ``_encode_batch`` and set ``dim`` and ``name``.
 
@@ -162,9 +185,30 @@ class Encoder(ABC):
         texts: str | Iterable[str],
         batch_size: int | None = None,
         show_progress: bool = False,
-    ) -> np.ndarray:
-        """Embed ``texts`` into an (n, dim) float32 array of unit-length rows, in input order."""
+        **st_options: Any,
+    ) -> Any:
+        """Embed ``texts`` into an (n, dim) float32 array of unit-length rows, in input order.
+
+        The keywords code written for sentence-transformers passes are taken too
+        (``show_progress_bar``, ``convert_to_numpy``, ``convert_to_tensor``,
+        ``normalize_embeddings``: rows are unit whatever it says), so a phrasekit encoder drops
+        into that code; ``convert_to_tensor=True`` returns a torch tensor."""
+        show_progress, as_tensor = _sentence_transformers_options(show_progress, st_options)
         items = validate_texts(texts)
+        out = self._encode_all(items, batch_size, show_progress)
+        if as_tensor:
+            import torch
+
+            return torch.from_numpy(out)
+        return out
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """The vector size (sentence-transformers' name for ``dim``)."""
+        return int(self.dim)
+
+    def _encode_all(self, items: list[str], batch_size: int | None, show_progress: bool
+                    ) -> np.ndarray:
+        """``encode`` of validated texts: batches of similar length, unit rows in order."""
         out = np.empty((len(items), self.dim), dtype=np.float32)
         with torch_threads(self.num_threads):
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):

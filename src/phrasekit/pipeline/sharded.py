@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from phrasekit.encoders.base import Encoder, check_finite, text_chunks, validate_texts
+from phrasekit.encoders.base import Encoder, check_finite, text_chunks
 from phrasekit.io import Document, column_matrix, matrix_column
 from phrasekit.phrases.extract import Mention, PhraseExtractor
 from phrasekit.phrases.keyphrases import Keyphrases
@@ -78,10 +78,9 @@ class ShardedEncoder(Encoder):
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts)
 
-    def encode(self, texts: str | Iterable[str], batch_size: int | None = None,
-               show_progress: bool = False) -> np.ndarray:
-        """Embed ``texts`` shard by shard through the engine (unit rows, input order)."""
-        items = validate_texts(texts)
+    def _encode_all(self, items: list[str], batch_size: int | None, show_progress: bool
+                    ) -> np.ndarray:
+        """Embed ``items`` shard by shard through the engine (unit rows, input order)."""
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.concatenate(list(self.encode_stream(

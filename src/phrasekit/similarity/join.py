@@ -25,6 +25,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder, known_rows
 from phrasekit.io import atomic_write, input_problem
+from phrasekit.registry import as_encoder
 from phrasekit.similarity.index import (
     ANN_MIN_QUERIES,
     ANN_THRESHOLD,
@@ -162,7 +163,7 @@ def _embed(encoder: Encoder, values: list[str], show_progress: bool) -> np.ndarr
 def fuzzy_join(
     left: list[tuple[int, str]],
     right: list[tuple[int, str]],
-    encoder: Encoder,
+    encoder: Encoder | str | Path,
     k: int = 1,
     threshold: float | None = None,
     one_to_one: bool = False,
@@ -180,7 +181,9 @@ def fuzzy_join(
     (ANN from ``ann_threshold`` left rows and ``ann_min_queries`` right rows on: below either,
     exact search is faster than building the graph). ``search(index, left_vectors,
     right_vectors, k)`` replaces the in-process search (e.g. a sharded one on a cluster).
+    ``encoder``: an encoder, or a model name or folder (``phrasekit.load``).
     """
+    encoder = as_encoder(encoder)
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if threshold is not None and not -1.0 <= threshold <= 1.0:

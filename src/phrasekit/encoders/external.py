@@ -1,0 +1,68 @@
+"""Any object with ``encode(list[str]) -> array`` (a ``SentenceTransformer``, a model2vec
+``StaticModel``, a user's function object) in phrasekit's encoder contract: input order,
+float32 unit rows, validation up front, errors that name the bad row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from phrasekit.encoders.base import Encoder
+
+
+class ExternalEncoder(Encoder):
+    """Wrap ``model`` (anything with ``encode(list_of_str)`` returning one row per text).
+
+    Args:
+        model: the object to wrap; a ``SentenceTransformer`` is used as is (its own pooling,
+            Dense and Normalize modules and ``max_seq_length``).
+        name: the name in logs, tables and cache keys (default: the model's class name, or
+            a sentence-transformers model's folder name).
+    """
+
+    default_batch_size = 64
+
+    def __init__(self, model: Any, name: str | None = None) -> None:
+        if not callable(getattr(model, "encode", None)):
+            raise TypeError(f"{type(model).__name__} has no encode method: give a model name, "
+                            "a model folder, an Encoder or an object with encode(list[str])")
+        self.model = model
+        card = getattr(getattr(model, "model_card_data", None), "base_model", None)
+        self.name = name or str(card or type(model).__name__)
+        size = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension", lambda: None)
+        dim = size()
+        self.dim = int(dim) if dim else int(self._rows(["dimension probe"]).shape[1])
+
+    def torch_modules(self) -> list[Any]:
+        import torch
+
+        return [self.model] if isinstance(self.model, torch.nn.Module) else []
+
+    def _rows(self, texts: Sequence[str]) -> np.ndarray:
+        try:
+            out = self.model.encode(list(texts), convert_to_numpy=True,
+                                    show_progress_bar=False)
+        except TypeError:  # not sentence-transformers: plain encode(list)
+            out = self.model.encode(list(texts))
+        if hasattr(out, "detach"):
+            out = out.detach().float().cpu().numpy()
+        rows = np.asarray(out, dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[0] != len(texts):
+            raise ValueError(f"{self.name}.encode returned shape {rows.shape} for "
+                             f"{len(texts)} texts: need one row per text")
+        return rows
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        rows = self._rows(texts)
+        if rows.shape[1] != self.dim:
+            raise ValueError(f"{self.name}.encode returned {rows.shape[1]} columns, not "
+                             f"{self.dim}")
+        bad = ~np.isfinite(rows).all(axis=1) | ~rows.any(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{self.name}.encode gave text {i} ({texts[i][:40]!r}) a zero or "
+                             "non-finite vector")
+        return rows

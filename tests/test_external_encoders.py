@@ -1,0 +1,77 @@
+"""Models in from the ecosystem and out to its code: a SentenceTransformer or any object with
+``encode`` in phrasekit's contract, phrasekit encoders taking sentence-transformers' keywords,
+and the APIs that take a model name taking one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import phrasekit
+from phrasekit.similarity.join import fuzzy_join
+
+
+class Plain:
+    """A user's encoder: encode(list) -> list of lists."""
+
+    def encode(self, texts):
+        return [[len(t), t.count("a") + 1.0, 1.0] for t in texts]
+
+
+def test_sentence_transformer_object_keeps_its_own_vectors(minilm) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from phrasekit.models.backbones import minilm_path
+
+    st = SentenceTransformer(str(minilm_path()), device="cpu")
+    st.max_seq_length = 16  # its own settings are honoured: the wrapper does not re-pool
+    enc = phrasekit.load(st)
+    texts = ["interest rates rose again this year as the central bank fought inflation, while "
+             "house prices, wages and the cost of energy kept climbing across the whole "
+             "country for the third year running", "bank"]
+    ours = enc.encode(texts)
+    theirs = st.encode(texts, normalize_embeddings=True)
+    assert enc.dim == 384 and (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    assert np.sum(ours[0] * minilm.encode(texts[:1])[0]) < 0.999  # 16 tokens, not 256
+
+
+def test_any_object_with_encode_is_wrapped_in_order_as_unit_rows() -> None:
+    enc = phrasekit.load(Plain())
+    out = enc.encode(["banana", "kiwi", "a"])
+    assert out.dtype == np.float32 and np.allclose(np.linalg.norm(out, axis=1), 1.0)
+    raw = np.asarray(Plain().encode(["kiwi"]), dtype=np.float32)
+    assert np.allclose(out[1], raw[0] / np.linalg.norm(raw[0]))
+    with pytest.raises(TypeError, match="no encode method"):
+        phrasekit.encoders.ExternalEncoder(object())
+
+
+def test_wrapped_errors_name_the_text() -> None:
+    class Zero(Plain):
+        def encode(self, texts):
+            return [[0.0, 0.0, 0.0] if t == "bad" else [1.0, 0.0, 0.0] for t in texts]
+
+    with pytest.raises(ValueError, match="text 1 \\('bad'\\)"):
+        phrasekit.load(Zero()).encode(["good", "bad"])
+
+
+def test_encoders_take_sentence_transformers_keywords(minilm) -> None:
+    texts = ["neural network", "interest rate"]
+    base = minilm.encode(texts)
+    same = minilm.encode(texts, batch_size=1, show_progress_bar=False, convert_to_numpy=True,
+                         normalize_embeddings=True)
+    assert np.allclose(base, same, atol=1e-5)
+    tensor = minilm.encode(texts, convert_to_tensor=True)
+    assert isinstance(tensor, torch.Tensor) and tensor.shape == (2, 384)
+    assert minilm.get_sentence_embedding_dimension() == 384
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nonsense'"):
+        minilm.encode(texts, nonsense=1)
+    with pytest.raises(ValueError, match="output_value='token_embeddings'"):
+        minilm.encode(texts, output_value="token_embeddings")
+
+
+def test_fuzzy_join_takes_a_model_name() -> None:
+    left = [(0, "New York City"), (1, "Los Angeles")]
+    right = [(0, "new york city"), (1, "los angeles")]
+    matches = fuzzy_join(left, right, "string")
+    assert [(m.left_row, m.right_row) for m in matches] == [(0, 0), (1, 1)]
