@@ -52,6 +52,7 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, s
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
+from phrasekit.topics.explore import TopicExplorer
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.student import PLACEMENTS, TopicStudent
@@ -120,7 +121,7 @@ def _contains(tokens: list[str], part: list[str]) -> bool:
     return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
 
 
-class DocumentTopicModel(BaseEstimator):
+class DocumentTopicModel(TopicExplorer, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
@@ -430,10 +431,13 @@ class DocumentTopicModel(BaseEstimator):
             raise RuntimeError("this DocumentTopicModel is not fitted yet: call fit(docs) first")
 
     def topic_label(self, topic: int) -> str:
-        """A short name: the first of the topic's ``LABEL_PHRASES`` best phrases that contains
+        """A short name: the name ``set_topic_labels`` gave, else the first of the topic's
+        ``LABEL_PHRASES`` best phrases that contains
         its best term ("black hole" for black), else its two best terms; "miscellaneous (...)"
         for a miscellaneous topic."""
         self._check_fitted()
+        if topic in getattr(self, "custom_labels_", {}):
+            return self.custom_labels_[topic]
         terms = [t for t, _ in self.topics_[topic]]
         best = tokenize(terms[0]) if terms else []
         named = [p for p, _ in self.topic_phrases_[topic][:LABEL_PHRASES]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -52,23 +53,52 @@ class TopicStudent:
                                            max_features=self.max_features, dtype=np.float32)
         X = self.vectorizer_.fit_transform(texts)
         self.classes_ = np.unique(labels[keep])
-        if len(self.classes_) < 2:
-            self.model_ = None
-        else:
-            self.model_ = ComplementNB(alpha=self.alpha).fit(X, labels[keep])
+        self.log_prob_ = None
+        if len(self.classes_) >= 2:
+            nb = ComplementNB(alpha=self.alpha).fit(X, labels[keep])
+            self.log_prob_ = nb.feature_log_prob_.astype(np.float32)
         logger.info("topic student: %d documents, %d features, %d topics", X.shape[0],
                     X.shape[1], len(self.classes_))
         return self
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, K) topic shares of ``texts`` (zero rows for texts with no known word)."""
+        """(n, K) topic shares of ``texts`` (zero rows for texts with no known word): complement
+        naive Bayes' joint log-likelihoods, normalised."""
         X = self.vectorizer_.transform(list(texts))
         out = np.zeros((X.shape[0], self.n_topics), dtype=np.float32)
         known = np.asarray(X.getnnz(axis=1) > 0)
         if not known.any():
             return out
-        if self.model_ is None:
+        if self.log_prob_ is None:
             out[np.ix_(known, self.classes_)] = 1.0
-        else:
-            out[np.ix_(known, self.classes_)] = self.model_.predict_proba(X[known])
+            return out
+        jll = np.asarray(X[known] @ self.log_prob_.T, dtype=np.float64)
+        jll = np.exp(jll - jll.max(axis=1, keepdims=True))
+        out[np.ix_(known, self.classes_)] = jll / jll.sum(axis=1, keepdims=True)
         return out
+
+    def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What :meth:`from_state` rebuilds the fitted student from: JSON settings and
+        arrays (no pickle)."""
+        config = {"n_topics": self.n_topics, "alpha": self.alpha, "min_df": self.min_df,
+                  "max_features": self.max_features,
+                  "vocabulary": self.vectorizer_.get_feature_names_out().tolist()}
+        arrays = {"student.idf": self.vectorizer_.idf_.astype(np.float32),
+                  "student.classes": self.classes_.astype(np.int64)}
+        if self.log_prob_ is not None:
+            arrays["student.log_prob"] = self.log_prob_
+        return config, arrays
+
+    @classmethod
+    def from_state(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> TopicStudent:
+        """The fitted student :meth:`to_state` describes."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        student = cls(int(config["n_topics"]), float(config["alpha"]), int(config["min_df"]),
+                      int(config["max_features"]))
+        student.vectorizer_ = TfidfVectorizer(sublinear_tf=True, dtype=np.float32,
+                                              vocabulary=list(config["vocabulary"]))
+        student.vectorizer_.idf_ = arrays["student.idf"]
+        student.classes_ = arrays["student.classes"]
+        student.log_prob_ = arrays.get("student.log_prob")
+        return student

@@ -1,0 +1,200 @@
+"""What a user does with fitted document topics after the fit: keep them (``save`` /
+``load``), name them (``set_topic_labels``) and search them (``find_topics``).
+
+A saved model is a folder written whole or not at all, with a manifest ``load`` checks:
+``config.json`` (settings, topic terms, labels, the term vocabulary, the encoder's name and
+identity, the student's vocabulary) and ``arrays.safetensors`` (topic centres, the mean
+document vector, the student's weights). No pickle: nothing in the folder is executed. It
+places new documents as ``transform`` does, by the same encoder, which ``load`` checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phrasekit.artifacts import staged_folder, verify_folder
+from phrasekit.encoders.cache import encoder_identity
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.io import atomic_write, read_json_object, write_json
+from phrasekit.registry import load as load_encoder
+from phrasekit.topics.student import TopicStudent
+from phrasekit.topics.terms import TermVocabulary
+
+logger = logging.getLogger(__name__)
+
+KIND = "phrasekit-document-topics"
+FORMAT_VERSION = 1
+CONFIG, ARRAYS = "config.json", "arrays.safetensors"
+#: Fitted attributes kept as JSON, as they are.
+_JSON_ATTRS = ("n_topics_", "topics_", "topic_words_", "topic_phrases_", "topic_doc_counts_",
+               "topic_sizes_", "generic_terms_")
+
+
+class TopicExplorer:
+    """Mixin of :class:`~phrasekit.topics.DocumentTopicModel`: persistence, labels, search."""
+
+    # ------------------------------------------------------------------ labels
+    def set_topic_labels(self, labels: dict[int, str]) -> None:
+        """Name topics (``{topic: label}``); every output and ``topic_label`` then use the
+        name, and ``save`` keeps it. An empty label removes a name."""
+        self._check_fitted()
+        names = dict(getattr(self, "custom_labels_", {}))
+        for topic, label in labels.items():
+            t = int(topic)
+            if not 0 <= t < self.n_topics_:
+                raise ValueError(f"topic {topic!r} does not exist (topics 0..{self.n_topics_ - 1})")
+            if not isinstance(label, str):
+                raise TypeError(f"label of topic {t} must be a string, got {label!r}")
+            if label.strip():
+                names[t] = " ".join(label.split())
+            else:
+                names.pop(t, None)
+        self.custom_labels_ = names
+
+    # ------------------------------------------------------------------ search
+    def find_topics(self, query: str, k: int = 5) -> list[tuple[int, float]]:
+        """The ``k`` topics nearest ``query`` as ``(topic, score)``, best first: the mean of the
+        query's cosine to the topic's centre (in the fit's centred document space) and its
+        best cosine to the topic's top terms (words and phrases)."""
+        self._check_fitted()
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query must be a non-empty string")
+        if int(k) < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        q = self.encoder_.encode([query])[0]
+        qc = l2_normalize((q - self.doc_mean_)[None, :])[0]
+        centres = l2_normalize(np.asarray(self.cluster_centers_, dtype=np.float32))
+        term_sim = self._term_vectors() @ q
+        owner = np.asarray(self._term_owner, dtype=np.int64)
+        best = np.full(self.n_topics_, -1.0, dtype=np.float32)
+        np.maximum.at(best, owner, term_sim)
+        scores = 0.5 * (centres @ qc) + 0.5 * best
+        order = np.argsort(-scores, kind="stable")[: int(k)]
+        return [(int(t), round(float(scores[t]), 4)) for t in order]
+
+    def _term_vectors(self) -> np.ndarray:
+        """Vectors of each topic's top terms (encoded once per model)."""
+        if getattr(self, "_term_matrix", None) is None:
+            terms, owner = [], []
+            for t, ranked in enumerate(self.topics_):
+                for term, _ in ranked[: self.top_n]:
+                    terms.append(term)
+                    owner.append(t)
+            self._term_owner = owner
+            self._term_matrix = self.encoder_.encode(terms) if terms else np.zeros(
+                (0, self.encoder_.dim), dtype=np.float32)
+        return self._term_matrix
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | Path) -> Path:
+        """Write the fitted model to the folder ``path`` (whole or not at all; an earlier
+        saved model there is replaced, anything else refused)."""
+        from safetensors.numpy import save as safetensors_bytes
+
+        self._check_fitted()
+        student = getattr(self, "student_", None)
+        student_config, arrays = student.to_state() if student is not None else (None, {})
+        arrays.update({"cluster_centers": np.asarray(self.cluster_centers_, np.float32),
+                       "doc_mean": np.asarray(self.doc_mean_, np.float32),
+                       "miscellaneous": np.asarray(self.miscellaneous_, np.int8),
+                       "doc_labels": np.asarray(self.doc_labels_, np.int32)})
+        vocab = self.vocabulary_
+        config = {
+            "format": KIND, "version": FORMAT_VERSION,
+            "params": _json_params(self),
+            "encoder": {"name": str(self.encoder_.name), "spec": _encoder_spec(self),
+                        "identity": encoder_identity(self.encoder_)},
+            **{name: getattr(self, name) for name in _JSON_ATTRS},
+            "k_scores_": {str(k): v for k, v in self.k_scores_.items()},
+            "custom_labels": {str(t): v for t, v in getattr(self, "custom_labels_", {}).items()},
+            "doc_ids": [str(d) for d in self.doc_ids_],
+            "vocabulary": {"terms": vocab.terms, "surface": vocab.surface,
+                           "doc_freq": [int(x) for x in vocab.doc_freq],
+                           "n_words": int(vocab.n_words)},
+            "student": student_config,
+        }
+        with staged_folder(path, KIND) as tmp:
+            write_json(tmp / CONFIG, config)
+            with atomic_write(tmp / ARRAYS, "wb") as fh:
+                fh.write(safetensors_bytes({k: np.ascontiguousarray(v)
+                                            for k, v in arrays.items()}))
+        logger.info("saved %d topics to %s", self.n_topics_, path)
+        return Path(path)
+
+    @classmethod
+    def load(cls, path: str | Path, encoder: Any = None) -> Any:
+        """A model ``save`` wrote, checked against its manifest; ``encoder``: the encoder to
+        place documents with (default: the saved one, loaded by name or folder), refused
+        unless it is the one the model was fitted with (name, settings and weights)."""
+        from safetensors import SafetensorError
+        from safetensors.numpy import load as safetensors_load
+
+        path = Path(path)
+        verify_folder(path, KIND, required=(CONFIG, ARRAYS))
+        config = read_json_object(path / CONFIG)
+        if config.get("format") != KIND or config.get("version") != FORMAT_VERSION:
+            raise ValueError(f"{path / CONFIG}: not a saved document topic model of format "
+                             f"{KIND} version {FORMAT_VERSION}")
+        try:
+            arrays = safetensors_load((path / ARRAYS).read_bytes())
+            saved = config["encoder"]
+            params = {k: v for k, v in config["params"].items() if k != "encoder"}
+            model = cls(encoder=saved["spec"], **params)
+            enc = load_encoder(saved["spec"] if encoder is None else encoder)
+            if encoder_identity(enc) != saved["identity"]:
+                raise ValueError(f"{path} was fitted with encoder {saved['identity']!r}; got "
+                                 f"{encoder_identity(enc)!r}: documents would be placed in "
+                                 "another space")
+            _restore(model, config, arrays)
+        except (KeyError, TypeError, SafetensorError) as exc:
+            raise ValueError(f"{path}: malformed saved topic model ({exc!r})") from None
+        model.encoder_ = enc
+        return model
+
+
+def _encoder_spec(model: Any) -> str:
+    """How ``load`` finds the encoder again: the model name given, else the encoder's folder
+    or registered name."""
+    if isinstance(model.encoder, str | Path):
+        return str(model.encoder)
+    folder = getattr(model.encoder_, "model_path", None)
+    return str(folder) if folder is not None else str(model.encoder_.name)
+
+
+def _json_params(model: Any) -> dict[str, Any]:
+    """The settings as JSON (the encoder by spec; no extractor object, no cache folder)."""
+    params = model.get_params(deep=False)
+    params.update(encoder=_encoder_spec(model), extractor=None, cache_dir=None)
+    params["k_range"] = list(params["k_range"])
+    return params
+
+
+def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Set the fitted attributes ``save`` wrote."""
+    for name in _JSON_ATTRS:
+        setattr(model, name, config[name])
+    model.k_range = tuple(model.k_range)
+    model.topics_ = [[(t, s) for t, s in ranked] for ranked in model.topics_]
+    model.topic_words_ = [[(t, s) for t, s in ranked] for ranked in model.topic_words_]
+    model.topic_phrases_ = [[(t, s) for t, s in ranked] for ranked in model.topic_phrases_]
+    model.k_scores_ = {int(k): float(v) for k, v in config["k_scores_"].items()}
+    model.custom_labels_ = {int(t): str(v) for t, v in config["custom_labels"].items()}
+    model.vocabulary_ = TermVocabulary(**config["vocabulary"])
+    model.terms_ = model.vocabulary_.surface
+    model.cluster_centers_ = arrays["cluster_centers"]
+    model.doc_mean_ = arrays["doc_mean"]
+    model.miscellaneous_ = arrays["miscellaneous"].astype(bool)
+    model.doc_labels_ = arrays["doc_labels"].astype(np.int64)
+    model.doc_ids_ = [str(d) for d in config["doc_ids"]]
+    model.timings_ = {}
+    if len(model.doc_ids_) != len(model.doc_labels_):
+        raise ValueError(f"{len(model.doc_ids_)} document ids but {len(model.doc_labels_)} "
+                         "document topics")
+    if len(model.cluster_centers_) != model.n_topics_ or len(model.topics_) != model.n_topics_:
+        raise ValueError(f"{model.n_topics_} topics but {len(model.cluster_centers_)} centres")
+    if config["student"] is not None:
+        model.student_ = TopicStudent.from_state(config["student"], arrays)

@@ -1,0 +1,81 @@
+"""Fitted document topics kept, named and searched: save / load (checked, same placement,
+same encoder only), set_topic_labels, find_topics; on 80 real arXiv abstracts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from phrasekit.artifacts import IntegrityError
+from phrasekit.io import Document
+from phrasekit.topics import DocumentTopicModel
+
+
+@pytest.fixture(scope="module")
+def fitted(small_corpus: list[Document]) -> DocumentTopicModel:
+    """Fitted on 50 of the 80 abstracts, the other 30 placed by the student."""
+    return DocumentTopicModel(encoder="glove-50d", n_topics=4, min_df=2, fit_docs=50).fit(
+        small_corpus)
+
+
+def test_saved_model_places_documents_as_the_fitted_one(
+        fitted: DocumentTopicModel, small_corpus: list[Document], tmp_path: Path) -> None:
+    fitted.save(tmp_path / "model")
+    back = DocumentTopicModel.load(tmp_path / "model")
+    new = [d.text for d in small_corpus[:12]]
+    np.testing.assert_allclose(back.transform(new), fitted.transform(new), atol=1e-6)
+    np.testing.assert_allclose(back.student_.predict_proba(new),
+                               fitted.student_.predict_proba(new), atol=1e-6)
+    assert [back.topic_label(t) for t in range(4)] == [fitted.topic_label(t) for t in range(4)]
+    assert back.summary()["topic_sizes"] == fitted.summary()["topic_sizes"]
+    assert back.doc_ids_ == fitted.doc_ids_
+
+
+def test_load_refuses_another_encoder_and_damaged_files(
+        fitted: DocumentTopicModel, tmp_path: Path) -> None:
+    folder = fitted.save(tmp_path / "model")
+    with pytest.raises(ValueError, match="was fitted with encoder"):
+        DocumentTopicModel.load(folder, encoder="string")
+    arrays = folder / "arrays.safetensors"
+    data = bytearray(arrays.read_bytes())
+    data[-3] ^= 0xFF
+    arrays.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match=r"arrays\.safetensors"):
+        DocumentTopicModel.load(folder)
+
+
+def test_save_never_replaces_a_users_folder(fitted: DocumentTopicModel, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError):
+        fitted.save(mine)
+    assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_custom_labels_are_used_and_kept(fitted: DocumentTopicModel, tmp_path: Path) -> None:
+    before = fitted.topic_label(1)
+    fitted.set_topic_labels({1: "  quantum   gravity "})
+    try:
+        assert fitted.topic_label(1) == "quantum gravity"
+        back = DocumentTopicModel.load(fitted.save(tmp_path / "named"))
+        assert back.topic_label(1) == "quantum gravity" and back.topic_label(0) == \
+            fitted.topic_label(0)
+        with pytest.raises(ValueError, match="does not exist"):
+            fitted.set_topic_labels({9: "nine"})
+    finally:
+        fitted.set_topic_labels({1: ""})
+    assert fitted.topic_label(1) == before
+
+
+def test_find_topics_finds_a_topic_by_its_own_terms(fitted: DocumentTopicModel) -> None:
+    hits = 0
+    for t in range(fitted.n_topics_):
+        found = fitted.find_topics(fitted.topics_[t][0][0], k=2)
+        assert len(found) == 2 and found[0][1] >= found[1][1]
+        hits += found[0][0] == t
+    assert hits >= fitted.n_topics_ - 1
+    with pytest.raises(ValueError, match="non-empty"):
+        fitted.find_topics("  ")
