@@ -79,3 +79,20 @@ def test_find_topics_finds_a_topic_by_its_own_terms(fitted: DocumentTopicModel) 
     assert hits >= fitted.n_topics_ - 1
     with pytest.raises(ValueError, match="non-empty"):
         fitted.find_topics("  ")
+
+
+def test_cli_saves_the_model_it_fitted(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    corpus = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+    args = ["topics", str(corpus), "-m", "glove-50d", "-k", "4", "--min-df", "2",
+            "--no-report", "-q", "--out", str(tmp_path / "out")]
+    wrong = CliRunner().invoke(app, [*args, "--method", "clusters", "--save-model",
+                                     str(tmp_path / "m")])
+    assert wrong.exit_code == 2 and "--save-model" in wrong.output
+    result = CliRunner().invoke(app, [*args, "--save-model", str(tmp_path / "model")])
+    assert result.exit_code == 0, result.output
+    back = DocumentTopicModel.load(tmp_path / "model")
+    assert back.n_topics_ == 4 and len(back.doc_ids_) == 80

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import torch
 import typer
 
-from phrasekit.artifacts import check_output_folder
+from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
     Device,
@@ -52,6 +52,7 @@ from phrasekit.topics import (
     run_topics,
     run_uctopic,
 )
+from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
@@ -319,6 +320,9 @@ def topics_cmd(
              "rank by nearness to the topic vector alone; the default was chosen on the "
              "bundled sample corpus).")] = 0.1,
     fit_docs: FitDocs = None,
+    save_model: Annotated[Path | None, typer.Option(
+        help="documents: also save the fitted model to this folder "
+             "(DocumentTopicModel.load places new documents with it).")] = None,
     text_field: TextField = "text",
     workers: Workers = 0,
     seed: Annotated[int, typer.Option(
@@ -344,6 +348,11 @@ def topics_cmd(
                          fit_docs=fit_docs,
                          ccl_steps=ccl_steps, max_instances=max_instances, out=out,
                          caches=(phrase_cache, cache_dir), run=run)
+    if save_model is not None:
+        if method != "documents":
+            raise BadInputError(f"--save-model saves the documents method, not {method}")
+        check_folder_path(save_model, (corpus, out))
+        check_output_folder(save_model, TOPIC_MODEL_KIND)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus)}
     t0 = time.perf_counter()
@@ -353,8 +362,11 @@ def topics_cmd(
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
+    if save_model is not None:
+        tm.save(save_model)
     typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
-               f"-> {paths.get('report', paths['markdown'])}")
+               f"-> {paths.get('report', paths['markdown'])}"
+               + (f"; model -> {save_model}" if save_model is not None else ""))
 
 
 @command(app, "keyphrases", out="file")
