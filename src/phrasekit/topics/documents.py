@@ -50,11 +50,17 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, iter_documents, iter_known_documents
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import as_encoder
-from phrasekit.text import TokenDocs, tokenize
+from phrasekit.text import TokenDocs
 from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
 from phrasekit.topics.explore import TopicExplorer
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
-from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
+from phrasekit.topics.reading import (
+    name_topic,
+    rank_terms,
+    term_specificity,
+    topic_term_scores,
+)
+from phrasekit.topics.reshape import TopicReshaper
 from phrasekit.topics.student import PLACEMENTS, TopicStudent
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
@@ -62,8 +68,6 @@ logger = logging.getLogger(__name__)
 
 #: Softmax temperature turning squared distances to the topic centres into shares.
 SHARE_TEMPERATURE = 0.05
-#: A topic's label is one of its this many best phrases when one contains its best term.
-LABEL_PHRASES = 3
 #: Documents per block when the documents outside the fitted sample are assigned.
 ASSIGN_BLOCK = 2048
 
@@ -115,13 +119,7 @@ class _Nearest:
             self.d2[t], self.rows[t] = d[best], r[best]
 
 
-def _contains(tokens: list[str], part: list[str]) -> bool:
-    """Whether ``part`` occurs as a contiguous run in ``tokens``."""
-    n = len(part)
-    return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))
-
-
-class DocumentTopicModel(TopicExplorer, BaseEstimator):
+class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
@@ -438,11 +436,8 @@ class DocumentTopicModel(TopicExplorer, BaseEstimator):
         self._check_fitted()
         if topic in getattr(self, "custom_labels_", {}):
             return self.custom_labels_[topic]
-        terms = [t for t, _ in self.topics_[topic]]
-        best = tokenize(terms[0]) if terms else []
-        named = [p for p, _ in self.topic_phrases_[topic][:LABEL_PHRASES]
-                 if best and _contains(tokenize(p), best)]
-        label = named[0] if named else ", ".join(terms[:2]) or "(no terms)"
+        label = name_topic([t for t, _ in self.topics_[topic]],
+                           [p for p, _ in self.topic_phrases_[topic]])
         return f"miscellaneous ({label})" if self.miscellaneous_[topic] else label
 
     def transform(self, docs: Iterable[Document | str], show_progress: bool = False

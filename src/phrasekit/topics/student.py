@@ -53,6 +53,7 @@ class TopicStudent:
                                            max_features=self.max_features, dtype=np.float32)
         X = self.vectorizer_.fit_transform(texts)
         self.classes_ = np.unique(labels[keep])
+        self.fit_topics_, self.topic_map_ = self.n_topics, None
         self.log_prob_ = None
         if len(self.classes_) >= 2:
             nb = ComplementNB(alpha=self.alpha).fit(X, labels[keep])
@@ -65,28 +66,40 @@ class TopicStudent:
         """(n, K) topic shares of ``texts`` (zero rows for texts with no known word): complement
         naive Bayes' joint log-likelihoods, normalised."""
         X = self.vectorizer_.transform(list(texts))
-        out = np.zeros((X.shape[0], self.n_topics), dtype=np.float32)
+        out = np.zeros((X.shape[0], self.fit_topics_), dtype=np.float32)
         known = np.asarray(X.getnnz(axis=1) > 0)
-        if not known.any():
-            return out
-        if self.log_prob_ is None:
+        if known.any() and self.log_prob_ is None:
             out[np.ix_(known, self.classes_)] = 1.0
+        elif known.any():
+            jll = np.asarray(X[known] @ self.log_prob_.T, dtype=np.float64)
+            jll = np.exp(jll - jll.max(axis=1, keepdims=True))
+            out[np.ix_(known, self.classes_)] = jll / jll.sum(axis=1, keepdims=True)
+        if self.topic_map_ is None:
             return out
-        jll = np.asarray(X[known] @ self.log_prob_.T, dtype=np.float64)
-        jll = np.exp(jll - jll.max(axis=1, keepdims=True))
-        out[np.ix_(known, self.classes_)] = jll / jll.sum(axis=1, keepdims=True)
-        return out
+        merged = np.zeros((X.shape[0], self.n_topics), dtype=np.float32)
+        np.add.at(merged.T, self.topic_map_, out.T)
+        return merged
+
+    def merge_topics(self, to_new: np.ndarray, n_topics: int) -> None:
+        """Topic ``t`` becomes ``to_new[t]`` of ``n_topics``: shares are summed over merged
+        topics from now on."""
+        to_new = np.asarray(to_new, dtype=np.int64)
+        self.topic_map_ = to_new if self.topic_map_ is None else to_new[self.topic_map_]
+        self.n_topics = int(n_topics)
 
     def to_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """What :meth:`from_state` rebuilds the fitted student from: JSON settings and
         arrays (no pickle)."""
-        config = {"n_topics": self.n_topics, "alpha": self.alpha, "min_df": self.min_df,
+        config = {"n_topics": self.n_topics, "fit_topics": self.fit_topics_,
+                  "alpha": self.alpha, "min_df": self.min_df,
                   "max_features": self.max_features,
                   "vocabulary": self.vectorizer_.get_feature_names_out().tolist()}
         arrays = {"student.idf": self.vectorizer_.idf_.astype(np.float32),
                   "student.classes": self.classes_.astype(np.int64)}
         if self.log_prob_ is not None:
             arrays["student.log_prob"] = self.log_prob_
+        if self.topic_map_ is not None:
+            arrays["student.topic_map"] = self.topic_map_
         return config, arrays
 
     @classmethod
@@ -101,4 +114,6 @@ class TopicStudent:
         student.vectorizer_.idf_ = arrays["student.idf"]
         student.classes_ = arrays["student.classes"]
         student.log_prob_ = arrays.get("student.log_prob")
+        student.fit_topics_ = int(config["fit_topics"])
+        student.topic_map_ = arrays.get("student.topic_map")
         return student
