@@ -220,7 +220,8 @@ def test_topics_bad_k_range_exit_2(tmp_path):
     assert res.exit_code == 2 and "k-min" in res.output
 
 
-@pytest.mark.parametrize("extra", [["--fit-docs", "0"], ["--method", "pntm", "--fit-docs", "9"]])
+@pytest.mark.parametrize("extra", [["--fit-docs", "0"], ["--fit-docs", "some"],
+                                   ["--method", "pntm", "--fit-docs", "9"]])
 def test_topics_bad_fit_docs_exit_2(tmp_path, extra):
     res = invoke("topics", "sample", "--out", tmp_path / "o", *extra)
     assert res.exit_code == 2 and "--fit-docs" in res.output

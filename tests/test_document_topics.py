@@ -260,3 +260,10 @@ def test_a_corpus_that_changes_between_passes_is_refused(docs: list[Document], g
 
     with pytest.raises(ValueError, match=r"corpus changed while it was read.*document 61"):
         DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs=50).fit(Changing())
+
+
+def test_fit_docs_all_encodes_every_document(docs: list[Document], glove) -> None:
+    m = DocumentTopicModel(encoder=glove, n_topics=4, min_df=2, fit_docs="all").fit(docs)
+    assert len(m.sample_index_) == len(docs) and getattr(m, "student_", None) is None
+    with pytest.raises(ValueError, match="fit_docs"):
+        DocumentTopicModel(fit_docs="most").check_params()

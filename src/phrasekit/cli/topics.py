@@ -61,10 +61,10 @@ _CORPUS = ("JSONL(.gz) / Parquet / text corpus, a folder with documents.jsonl or
            "shards, or `sample`")
 CorpusArg = Annotated[str, typer.Argument(metavar="CORPUS", help=f"{_CORPUS}.")]
 TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
-FitDocs = Annotated[int | None, typer.Option(
-    help="documents: fit topics on a seeded sample of at most this many documents (only those "
-         "go through the transformer) and place the others, streamed, by a tf-idf student "
-         "trained on the sample's topics (default 20000).")]
+FitDocs = Annotated[str | None, typer.Option(
+    help="documents: fit on a seeded sample of this many documents (only those are encoded); "
+         "the others are placed by a tf-idf student trained on the sample's topics (default "
+         "auto: 2000, or more to hold 60,000 words; all: every document encoded).")]
 SpanView = Annotated[str, typer.Option(
     help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens pooled "
          "in its sentence), context (the phrase masked, the mask pooled) or both.")]
@@ -189,7 +189,7 @@ def mentions_cmd(
 def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
                          k_min: int | None, k_max: int | None, min_df: int | None,
                          sentences: int, grounding: float, ccl_steps: int,
-                         max_instances: int, out: Path, fit_docs: int | None = None,
+                         max_instances: int, out: Path, fit_docs: str | None = None,
                          caches: tuple[Path | None, ...] = (),
                          run: dict[str, Any] | None = None) -> None:
     """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
@@ -211,9 +211,10 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
         raise BadInputError(f"-k must be at least 2, got {n_topics}")
     if min_df is not None and min_df < 1:
         raise BadInputError(f"--min-df must be at least 1, got {min_df}")
-    if fit_docs is not None and (fit_docs < 1 or method != "documents"):
-        raise BadInputError(f"--fit-docs takes a number >= 1 and the documents method, got "
-                            f"{fit_docs} with {method}")
+    if fit_docs is not None and (method != "documents" or not (
+            fit_docs in ("auto", "all") or (fit_docs.isdigit() and int(fit_docs) >= 1))):
+        raise BadInputError(f"--fit-docs takes a number >= 1, auto or all, and the documents "
+                            f"method, got {fit_docs!r} with {method}")
     if sentences < 0:
         raise BadInputError(f"--sentences must be >= 0, got {sentences}")
     if grounding < 0:
@@ -241,7 +242,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
                 grounding: float, ccl: tuple[int, int, str], common: dict[str, Any],
-                run: Run | None = None, fit_docs: int | None = None
+                run: Run | None = None, fit_docs: str | None = None
                 ) -> tuple[int, Any, dict[str, Path]]:
     """Run one method with its defaults filled in: (number of topics, model, written paths).
     ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
@@ -267,7 +268,8 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     tm, paths = run_topics(path, out, method=method, n_topics=n_topics, k_min=k_range[0],
                            k_max=k_range[1], min_df=min_df, max_phrases=max_phrases,
                            phrase_cache=phrase_cache, cache_dir=cache_dir,
-                           **({} if fit_docs is None else {"fit_docs": fit_docs}), **common)
+                           **({} if fit_docs is None else {"fit_docs": (
+                               int(fit_docs) if fit_docs.isdigit() else fit_docs)}), **common)
     return tm.n_topics_, tm, paths
 
 
@@ -317,8 +319,7 @@ def topics_cmd(
     label_view: SpanView = "span",
     grounding: Annotated[float, typer.Option(
         help="pntm: also rank a topic's terms by how often its documents contain them (0: "
-             "rank by nearness to the topic vector alone; the default was chosen on the "
-             "bundled sample corpus).")] = 0.1,
+             "by nearness to the topic vector alone).")] = 0.1,
     fit_docs: FitDocs = None,
     save_model: Annotated[Path | None, typer.Option(
         help="documents: also save the fitted model to this folder "
@@ -345,9 +346,8 @@ def topics_cmd(
     cache_dir = vector_cache(cache_dir, cache)
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
-                         fit_docs=fit_docs,
-                         ccl_steps=ccl_steps, max_instances=max_instances, out=out,
-                         caches=(phrase_cache, cache_dir), run=run)
+                         fit_docs=fit_docs, ccl_steps=ccl_steps, max_instances=max_instances,
+                         out=out, caches=(phrase_cache, cache_dir), run=run)
     if save_model is not None:
         if method != "documents":
             raise BadInputError(f"--save-model saves the documents method, not {method}")

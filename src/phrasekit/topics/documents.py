@@ -34,7 +34,6 @@ given ``random_state``.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -47,7 +46,7 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import encode_documents, iter_document_vectors
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import Document, iter_documents, iter_known_documents
+from phrasekit.io import Document, iter_known_documents
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
@@ -61,11 +60,20 @@ from phrasekit.topics.reading import (
     topic_term_scores,
 )
 from phrasekit.topics.reshape import TopicReshaper
+from phrasekit.topics.sampling import sample_corpus
 from phrasekit.topics.student import PLACEMENTS, TopicStudent
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 
+#: ``fit_docs="auto"``: the transformer encodes a seeded sample of this many documents (the
+#: rest are placed by the student; chosen on the development corpora, docs/methods/topics.md
+#: "Large corpora") ...
+FIT_DOCS = 2_000
+#: ... or more, to hold this many words (about 30 s of MiniLM on two cores).
+FIT_WORDS = 60_000
+#: ``fit_docs="all"``: every document is encoded.
+ALL_DOCS = 2**62
 #: Softmax temperature turning squared distances to the topic centres into shares.
 SHARE_TEMPERATURE = 0.05
 #: Documents per block when the documents outside the fitted sample are assigned.
@@ -82,24 +90,6 @@ def _shares(d2: np.ndarray) -> np.ndarray:
     """Topic shares from squared distances to the centres: a softmax at ``SHARE_TEMPERATURE``."""
     e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
     return e / e.sum(axis=1, keepdims=True)
-
-
-def sample_corpus(docs: Iterable[Document | str], size: int, seed: int = 0
-                  ) -> tuple[list[str], list[Document], np.ndarray]:
-    """One pass over ``docs``: every id, and a seeded uniform sample of at most ``size``
-    documents in corpus order (reservoir sampling; all of them when there are no more) with
-    their positions. Memory holds the sample and the ids, not the corpus."""
-    rng = random.Random(seed)
-    ids: list[str] = []
-    kept: list[tuple[int, Document]] = []
-    for i, doc in enumerate(iter_documents(docs)):
-        ids.append(doc.id)
-        if i < size:
-            kept.append((i, doc))
-        elif (j := rng.randrange(i + 1)) < size:
-            kept[j] = (i, doc)
-    kept.sort(key=lambda item: item[0])
-    return ids, [d for _, d in kept], np.asarray([i for i, _ in kept], dtype=np.int64)
 
 
 class _Nearest:
@@ -148,7 +138,10 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
         fit_docs: at most this many documents (a seeded sample of a larger corpus) are
             encoded, clustered and read for terms; every other one is then placed in a topic
-            in a streaming pass, so memory and transformer time follow the sample.
+            in a streaming pass, so memory and transformer time follow the sample. ``"auto"``
+            (default): ``FIT_DOCS`` documents, or more in a corpus of short texts, enough to
+            hold ``FIT_WORDS`` words (short texts cost little to encode and each say little to
+            the student); ``"all"``: every document is encoded.
         placement: how documents outside the sample are placed: ``"student"`` (tf-idf and
             complement naive Bayes trained on the sample's topics, ``topics.student``; no
             transformer pass) or ``"encoder"`` (encoded, then their nearest topic).
@@ -176,7 +169,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         phrase_words: int | None = 300_000,
         n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
-        fit_docs: int = 20_000,
+        fit_docs: int | str = "auto",
         placement: str = "student",
     ) -> None:
         self.encoder = encoder
@@ -210,8 +203,10 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         if self.k_criterion not in CRITERIA:
             raise ValueError(f"k_criterion must be one of {CRITERIA}, got {self.k_criterion!r}")
         for name in ("min_df", "top_n", "chunk_size", "max_chunks", "n_init", "max_phrases",
-                     "n_jobs", "fit_docs"):
+                     "n_jobs"):
             check_int(name, getattr(self, name), 1)
+        if self.fit_docs not in ("auto", "all"):
+            check_int("fit_docs", self.fit_docs, 1)
         check_int("n_typical", self.n_typical, 0)
         if self.phrase_words is not None:
             check_int("phrase_words", self.phrase_words, 1)
@@ -247,7 +242,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         self.check_params()
         if isinstance(docs, str | bytes) or iter(docs) is docs:
             docs = as_documents(docs)  # an iterator is read more than once
-        ids, sample, index = sample_corpus(docs, int(self.fit_docs), int(self.random_state))
+        size, words = {"all": (ALL_DOCS, 0), "auto": (FIT_DOCS, FIT_WORDS)}.get(
+            self.fit_docs, (self.fit_docs, 0))
+        ids, sample, index = sample_corpus(docs, int(size), int(self.random_state), words)
         if vocabulary is not None and vocabulary.doc_ids != ids:
             raise ValueError(
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
