@@ -6,6 +6,8 @@ start to exit, so imports, model loading and CLI start count, as they do for a u
 - ``topics``: ``phrasekit topics CORPUS --out ... -q`` (the default method);
 - ``topics_pntm``: the same with ``--method pntm``;
 - ``keyphrases``: ``phrasekit keyphrases CORPUS --out ... -q``;
+- ``topics_again``, ``keyphrases_again``: the same command run a second time with the vector
+  cache the first run filled (a user's re-run); every other run starts with an empty cache;
 - ``st_encode``: sentence-transformers' ``SentenceTransformer(all-MiniLM-L6-v2).encode`` of
   the documents (the packaged weights phrasekit uses), the baseline of the bbc_news check;
 - ``bertopic``: BERTopic 0.17 end to end with that model as its embedding model
@@ -33,12 +35,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-RUNS = ("st_encode", "bertopic", "topics", "topics_pntm", "keyphrases")
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+RUNS = ("st_encode", "bertopic", "topics", "topics_pntm", "keyphrases", "topics_again",
+        "keyphrases_again")
 
 
 def write_corpus(src: Path, out: Path, n_docs: int | None, times: int) -> tuple[Path, int]:
@@ -72,6 +81,19 @@ def corpus_source(name: str) -> Path:
     return Path(name) if Path(name).exists() else corpora_dir() / name
 
 
+def cpu_name() -> str:
+    """The CPU's model name and the flags that decide the arithmetic (``lscpu``'s words)."""
+    model, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("model name") and model == "unknown CPU":
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"{model}, {os.cpu_count()} cores ({', '.join(shown) or 'no AVX2'})"
+
+
 def own_peak_mb(pid: int) -> float:
     """The peak resident memory (MB) of process ``pid`` alone (``VmHWM``; 0 when gone)."""
     try:
@@ -84,14 +106,15 @@ def own_peak_mb(pid: int) -> float:
     return 0.0
 
 
-def timed(cmd: list[str], log: Path, timeout: float) -> dict:
+def timed(cmd: list[str], log: Path, timeout: float, env: dict[str, str] | None = None
+          ) -> dict:
     """Run ``cmd``; its wall seconds, exit code, peak RSS (MB) of the largest process of its
     tree (``wait4``: the command or a worker process it started) and of the command's own
     process (``own_peak_mb``, polled), output kept in ``log``."""
     t0 = time.perf_counter()
     own = 0.0
     with open(log, "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
         deadline = t0 + timeout
         while True:
             own = max(own, own_peak_mb(proc.pid))
@@ -109,16 +132,20 @@ def timed(cmd: list[str], log: Path, timeout: float) -> dict:
             "timed_out": wall > timeout}
 
 
-def command(run: str, corpus: Path, work: Path) -> list[str]:
-    """The command line of one run."""
+def command(run: str, corpus: Path, work: Path, extra: list[str] | None = None) -> list[str]:
+    """The command line of one run (``extra``: options added to the phrasekit commands)."""
     cli = [sys.executable, "-m", "phrasekit"]
+    run = run.removesuffix("_again")
+    extra = extra or []
     if run == "topics":
-        return [*cli, "topics", str(corpus), "--out", str(work / "topics"), "-q", "--no-report"]
+        return [*cli, "topics", str(corpus), "--out", str(work / "topics"), "-q", "--no-report",
+                *extra]
     if run == "topics_pntm":
         return [*cli, "topics", str(corpus), "--method", "pntm", "--out", str(work / "pntm"),
                 "-q", "--no-report"]
     if run == "keyphrases":
-        return [*cli, "keyphrases", str(corpus), "--out", str(work / "keyphrases.jsonl"), "-q"]
+        return [*cli, "keyphrases", str(corpus), "--out", str(work / "keyphrases.jsonl"), "-q",
+                *extra]
     return [sys.executable, __file__, "--worker", run, "--corpus", str(corpus),
             "--out", str(work / f"{run}.json")]
 
@@ -146,7 +173,7 @@ def worker(run: str, corpus: Path, out: Path) -> None:
 
 def stages(run: str, work: Path) -> dict:
     """Per-stage seconds a run records about itself (topics: ``topics.json``'s timings)."""
-    folder = {"topics": "topics", "topics_pntm": "pntm"}.get(run)
+    folder = {"topics": "topics", "topics_pntm": "pntm"}.get(run.removesuffix("_again"))
     if folder and (work / folder / "topics.json").is_file():
         data = json.loads((work / folder / "topics.json").read_text(encoding="utf-8"))
         return {k: round(float(v), 1) for k, v in (data.get("timings_s") or {}).items()}
@@ -154,6 +181,30 @@ def stages(run: str, work: Path) -> dict:
         return {k: round(v, 1) if isinstance(v, float) else v
                 for k, v in json.loads((work / f"{run}.json").read_text()).items()}
     return {}
+
+
+def topic_scores(corpus: str, work: Path, n_docs: int | None) -> dict:
+    """NMI against the gold labels and NPMI of a ``topics`` run's ``topics.json``, by the
+    scorer of ``benchmarks/topics_vs_peers.py`` (the same topic terms and tokenisation)."""
+    from topics_vs_peers import load_corpus, score
+
+    from phrasekit.settings import corpora_dir
+    from phrasekit.text import tokenize
+
+    path = work / "topics" / "topics.json"
+    if not path.is_file():
+        return {}
+    found = json.loads(path.read_text(encoding="utf-8"))
+    docs, gold, mask = load_corpus(corpora_dir(), corpus)
+    mask = np.asarray(mask)[:n_docs]  # gold holds the evaluated documents' labels, in order
+    docs, gold = docs[:n_docs], list(gold)[: int(mask.sum())]
+    by_id = {r["id"]: r["topic"] for r in found["doc_topics"]}
+    labels = [-1 if by_id.get(d.id) is None else by_id[d.id] for d in docs]
+    topics = [[t["term"] for t in topic["top_terms"]] for topic in found["topics"]]
+    got = score({"topics": topics, "labels": labels}, [tokenize(d.text) for d in docs],
+                gold, mask)
+    return {"k": got["n_topics"], "nmi": round(got["nmi"], 3), "npmi": round(got["npmi"], 3),
+            "unassigned": round(got["unassigned"], 4)}
 
 
 def table(records: list[dict], baseline: str) -> str:
@@ -168,6 +219,8 @@ def table(records: list[dict], baseline: str) -> str:
                   if r["run"] in one else "-")
         status = "" if r["rc"] == 0 else f" (rc {r['rc']}{', timed out' if r['timed_out'] else ''})"
         st = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+        if r.get("scores"):
+            st += "; " + ", ".join(f"{k} {v}" for k, v in r["scores"].items())
         rows.append(f"| {r['run']}{status} | {r['times']} | {r['n_docs']} | {r['wall_s']:.1f} "
                     f"| {r['n_docs'] / r['wall_s']:.1f} | {ratio} | {growth} "
                     f"| {r['peak_mb']:.0f} | {st} |")
@@ -182,6 +235,10 @@ def main() -> None:
     ap.add_argument("--baseline", default="st_encode", choices=RUNS)
     ap.add_argument("--out", default="runs/corpus_throughput")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds per run")
+    ap.add_argument("--score", action="store_true",
+                    help="score topics runs against the corpus' gold labels (NMI, NPMI)")
+    ap.add_argument("--extra", default="", help="options added to every phrasekit command "
+                                                 "(e.g. '--fit-docs 3000')")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -201,14 +258,21 @@ def main() -> None:
             work = out / name / run
             work.mkdir(parents=True, exist_ok=True)
             print(f"[{name}] {run} ...", flush=True)
-            rec = timed(command(run, corpus, work), work / "log.txt", args.timeout)
+            cache = out / name / f"vectors-{run.removesuffix('_again')}"
+            if not run.endswith("_again"):
+                shutil.rmtree(cache, ignore_errors=True)  # cold: an empty vector cache
+            env = {**os.environ, "PHRASEKIT_VECTOR_CACHE": str(cache)}
+            rec = timed(command(run, corpus, work, shlex.split(args.extra)), work / "log.txt",
+                        args.timeout, env)
             rec.update(run=run, times=times, n_docs=n_docs, corpus=name,
                        stages=stages(run, work))
+            if args.score and run.startswith("topics") and times == 1:
+                rec["scores"] = topic_scores(args.corpus, work, args.n_docs)
             records.append(rec)
             print(f"[{name}] {run}: {rec['wall_s']:.1f}s rc {rec['rc']} "
                   f"peak {rec['peak_mb']:.0f} MB {rec['stages']}", flush=True)
             (out / "throughput.json").write_text(json.dumps(records, indent=1))
-    md = table(records, args.baseline)
+    md = f"CPU: {cpu_name()}\n\n" + table(records, args.baseline)
     (out / "throughput.md").write_text(md + "\n")
     print(md)
 
