@@ -35,3 +35,20 @@ def test_root_help_imports_no_command_module() -> None:
 def test_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"phrasekit {phrasekit.__version__}"
+
+
+def test_output_named_for_another_format_is_refused(tmp_path) -> None:
+    phrases = tmp_path / "p.txt"
+    phrases.write_text("interest rates\n")
+    left, right = tmp_path / "l.csv", tmp_path / "r.csv"
+    left.write_text("name\nNew York\n")
+    right.write_text("name\nnew york\n")
+    runner = CliRunner()
+    enc = runner.invoke(app, ["encode", str(phrases), "-m", "string", "-o",
+                              str(tmp_path / "q.parquet")])
+    assert enc.exit_code == 2 and "name the output .npy" in enc.output
+    join = runner.invoke(app, ["join", str(left), str(right), "--left-on", "name",
+                               "--right-on", "name", "-m", "string", "-o",
+                               str(tmp_path / "m.parquet")])
+    assert join.exit_code == 2 and "name the output .csv" in join.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.csv", "p.txt", "r.csv"]

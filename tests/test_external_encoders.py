@@ -75,3 +75,72 @@ def test_fuzzy_join_takes_a_model_name() -> None:
     right = [(0, "new york city"), (1, "los angeles")]
     matches = fuzzy_join(left, right, "string")
     assert [(m.left_row, m.right_row) for m in matches] == [(0, 0), (1, 1)]
+
+
+@pytest.fixture(scope="module")
+def st_folder(tmp_path_factory: pytest.TempPathFactory):
+    """A sentence-transformers folder of MiniLM with CLS pooling, 16 tokens and Normalize."""
+    from sentence_transformers import SentenceTransformer, models
+
+    from phrasekit.models.backbones import minilm_path
+
+    word = models.Transformer(str(minilm_path()), max_seq_length=16)
+    pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode="cls")
+    st = SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu")
+    path = tmp_path_factory.mktemp("st") / "cls-minilm"
+    st.save(str(path))
+    return path, st
+
+
+def test_sentence_transformers_folder_is_honoured(st_folder) -> None:
+    path, st = st_folder
+    texts = ["a long sentence about interest rates and inflation that runs past sixteen "
+             "tokens for certain, with more words after it", "bank"]
+    ours = phrasekit.load(str(path)).encode(texts)
+    theirs = st.encode(texts)
+    assert (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    with pytest.raises(ValueError, match="takes no precision"):
+        phrasekit.load(str(path), precision="bf16")
+
+
+def test_sentence_transformers_folder_with_foreign_code_or_pickles_is_refused(
+        st_folder, tmp_path) -> None:
+    import json
+    import shutil
+
+    path, _ = st_folder
+    foreign = tmp_path / "foreign"
+    shutil.copytree(path, foreign)
+    modules = json.loads((foreign / "modules.json").read_text())
+    modules[1]["type"] = "my_package.MyPooling"
+    (foreign / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ValueError, match=r"'my_package\.MyPooling' is not supported"):
+        phrasekit.load(str(foreign))
+    pickled = tmp_path / "pickled"
+    shutil.copytree(path, pickled)
+    (pickled / "1_Pooling" / "pytorch_model.bin").write_bytes(b"not read")
+    with pytest.raises(ValueError, match="pickled weights"):
+        phrasekit.load(str(pickled))
+
+
+def test_hub_id_only_from_the_local_cache() -> None:
+    with pytest.raises(ValueError, match="local Hugging Face cache"):
+        phrasekit.load("nobody-here/not-a-cached-model")
+
+
+def test_export_to_sentence_transformers(tmp_path) -> None:
+    from sentence_transformers import SentenceTransformer
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    out = tmp_path / "pb"
+    result = CliRunner().invoke(app, ["export", "phrase-bert-minilm", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    texts = ["heart attack", "myocardial infarction", "protein folding"]
+    theirs = SentenceTransformer(str(out), device="cpu").encode(texts)
+    ours = phrasekit.load("phrase-bert-minilm").encode(texts)
+    assert (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    refused = CliRunner().invoke(app, ["export", "pearl-minilm", "--out", str(tmp_path / "p")])
+    assert refused.exit_code == 2 and "character CNN" in refused.output
+    assert not (tmp_path / "p").exists()

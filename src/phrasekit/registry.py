@@ -9,6 +9,7 @@ mean-pooled transformer. The registry sits above the encoders it lists.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
@@ -200,12 +201,29 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
                              "minilm@bf16 do")
         return key, kwargs
     path = Path(key).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
+    if path.is_dir() and ((path / "config.json").is_file() or (path / "modules.json").is_file()):
         return key, kwargs
     known = ", ".join(sorted(_REGISTRY))
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", key) and not path.exists():
+        return _hub_cache_folder(key, known), kwargs
     raise ValueError(
         f"unknown model {key!r}: known names are {known}, or give a local model folder"
     )
+
+
+def _hub_cache_folder(repo_id: str, known: str) -> str:
+    """The folder of Hugging Face hub model ``repo_id`` in the local hub cache (never
+    downloaded); ``ValueError`` when it is not there."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return snapshot_download(repo_id, local_files_only=True)
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        raise ValueError(f"unknown model {repo_id!r}: not a known name ({known}), a local folder "
+                         "or a model in the local Hugging Face cache (phrasekit never downloads "
+                         "models: fetch it once with huggingface_hub, or give its folder)"
+                         ) from None
 
 
 def check_model_name(name_or_path: str | Path) -> None:
@@ -238,7 +256,14 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
         return spec.factory(**kwargs).to(device)
     path = Path(key).expanduser()
     kwargs.setdefault("name", path.name)
-    loader = FOLDER_LOADERS.get(model_folder_format(path) or "", "TransformerEncoder")
+    fmt = model_folder_format(path)
+    if fmt is None and (path / "modules.json").is_file():  # a sentence-transformers folder
+        if set(kwargs) - {"name"}:
+            raise ValueError(f"{path}: a sentence-transformers folder takes no "
+                             f"{', '.join(sorted(set(kwargs) - {'name'}))} (its own modules "
+                             "decide how it encodes)")
+        return encoders.load_sentence_transformers_folder(path, kwargs["name"]).to(device)
+    loader = FOLDER_LOADERS.get(fmt or "", "TransformerEncoder")
     encoder = attrgetter(loader)(encoders)(path, **kwargs)
     if encoder.model_path is None:
         encoder.model_path = path

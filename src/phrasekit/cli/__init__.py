@@ -22,7 +22,8 @@ __all__ = ["COMMANDS", "BadInputError", "app", "main"]
 
 #: Each top-level command and the module of ``phrasekit.cli`` that defines it, in help order.
 COMMANDS: dict[str, str] = {
-    "models": "models", "quantize": "models", "encode": "models", "eval": "eval",
+    "models": "models", "quantize": "models", "export": "models", "encode": "models",
+    "eval": "eval",
     "phrases": "topics", "mentions": "topics", "topics": "topics", "keyphrases": "topics",
     "facets": "topics",
     "neighbors": "match", "pairs": "match", "join": "match", "index": "match",
@@ -37,6 +38,8 @@ SHORT_HELP: dict[str, str] = {
               "commands it is the default of.",
     "quantize": "Copy a fine-tuned model folder with its backbone deltas stored as int8 (half "
                 "the size).",
+    "export": "Write a model as a sentence-transformers folder (SentenceTransformer, KeyBERT "
+              "and BERTopic load it).",
     "encode": "Embed phrases (one per line; row i of the output is line i) and save an "
               "L2-normalised matrix.",
     "eval": "Run the phrase benchmark and print one table (rows: models, columns: tasks, "

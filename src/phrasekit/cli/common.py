@@ -63,6 +63,21 @@ class BadInputError(Exception):
     """Raised by commands for user errors that should exit with code 2."""
 
 
+#: Output suffixes naming a format other than the one a command writes.
+FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separated text",
+                   ".parquet": "Parquet", ".pq": "Parquet", ".json": "JSON", ".jsonl": "JSON lines",
+                   ".xlsx": "an Excel workbook", ".txt": "text"}
+
+
+def check_out_format(out: Path, writes: tuple[str, ...]) -> None:
+    """Refuse an output whose suffix names another format than the ones this command writes
+    (``writes``: suffixes), so a file's name never lies about its contents."""
+    suffix = out.suffix.lower()
+    if suffix in FORMAT_SUFFIXES and suffix not in writes:
+        raise BadInputError(f"{out}: this command writes {FORMAT_SUFFIXES[writes[0]]}, not "
+                            f"{FORMAT_SUFFIXES[suffix]}; name the output {writes[0]}")
+
+
 def vector_cache(cache_dir: Path | None, cache: bool) -> Path | None:
     """The folder vectors are cached in: ``--cache-dir``, else phrasekit's own
     (``settings.vector_cache_dir``); None with ``--no-cache``."""

@@ -13,7 +13,16 @@ from typing import Annotated, Any
 
 import typer
 
-from phrasekit.cli.common import BadInputError, CsvSafe, Device, ModelOpt, Quiet, Verbose, command
+from phrasekit.cli.common import (
+    BadInputError,
+    CsvSafe,
+    Device,
+    ModelOpt,
+    Quiet,
+    Verbose,
+    check_out_format,
+    command,
+)
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
@@ -193,6 +202,7 @@ def join_cmd(
     Example: phrasekit join left.csv right.csv --left-on title --right-on title --out matches.csv
     """
     check_model_name(model)
+    check_out_format(out, (".csv", ".txt"))
     _check_index_kind(index)
     if how not in JOIN_HOWS:
         raise BadInputError(f"--how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")

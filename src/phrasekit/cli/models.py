@@ -1,4 +1,4 @@
-"""Model commands: list the registry, quantise a model folder, encode phrases."""
+"""Model commands: list the registry, quantise or export a model, encode phrases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from typing import Annotated, Any
 import typer
 
 from phrasekit import models as model_folders
-from phrasekit.cli.common import BadInputError, Device, ModelOpt, Quiet, Verbose, command, logger
+from phrasekit.cli.common import (
+    BadInputError,
+    Device,
+    ModelOpt,
+    Quiet,
+    Verbose,
+    check_out_format,
+    command,
+    logger,
+)
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.io import VECTOR_DTYPES, atomic_write, count_lines, iter_lines, write_npy_rows
@@ -58,6 +67,26 @@ def quantize_cmd(
     typer.echo(f"{model_dir} ({sizes['source_mb']} MB) -> {out} ({sizes['int8_mb']} MB)")
 
 
+@command(app, "export", out="folder")
+def export_cmd(
+    model: Annotated[str, typer.Argument(help="Model name (see `phrasekit models`) or folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")],
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Write a model as a sentence-transformers folder (SentenceTransformer, KeyBERT and
+    BERTopic load it).
+
+    Example: phrasekit export phrase-bert-minilm --out runs/phrase-bert-st
+    """
+    from phrasekit.encoders import export_sentence_transformers
+    from phrasekit.registry import load
+
+    check_model_name(model)
+    export_sentence_transformers(load(model, device="cpu"), out)
+    typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}) loads it)")
+
+
 @command(app, "encode", out="file")
 @with_config(run=ENGINE_OPTIONS)
 def encode_cmd(
@@ -87,6 +116,7 @@ def encode_cmd(
     Example: phrasekit encode phrases.txt --out phrases.npy --model minilm
     """
     check_model_name(model)
+    check_out_format(out, (".npy",))
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
     n_lines, skipped = count_lines(input_file, skip_blank=skip_blank)  # before any work

@@ -8,7 +8,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__, submod_attrs={"base": ["Encoder", "resolve_device", "validate_texts"],
-                            "external": ["ExternalEncoder"],
+                            "external": ["ExternalEncoder", "load_sentence_transformers_folder"],
+                            "export": ["export_sentence_transformers"],
                             "facets.encoder": ["FacetEncoder"],
                             "pearl": ["PearlEncoder"],
                             "phrase_bert": ["load_phrase_bert"],

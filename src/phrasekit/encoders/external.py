@@ -5,6 +5,7 @@ float32 unit rows, validation up front, errors that name the bad row."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,3 +67,54 @@ class ExternalEncoder(Encoder):
             raise ValueError(f"{self.name}.encode gave text {i} ({texts[i][:40]!r}) a zero or "
                              "non-finite vector")
         return rows
+
+
+#: The sentence-transformers modules a folder may list: their classes, by name. Anything else
+#: (a module class of the folder's own code) is refused, never imported.
+ST_MODULES = ("Transformer", "Pooling", "Dense", "Normalize")
+#: Weight files that are pickles: refused (phrasekit loads safetensors only).
+PICKLED = (".bin", ".pt", ".pth", ".pkl", ".pickle")
+
+
+def check_sentence_transformers_folder(path: Path) -> None:
+    """Raise ``ValueError`` unless ``path``'s ``modules.json`` lists only the standard modules
+    (``ST_MODULES`` of sentence-transformers) in folders inside ``path`` whose weights are not
+    pickles: what sentence-transformers then loads runs no code from the folder."""
+    from phrasekit.artifacts import member_path
+    from phrasekit.io import json_loads
+
+    where = path / "modules.json"
+    member_path(path, "modules.json", where)
+    try:
+        modules = json_loads(where.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{where}: malformed JSON ({exc})") from None
+    if not isinstance(modules, list) or not modules:
+        raise ValueError(f"{where}: expected a list of modules")
+    for module in modules:
+        kind = str(module.get("type", "")) if isinstance(module, dict) else ""
+        if not (kind.startswith("sentence_transformers.")
+                and kind.rsplit(".", 1)[-1] in ST_MODULES):
+            raise ValueError(f"{where}: module type {kind!r} is not supported (phrasekit loads "
+                             f"{', '.join(ST_MODULES)} modules only; it never runs a folder's "
+                             "own code)")
+        folder = path / str(module.get("path", ""))
+        if module.get("path"):
+            member_path(path, str(module["path"]), where)
+        pickles = [p.name for p in folder.glob("*") if p.suffix in PICKLED]
+        if pickles and not any(folder.glob("*.safetensors")):
+            raise ValueError(f"{folder / pickles[0]}: pickled weights; phrasekit loads "
+                             "safetensors only (re-save the model with safetensors)")
+
+
+def load_sentence_transformers_folder(path: Path, name: str | None = None) -> ExternalEncoder:
+    """A sentence-transformers folder through sentence-transformers itself (its pooling,
+    Dense, Normalize modules and ``max_seq_length`` honoured), checked first, offline."""
+    from sentence_transformers import SentenceTransformer
+
+    check_sentence_transformers_folder(path)
+    model = SentenceTransformer(str(path), device="cpu", local_files_only=True,
+                                trust_remote_code=False)
+    encoder = ExternalEncoder(model, name=name or path.name)
+    encoder.model_path = path
+    return encoder
