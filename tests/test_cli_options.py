@@ -132,6 +132,9 @@ def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
     assert seen[1] == dataclasses.replace(expected, use_char=False, use_type=False,
                                           alphas=(0.5, 1.0), cliff_margin=0.0, num_threads=2,
                                           supersense_weight=0.0, wordnet_dir=None)
+    import torch  # --device is checked before the run: a GPU is mocked for this call
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     res = runner.invoke(app, [*map(str, args), "--teachers", "mpnet,minilm", "--distill-weight",
                               "1", "--precision", "bf16", "--device", "cuda", "-q"])
     assert res.exit_code == 0, res.output

@@ -85,7 +85,7 @@ def st_folder(tmp_path_factory: pytest.TempPathFactory):
     from phrasekit.models.backbones import minilm_path
 
     word = models.Transformer(str(minilm_path()), max_seq_length=16)
-    pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode="cls")
+    pool = models.Pooling(384, pooling_mode="cls")
     st = SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu")
     path = tmp_path_factory.mktemp("st") / "cls-minilm"
     st.save(str(path))

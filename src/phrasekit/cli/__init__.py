@@ -24,7 +24,7 @@ __all__ = ["COMMANDS", "BadInputError", "app", "main"]
 COMMANDS: dict[str, str] = {
     "models": "models", "quantize": "models", "export": "models", "encode": "models",
     "eval": "eval",
-    "phrases": "topics", "mentions": "topics", "topics": "topics", "keyphrases": "topics",
+    "phrases": "topics", "mentions": "topics", "topics": "topics", "keyphrases": "keyphrases",
     "facets": "topics",
     "neighbors": "match", "pairs": "match", "join": "match", "index": "match",
     "train": "train",

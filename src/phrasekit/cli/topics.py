@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from pathlib import Path
@@ -15,7 +14,6 @@ from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
     Device,
-    ModelOpt,
     Quiet,
     VectorCache,
     Verbose,
@@ -29,11 +27,9 @@ from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
-from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import VECTOR_DTYPES, Document, StreamedCorpus, atomic_write, read_corpus
+from phrasekit.io import VECTOR_DTYPES, StreamedCorpus, read_corpus
 from phrasekit.phrases import PhraseExtractor
-from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
-from phrasekit.pipeline import LocalEngine, ShardedExtractor, sharded_keyphrases
+from phrasekit.pipeline import LocalEngine, ShardedExtractor
 from phrasekit.pipeline.mentions import MENTIONS_KIND, write_mentions
 from phrasekit.registry import (
     CCL_MODEL,
@@ -69,10 +65,22 @@ SpanView = Annotated[str, typer.Option(
     help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens pooled "
          "in its sentence), context (the phrase masked, the mask pooled) or both.")]
 METHODS = ("documents", "clusters", "pntm", "ccl")
-#: KeyphraseExtractor's defaults, quoted in `keyphrases --help` (they live only there).
-_KP_DEFAULTS = {name: p.default for name, p in
-                inspect.signature(KeyphraseExtractor.__init__).parameters.items()}
-_NESTED_DEFAULT = "--suppress-nested" if _KP_DEFAULTS["suppress_nested"] else "--keep-nested"
+MethodOpt = Annotated[str, typer.Option(
+    help="`documents` (k-means on document embeddings, K by stability, topics named by their "
+         "most distinctive words and phrases), `clusters` (clusters of phrase embeddings, K by "
+         "silhouette), `pntm` (Phrase-BERT's neural topic model; UNTM with -m glove-50d) or "
+         "`ccl` (UCTopic: noun-chunk instances in context, CCL fine-tuning; -m also takes a "
+         "span model folder from `train uctopic`).")]
+TopicsModelOpt = Annotated[str | None, typer.Option(
+    "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm "
+                          "(documents, clusters, pntm) or uctopic-minilm (ccl).")]
+CclSteps = Annotated[int, typer.Option(
+    help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's space).")]
+MaxInstances = Annotated[int, typer.Option(
+    help="ccl: at most this many phrase instances encoded and fine-tuned on.")]
+SaveModel = Annotated[Path | None, typer.Option(
+    help="documents: also save the fitted model to this folder (DocumentTopicModel.load "
+         "places new documents with it).")]
 
 
 #: Topic methods whose stages run sharded (ccl fine-tunes a model on the corpus in-process).
@@ -90,15 +98,6 @@ def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
 def extractor_for(run: Run | None, base: PhraseExtractor) -> PhraseExtractor:
     """``base``, or an extractor with its settings sharded over the run's engine."""
     return base if run is None else ShardedExtractor.like(base, run.engine, run.store)
-
-
-def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Document],
-                   show_progress: bool) -> list[Keyphrases]:
-    """``extractor``'s keyphrases of ``docs``, here or shard by shard on the run's engine."""
-    if run is None:
-        return extractor.extract(docs, show_progress=show_progress)
-    return sharded_keyphrases(extractor.get_params(), [d.text for d in docs], run.engine,
-                              run.store, show_progress=show_progress)
 
 
 @command(app, "phrases", out="file")
@@ -280,16 +279,8 @@ def topics_cmd(
                                           help=f"{_CORPUS} (bundled arXiv abstracts).")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
-    method: Annotated[str, typer.Option(
-        help="`documents` (k-means on document embeddings, K by stability, topics named by "
-             "their most distinctive words and phrases), `clusters` (clusters of phrase "
-             "embeddings, K by silhouette), `pntm` (Phrase-BERT's neural topic model; UNTM "
-             "with -m glove-50d) or `ccl` (UCTopic: noun-chunk instances in context, CCL "
-             "fine-tuning; -m also takes a span model folder from `train uctopic`).")
-    ] = "documents",
-    model: Annotated[str | None, typer.Option(
-        "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm "
-                              "(documents, clusters, pntm) or uctopic-minilm (ccl).")] = None,
+    method: MethodOpt = "documents",
+    model: TopicsModelOpt = None,
     n_topics: Annotated[int | None, typer.Option(
         "-k", "--n-topics", help="Number of topics (documents, clusters: chosen from "
                                  "--k-min..--k-max by default; pntm: default 50).")] = None,
@@ -311,19 +302,14 @@ def topics_cmd(
     cache: VectorCache = True,
     sentences: Annotated[int, typer.Option(
         help="pntm: also read each topic through this many nearest corpus sentences.")] = 0,
-    ccl_steps: Annotated[int, typer.Option(
-        help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's "
-             "space).")] = 150,
-    max_instances: Annotated[int, typer.Option(
-        help="ccl: at most this many phrase instances encoded and fine-tuned on.")] = 30_000,
+    ccl_steps: CclSteps = 150,
+    max_instances: MaxInstances = 30_000,
     label_view: SpanView = "span",
     grounding: Annotated[float, typer.Option(
         help="pntm: also rank a topic's terms by how often its documents contain them (0: "
              "by nearness to the topic vector alone).")] = 0.1,
     fit_docs: FitDocs = None,
-    save_model: Annotated[Path | None, typer.Option(
-        help="documents: also save the fitted model to this folder "
-             "(DocumentTopicModel.load places new documents with it).")] = None,
+    save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
     seed: Annotated[int, typer.Option(
@@ -367,91 +353,6 @@ def topics_cmd(
     typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
                f"-> {paths.get('report', paths['markdown'])}"
                + (f"; model -> {save_model}" if save_model is not None else ""))
-
-
-@command(app, "keyphrases", out="file")
-@with_config(run=ENGINE_OPTIONS)
-def keyphrases_cmd(
-    corpus: CorpusArg,
-    out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Output JSONL file (one {id, keyphrases: [{phrase, score}]} per "
-                            "document); default: stdout.")] = None,
-    top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
-    model: ModelOpt = TOPICS_MODEL,
-    diversity: Annotated[float | None, typer.Option(
-        help="MMR diversity in [0, 1]: weight against choosing a phrase similar to those "
-             f"already chosen (0: plain ranking by score; default {_KP_DEFAULTS['diversity']}, "
-             "chosen on the Inspec dev split).")] = None,
-    candidates: Annotated[str | None, typer.Option(
-        help="Candidate spans: noun_chunks, pos (adjective/noun runs) or both (default "
-             f"{_KP_DEFAULTS['candidates']}, chosen on the Inspec dev split).")] = None,
-    suppress_nested: Annotated[bool | None, typer.Option(
-        "--suppress-nested/--keep-nested", show_default=False,
-        help="Of two candidates whose words contain one another ('neural network' / "
-             "'recurrent neural network'), keep only the higher scored (default: "
-             f"{_NESTED_DEFAULT}).")] = None,
-    text_field: TextField = "text",
-    split: Annotated[str | None, typer.Option(
-        help="Only documents whose `split` field equals this (e.g. `dev` for Inspec).")] = None,
-    gold_field: Annotated[str | None, typer.Option(
-        help="Score against this field's gold keyphrases (e.g. `keyphrases` for Inspec): "
-             "P/R/F1 at 5 and 10, stemmed exact match.")] = None,
-    threads: Annotated[int | None, typer.Option(
-        help="torch threads (default: torch's own).")] = None,
-    workers: Workers = 0,
-    cache: VectorCache = True,
-    device: Device = "auto",
-    quiet: Quiet = False,
-    verbose: Verbose = False,
-    *,
-    run: dict[str, Any],
-) -> None:
-    """Keyphrases per document: noun phrases ranked by embedding similarity to the document.
-
-    Example: phrasekit keyphrases sample --out keyphrases.jsonl -n 10
-    Inspec dev score: phrasekit keyphrases ../shared/corpora/inspec --split dev \\
-                        --gold-field keyphrases --out dev.jsonl
-    """
-    set_threads(threads)
-    options: dict[str, Any] = {"encoder": model, "top_n": top_n,
-                               "n_process": resolve_workers(workers),
-                               "cache_dir": vector_cache(None, cache)}
-    if diversity is not None:
-        options["diversity"] = diversity
-    if candidates is not None:
-        options["candidates"] = candidates
-    if suppress_nested is not None:
-        options["suppress_nested"] = suppress_nested
-    extractor = KeyphraseExtractor(**options)  # validates before the corpus is read
-    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
-    if split is not None:
-        present = sorted({str(d.meta.get("split")) for d in docs})
-        docs = [d for d in docs if d.meta.get("split") == split]
-        if not docs:
-            raise BadInputError(f"no document has split {split!r} (splits present: "
-                                f"{', '.join(present)})")
-    for d in docs:
-        if not d.text.strip():
-            raise BadInputError(f"document {d.id!r} has an empty {text_field!r}")
-    golds = gold_of(docs, gold_field) if gold_field is not None else None
-    if golds is not None:  # score at 5 and 10 even when fewer are written
-        extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))
-    t0 = time.perf_counter()
-    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
-        results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
-    secs = time.perf_counter() - t0
-    lines = [json.dumps({"id": d.id, "keyphrases": [{"phrase": p, "score": round(s, 6)}
-                                                      for p, s in r[:top_n]]},
-                        ensure_ascii=False) for d, r in zip(docs, results, strict=True)]
-    if out is None:
-        typer.echo("\n".join(lines))
-    else:
-        with atomic_write(out) as fh:
-            fh.write("".join(line + "\n" for line in lines))
-        typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
-    if golds is not None:
-        metrics = score_keyphrases([[p for p, _ in r] for r in results], golds)
-        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=out is None)
 
 
 @command(app, "facets")

@@ -36,7 +36,7 @@ def export_sentence_transformers(encoder: Encoder, out: str | Path) -> Path:
         encoder.model.save_pretrained(hf, safe_serialization=True)
         encoder.tokenizer.save_pretrained(hf)
         word = models.Transformer(hf, max_seq_length=encoder.max_seq_length)
-        pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode="mean")
+        pool = models.Pooling(encoder.dim, pooling_mode="mean")
         SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu").save(
             str(tmp))
     return Path(out)

@@ -148,7 +148,10 @@ class KeyphraseExtractor:
         if isinstance(encoder, str):
             check_model_name(encoder)
         elif not isinstance(encoder, Encoder):
-            encoder = as_encoder(encoder)  # an object with encode; anything else: TypeError
+            if not callable(getattr(encoder, "encode", None)):
+                raise TypeError(f"encoder must be a model name, an Encoder or an object with "
+                                f"encode, got {type(encoder).__name__}")
+            encoder = as_encoder(encoder)
         _check_int("top_n", top_n, 1)
         _check_int("max_words", max_words, 1)
         _check_int("n_process", n_process, 1)

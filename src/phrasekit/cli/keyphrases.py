@@ -1,0 +1,136 @@
+"""`phrasekit keyphrases`: keyphrases per document (EmbedRank++), here or on a Ray engine."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from phrasekit.cli.common import (
+    BadInputError,
+    Device,
+    ModelOpt,
+    Quiet,
+    VectorCache,
+    Verbose,
+    Workers,
+    command,
+    resolve_workers,
+    vector_cache,
+)
+from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
+from phrasekit.cli.options import with_config
+from phrasekit.cli.topics import CorpusArg, TextField, set_threads
+from phrasekit.datasets import resolve_corpus
+from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
+from phrasekit.io import Document, atomic_write, read_corpus
+from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
+from phrasekit.pipeline import sharded_keyphrases
+from phrasekit.registry import TOPICS_MODEL
+
+app = typer.Typer()
+Split = Annotated[str | None, typer.Option(
+    help="Only documents whose `split` field equals this (e.g. `dev` for Inspec).")]
+GoldField = Annotated[str | None, typer.Option(
+    help="Score against this field's gold keyphrases (e.g. `keyphrases` for Inspec): P/R/F1 at "
+         "5 and 10, stemmed exact match.")]
+
+#: KeyphraseExtractor's defaults, quoted in `keyphrases --help` (they live only there).
+_KP_DEFAULTS = {name: p.default for name, p in
+                inspect.signature(KeyphraseExtractor.__init__).parameters.items()}
+_NESTED_DEFAULT = "--suppress-nested" if _KP_DEFAULTS["suppress_nested"] else "--keep-nested"
+
+
+def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Document],
+                   show_progress: bool) -> list[Keyphrases]:
+    """``extractor``'s keyphrases of ``docs``, here or shard by shard on the run's engine."""
+    if run is None:
+        return extractor.extract(docs, show_progress=show_progress)
+    return sharded_keyphrases(extractor.get_params(), [d.text for d in docs], run.engine,
+                              run.store, show_progress=show_progress)
+
+
+@command(app, "keyphrases", out="file")
+@with_config(run=ENGINE_OPTIONS)
+def keyphrases_cmd(
+    corpus: CorpusArg,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Output JSONL file (one {id, keyphrases: [{phrase, score}]} per "
+                            "document); default: stdout.")] = None,
+    top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
+    model: ModelOpt = TOPICS_MODEL,
+    diversity: Annotated[float | None, typer.Option(
+        help="MMR diversity in [0, 1]: weight against choosing a phrase similar to those "
+             f"already chosen (0: plain ranking by score; default {_KP_DEFAULTS['diversity']}, "
+             "chosen on the Inspec dev split).")] = None,
+    candidates: Annotated[str | None, typer.Option(
+        help="Candidate spans: noun_chunks, pos (adjective/noun runs) or both (default "
+             f"{_KP_DEFAULTS['candidates']}, chosen on the Inspec dev split).")] = None,
+    suppress_nested: Annotated[bool | None, typer.Option(
+        "--suppress-nested/--keep-nested", show_default=False,
+        help="Of two candidates whose words contain one another ('neural network' / "
+             "'recurrent neural network'), keep only the higher scored (default: "
+             f"{_NESTED_DEFAULT}).")] = None,
+    text_field: TextField = "text",
+    split: Split = None,
+    gold_field: GoldField = None,
+    threads: Annotated[int | None, typer.Option(
+        help="torch threads (default: torch's own).")] = None,
+    workers: Workers = 0,
+    cache: VectorCache = True,
+    device: Device = "auto",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+    *,
+    run: dict[str, Any],
+) -> None:
+    """Keyphrases per document: noun phrases ranked by embedding similarity to the document.
+
+    Example: phrasekit keyphrases sample --out keyphrases.jsonl -n 10
+    Inspec dev score: phrasekit keyphrases ../shared/corpora/inspec --split dev \\
+                        --gold-field keyphrases --out dev.jsonl
+    """
+    set_threads(threads)
+    options: dict[str, Any] = {"encoder": model, "top_n": top_n,
+                               "n_process": resolve_workers(workers),
+                               "cache_dir": vector_cache(None, cache)}
+    if diversity is not None:
+        options["diversity"] = diversity
+    if candidates is not None:
+        options["candidates"] = candidates
+    if suppress_nested is not None:
+        options["suppress_nested"] = suppress_nested
+    extractor = KeyphraseExtractor(**options)  # validates before the corpus is read
+    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
+    if split is not None:
+        present = sorted({str(d.meta.get("split")) for d in docs})
+        docs = [d for d in docs if d.meta.get("split") == split]
+        if not docs:
+            raise BadInputError(f"no document has split {split!r} (splits present: "
+                                f"{', '.join(present)})")
+    for d in docs:
+        if not d.text.strip():
+            raise BadInputError(f"document {d.id!r} has an empty {text_field!r}")
+    golds = gold_of(docs, gold_field) if gold_field is not None else None
+    if golds is not None:  # score at 5 and 10 even when fewer are written
+        extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))
+    t0 = time.perf_counter()
+    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
+        results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
+    secs = time.perf_counter() - t0
+    lines = [json.dumps({"id": d.id, "keyphrases": [{"phrase": p, "score": round(s, 6)}
+                                                      for p, s in r[:top_n]]},
+                        ensure_ascii=False) for d, r in zip(docs, results, strict=True)]
+    if out is None:
+        typer.echo("\n".join(lines))
+    else:
+        with atomic_write(out) as fh:
+            fh.write("".join(line + "\n" for line in lines))
+        typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
+    if golds is not None:
+        metrics = score_keyphrases([[p for p, _ in r] for r in results], golds)
+        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=out is None)
