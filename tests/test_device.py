@@ -86,3 +86,14 @@ def test_cli_refuses_cuda_without_one(tmp_path: Path, monkeypatch: pytest.Monkey
     assert good.exit_code == 0, good.output
     assert np.load(out).shape[0] == 1
     assert "PHRASEKIT_DEVICE" not in __import__("os").environ
+
+
+def test_a_model_without_torch_loads_without_importing_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, phrasekit\nphrasekit.load('string', device='auto').encode(['abc'])\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

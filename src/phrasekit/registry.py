@@ -250,7 +250,7 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     if not isinstance(name_or_path, str | Path) and hasattr(name_or_path, "encode"):
         return encoders.ExternalEncoder(name_or_path, **kwargs).to(device)
     key, kwargs = _resolve(name_or_path, kwargs)
-    encoders.resolve_device(device)  # a bad or absent device fails before any loading
+    encoders.check_gpu_request(device)  # a bad or absent device fails before any loading
     spec = _REGISTRY.get(key)
     if spec is not None:
         return spec.factory(**kwargs).to(device)

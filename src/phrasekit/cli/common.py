@@ -233,10 +233,10 @@ def command_device(device: str | None) -> Iterator[None]:
     if device is None:
         yield
         return
-    from phrasekit.encoders.base import resolve_device  # torch only when a command runs
+    from phrasekit.encoders.base import check_gpu_request  # torch only for a GPU request
 
     try:
-        resolve_device(device)
+        check_gpu_request(device)
     except ValueError as exc:
         raise BadInputError(f"--device: {exc}") from None
     before = os.environ.get("PHRASEKIT_DEVICE")

@@ -7,7 +7,8 @@ only reads cached vectors should not have to load.
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
-    __name__, submod_attrs={"base": ["Encoder", "resolve_device", "validate_texts"],
+    __name__, submod_attrs={"base": ["Encoder", "check_gpu_request", "resolve_device",
+                                     "validate_texts"],
                             "external": ["ExternalEncoder", "load_sentence_transformers_folder"],
                             "export": ["export_sentence_transformers"],
                             "facets.encoder": ["FacetEncoder"],

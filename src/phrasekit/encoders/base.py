@@ -86,23 +86,38 @@ def check_finite(vectors: np.ndarray, name: str) -> np.ndarray:
 DEVICES = ("auto", "cpu", "cuda")
 
 
+def check_device(device: str | None = None) -> str:
+    """``device`` (None: ``PHRASEKIT_DEVICE``, else ``auto``) normalised and checked for its
+    form only: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (no torch import)."""
+    name = (device or os.environ.get("PHRASEKIT_DEVICE") or "auto").strip().lower()
+    if name in ("auto", "cpu") or re.fullmatch(r"cuda(:\d+)?", name):
+        return name
+    raise ValueError(f"device must be one of {', '.join(DEVICES)} (or cuda:N), got {name!r}")
+
+
 def resolve_device(device: str | None = None) -> str:
-    """The torch device an encoder runs on: ``auto`` (None: ``PHRASEKIT_DEVICE``, else auto)
-    is ``cuda`` when torch sees a CUDA device and ``cpu`` otherwise, as sentence-transformers
-    chooses; ``cuda`` (or ``cuda:N``) without one raises ``ValueError``."""
+    """The torch device an encoder runs on (see :func:`check_device`): ``auto`` is ``cuda``
+    when torch sees a CUDA device and ``cpu`` otherwise, as sentence-transformers chooses;
+    ``cuda`` (or ``cuda:N``) without one raises ``ValueError``. Torch is imported only when a
+    GPU is asked for or ``auto`` must look for one."""
+    name = check_device(device)
+    if name == "cpu":
+        return name
     import torch
 
-    device = (device or os.environ.get("PHRASEKIT_DEVICE") or "auto").strip().lower()
-    if device == "auto":
+    if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        return device
-    if re.fullmatch(r"cuda(:\d+)?", device):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r}: torch sees no CUDA device here (CPU-only "
-                             "torch, or no GPU); use --device cpu or auto")
-        return device
-    raise ValueError(f"device must be one of {', '.join(DEVICES)} (or cuda:N), got {device!r}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {name!r}: torch sees no CUDA device here (CPU-only torch, or "
+                         "no GPU); use --device cpu or auto")
+    return name
+
+
+def check_gpu_request(device: str | None = None) -> None:
+    """Fail before any work when ``device`` names a CUDA device that is not there; ``auto``
+    and ``cpu`` need no check (and no torch import)."""
+    if check_device(device).startswith("cuda"):
+        resolve_device(device)
 
 
 #: sentence-transformers ``encode`` keywords taken with only their default value.
@@ -153,12 +168,12 @@ class Encoder(ABC):
         """Run on ``device`` (``auto``, ``cpu``, ``cuda``; see :func:`resolve_device`) and
         return ``self``. An encoder without torch modules (GloVe, character n-grams) stays on
         the CPU."""
-        target = resolve_device(device)
         modules = self.torch_modules()
         if not modules:
-            if target != "cpu":
+            if check_device(device).startswith("cuda"):
                 logger.info("%s has no GPU path: it runs on the CPU", self.name)
             return self
+        target = resolve_device(device)
         for module in modules:
             module.to(target)
         if target != self.device:

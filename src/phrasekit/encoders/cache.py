@@ -218,11 +218,10 @@ def _bounded_rows(n: int, wanted: list[int], dim: int, max_bytes: int | None) ->
         return np.arange(n)
     room = max(0, max_bytes // per_row)
     keep = np.zeros(n, dtype=bool)
-    keep[np.asarray(wanted[:room], dtype=np.int64)] = True
-    for i in range(n - 1, -1, -1):
-        if keep.sum() >= room:
-            break
-        keep[i] = True
+    keep[np.asarray(list(dict.fromkeys(wanted))[:room], dtype=np.int64)] = True
+    left = room - int(keep.sum())
+    if left > 0:
+        keep[np.flatnonzero(~keep)[::-1][:left]] = True
     return np.flatnonzero(keep)
 
 

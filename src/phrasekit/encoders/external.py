@@ -4,6 +4,7 @@ float32 unit rows, validation up front, errors that name the bad row."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,11 @@ class ExternalEncoder(Encoder):
             raise TypeError(f"{type(model).__name__} has no encode method: give a model name, "
                             "a model folder, an Encoder or an object with encode(list[str])")
         self.model = model
+        try:
+            params = inspect.signature(model.encode).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._st_keywords = "show_progress_bar" in params
         card = getattr(getattr(model, "model_card_data", None), "base_model", None)
         self.name = name or str(card or type(model).__name__)
         size = getattr(model, "get_embedding_dimension", None) or getattr(
@@ -43,10 +49,10 @@ class ExternalEncoder(Encoder):
         return [self.model] if isinstance(self.model, torch.nn.Module) else []
 
     def _rows(self, texts: Sequence[str]) -> np.ndarray:
-        try:
+        if self._st_keywords:  # sentence-transformers: numpy out, its own bar off
             out = self.model.encode(list(texts), convert_to_numpy=True,
                                     show_progress_bar=False)
-        except TypeError:  # not sentence-transformers: plain encode(list)
+        else:
             out = self.model.encode(list(texts))
         if hasattr(out, "detach"):
             out = out.detach().float().cpu().numpy()
@@ -95,9 +101,9 @@ def check_sentence_transformers_folder(path: Path) -> None:
         kind = str(module.get("type", "")) if isinstance(module, dict) else ""
         if not (kind.startswith("sentence_transformers.")
                 and kind.rsplit(".", 1)[-1] in ST_MODULES):
-            raise ValueError(f"{where}: module type {kind!r} is not supported (phrasekit loads "
-                             f"{', '.join(ST_MODULES)} modules only; it never runs a folder's "
-                             "own code)")
+            raise ValueError(f"{where}: module type {kind!r} is not supported: phrasekit loads "
+                             f"the {', '.join(ST_MODULES)} modules of sentence-transformers "
+                             "only, so that no code from the folder runs")
         folder = path / str(module.get("path", ""))
         if module.get("path"):
             member_path(path, str(module["path"]), where)
