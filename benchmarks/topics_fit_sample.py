@@ -43,6 +43,18 @@ def sample_parser(doc: str, corpora: str, fit_docs: str, model: str, out: str
     return ap
 
 
+def cached_args(doc: str, options: dict[str, str]) -> argparse.Namespace:
+    """The parsed options of a benchmark over cached MiniLM vectors: ``options`` (flag ->
+    default), then ``--cache`` (the vector cache folder) and ``--seed``."""
+    ap = argparse.ArgumentParser(description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag, default in options.items():
+        ap.add_argument(flag, default=default)
+    ap.add_argument("--cache", default="runs/topics_student_cache")
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args()
+
+
 def main() -> None:
     args = sample_parser(__doc__, "20newsgroups,ag_news_test", "all,10000,5000,2500",
                          "glove-50d", "runs/topics_fit_sample").parse_args()

@@ -26,6 +26,7 @@ from sklearn.naive_bayes import ComplementNB
 from sklearn.svm import LinearSVC
 
 sys.path.insert(0, str(Path(__file__).parent))
+from topics_fit_sample import cached_args
 from topics_vs_peers import load_corpus
 
 from phrasekit.settings import shared_dir
@@ -89,13 +90,8 @@ def run(corpus: str, n_fit: int, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", default="20newsgroups:4000,ag_news_test:2000,bbc_news:1000")
-    ap.add_argument("--encoder-placement", default="ag_news_test,bbc_news")
-    ap.add_argument("--cache", default="runs/topics_student_cache")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    args = cached_args(__doc__, {"--runs": "20newsgroups:4000,ag_news_test:2000,bbc_news:1000",
+                                 "--encoder-placement": "ag_news_test,bbc_news"})
     print("| corpus | fit docs | K | student | NMI placed | NMI all | ARI to transformer "
           "(placed) |\n|---|---:|---:|---|---:|---:|---:|", flush=True)
     for spec in args.runs.split(","):

@@ -13,11 +13,11 @@ first windows are encoded once for both settings.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from topics_fit_sample import cached_args
 from topics_vs_peers import load_corpus, score
 
 from phrasekit.encoders.cache import chunk_words
@@ -29,13 +29,7 @@ CORPORA = "arxiv_abstracts_cc0,bbc_news,restaurant_reviews_absa14,ag_news_test,2
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpora", default=CORPORA)
-    ap.add_argument("--max-chunks", default="8,1")
-    ap.add_argument("--cache", default="runs/topics_student_cache")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    args = cached_args(__doc__, {"--corpora": CORPORA, "--max-chunks": "8,1"})
     print("| corpus | docs | max windows | windows encoded | K | NMI | NPMI |\n"
           "|---|---:|---:|---:|---:|---:|---:|", flush=True)
     for corpus in args.corpora.split(","):
