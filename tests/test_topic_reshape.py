@@ -27,6 +27,7 @@ def test_merge_joins_exactly_the_given_topics(small_corpus: list[Document]) -> N
     labels = np.asarray(model.doc_labels_)
     placed = np.setdiff1d(np.arange(80), model.sample_index_)
     old_shares = model.student_.predict_proba([small_corpus[i].text for i in placed])
+    model.find_topics("quantum field theory")  # its term vectors, kept, must not outlive the merge
     joined = frozenset(np.flatnonzero((labels == 1) | (labels == 3)).tolist())
     model.merge_topics([[1, 3]])
     after = _members(model)
@@ -43,6 +44,8 @@ def test_merge_joins_exactly_the_given_topics(small_corpus: list[Document]) -> N
     merged = np.asarray(model.doc_labels_)[placed[np.isin(labels[placed], (1, 3))]]
     assert len(set(merged.tolist())) <= 1
     assert sum(model.topic_doc_counts_) == 80
+    hits = [model.find_topics(model.topics_[t][0][0], k=1)[0][0] for t in range(4)]
+    assert max(hits) < 4  # searched among the merged topics, not the fitted ones
     with pytest.raises(ValueError, match="does not exist"):
         model.merge_topics([[0, 9]])
 

@@ -119,6 +119,7 @@ class TopicReshaper:
         np.add.at(centres, compress, self.cluster_centers_ * counts[:, None])
         centres /= np.maximum(np.bincount(compress, weights=counts, minlength=k_new), 1)[:, None]
         names = getattr(self, "custom_labels_", {})
+        self._term_matrix = None  # find_topics encodes the new topics' terms again
         P = presence_matrix(self.token_docs_, self.vocabulary_.terms, format="csr")
         self._describe(self.doc_embeddings_, grouped, centres.astype(np.float32), k_new,
                        self.vocabulary_, P)
