@@ -50,8 +50,9 @@ from phrasekit.io import Document, iter_known_documents
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
-from phrasekit.topics.choose_k import CRITERIA, choose_k, kmeans_labels
+from phrasekit.topics.choose_k import CRITERIA, choose_k
 from phrasekit.topics.explore import TopicExplorer
+from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.reading import (
     name_topic,
@@ -61,6 +62,7 @@ from phrasekit.topics.reading import (
 )
 from phrasekit.topics.reshape import TopicReshaper
 from phrasekit.topics.sampling import sample_corpus
+from phrasekit.topics.slices import TopicSlicer
 from phrasekit.topics.student import PLACEMENTS, TopicStudent
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
@@ -109,7 +111,7 @@ class _Nearest:
             self.d2[t], self.rows[t] = d[best], r[best]
 
 
-class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
+class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
@@ -145,6 +147,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         placement: how documents outside the sample are placed: ``"student"`` (tf-idf and
             complement naive Bayes trained on the sample's topics, ``topics.student``; no
             transformer pass) or ``"encoder"`` (encoded, then their nearest topic).
+        seed_topics: lists of seed phrases, each pulling one topic toward it (``guided``).
+        zero_shot_topics, zero_shot_min_similarity: topic names; documents at least this
+            cosine from a name go to it, the rest are clustered (``guided``).
     """
 
     def __init__(
@@ -171,6 +176,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         extractor: PhraseExtractor | None = None,
         fit_docs: int | str = "auto",
         placement: str = "student",
+        seed_topics: list[list[str]] | None = None,
+        zero_shot_topics: list[str] | None = None,
+        zero_shot_min_similarity: float = 0.5,
     ) -> None:
         self.encoder = encoder
         self.n_topics = n_topics
@@ -194,6 +202,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         self.extractor = extractor
         self.fit_docs = fit_docs
         self.placement = placement
+        self.seed_topics = seed_topics
+        self.zero_shot_topics = zero_shot_topics
+        self.zero_shot_min_similarity = zero_shot_min_similarity
 
     # ------------------------------------------------------------------ validation
     def check_params(self) -> None:
@@ -216,6 +227,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
         check_extractor(self.extractor)
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
+        self._check_guidance()
 
     def phrase_extractor(self) -> PhraseExtractor:
         """The extractor used: ``extractor``, or noun phrases from POS patterns (no parser,
@@ -250,6 +262,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
                 f"than the {len(ids)} given; re-extract it or pass the same corpus")
         self._fit_sample(sample, vocabulary, show_progress)
+        self._name_guided_topics()
         self.doc_ids_ = ids
         self.sample_index_ = index
         if len(index) < len(ids):
@@ -293,8 +306,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, BaseEstimator):
                              "documents, or fewer topics with -k / --k-min)")
 
         t0 = time.perf_counter()
-        k, self.k_scores_ = self._choose_k(Xc[used], show_progress)
-        labels_used, centres = kmeans_labels(Xc[used], k, self.n_init, self.random_state)
+        labels_used, centres, k = self._cluster(Xc[used], encoder, show_progress)
         timings["clustering"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
