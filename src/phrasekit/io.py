@@ -11,6 +11,7 @@ import textwrap
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -355,6 +356,24 @@ class StreamedCorpus:
     def count(self) -> int:
         """The number of documents (raises ``CorpusError`` on the first bad line)."""
         return sum(len(b) for b in iter_corpus(self.path, self.text_field, self.id_field))
+
+
+def document_location(path: str | Path, n: int) -> str:
+    """Where the ``n``-th document (from 0) of a corpus is, as errors name it: ``file:line``
+    (JSONL, text) or ``file: row r`` (Parquet)."""
+    files, kind = _corpus_files(Path(path))
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        for f in files:
+            rows = pq.ParquetFile(f).metadata.num_rows
+            if n < rows:
+                return f"{f}: row {n + 1}"
+            n -= rows
+        return str(files[-1])
+    with _open_text(files[0]) as fh:
+        texts = (lineno for lineno, line in enumerate(fh, start=1) if line.strip())
+        return f"{files[0]}:{next(islice(texts, n, None), '?')}"
 
 
 def _corpus_files(path: Path) -> tuple[list[Path], str]:

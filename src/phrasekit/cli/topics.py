@@ -49,6 +49,7 @@ from phrasekit.topics import (
     run_uctopic,
 )
 from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
+from phrasekit.topics.slices import check_bins
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
@@ -78,6 +79,15 @@ CclSteps = Annotated[int, typer.Option(
     help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's space).")]
 MaxInstances = Annotated[int, typer.Option(
     help="ccl: at most this many phrase instances encoded and fine-tuned on.")]
+TimeField = Annotated[str | None, typer.Option(
+    help="documents: record field holding each document's date (ISO 8601); writes "
+         "topics_over_time.csv, each topic's share and terms per --time-bins bin.")]
+ClassField = Annotated[str | None, typer.Option(
+    help="documents: record field holding each document's class; writes "
+         "topics_per_class.csv, each topic's share and terms per class.")]
+TimeBins = Annotated[str, typer.Option(
+    help="Bins of --time-field: year, quarter, month, week, day, or a number of equal-width "
+         "bins.")]
 SaveModel = Annotated[Path | None, typer.Option(
     help="documents: also save the fitted model to this folder (DocumentTopicModel.load "
          "places new documents with it).")]
@@ -221,6 +231,21 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
     check_topics_out(out, caches=caches)
 
 
+def slice_options(method: str, time_field: str | None, class_field: str | None,
+                  time_bins: str) -> dict[str, Any]:
+    """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
+    ``--time-bins`` (``BadInputError`` for a bad one)."""
+    if (time_field or class_field) and method != "documents":
+        raise BadInputError(f"--time-field and --class-field slice the documents method, "
+                            f"not {method}")
+    bins: str | int = int(time_bins) if time_bins.isdigit() else time_bins
+    try:
+        check_bins(bins)
+    except ValueError as exc:
+        raise BadInputError(f"--time-bins: {exc}") from None
+    return {"time_field": time_field, "class_field": class_field, "time_bins": bins}
+
+
 def set_threads(threads: int | None) -> None:
     """``--threads``: torch's intra-op threads (None: leave torch's own setting)."""
     if threads is not None:
@@ -241,11 +266,12 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
                 grounding: float, ccl: tuple[int, int, str], common: dict[str, Any],
-                run: Run | None = None, fit_docs: str | None = None
-                ) -> tuple[int, Any, dict[str, Path]]:
+                run: Run | None = None, fit_docs: str | None = None,
+                slices: dict[str, Any] | None = None) -> tuple[int, Any, dict[str, Path]]:
     """Run one method with its defaults filled in: (number of topics, model, written paths).
     ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
-    sharded stages (None: in-process); ``fit_docs``: the documents method's sample size."""
+    sharded stages (None: in-process); ``fit_docs``: the documents method's sample size;
+    ``slices``: the documents method's time and class fields (``run_topics``)."""
     common = {**common, "model": model or (CCL_MODEL if method == "ccl" else TOPICS_MODEL)}
     if run is not None:
         common.update(sharded_topic_parts(method, common["model"], run))
@@ -266,7 +292,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
         return tm.n_topics_, tm, paths
     tm, paths = run_topics(path, out, method=method, n_topics=n_topics, k_min=k_range[0],
                            k_max=k_range[1], min_df=min_df, max_phrases=max_phrases,
-                           phrase_cache=phrase_cache, cache_dir=cache_dir,
+                           phrase_cache=phrase_cache, cache_dir=cache_dir, **(slices or {}),
                            **({} if fit_docs is None else {"fit_docs": (
                                int(fit_docs) if fit_docs.isdigit() else fit_docs)}), **common)
     return tm.n_topics_, tm, paths
@@ -309,6 +335,9 @@ def topics_cmd(
         help="pntm: also rank a topic's terms by how often its documents contain them (0: "
              "by nearness to the topic vector alone).")] = 0.1,
     fit_docs: FitDocs = None,
+    time_field: TimeField = None,
+    class_field: ClassField = None,
+    time_bins: TimeBins = "month",
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
@@ -339,6 +368,7 @@ def topics_cmd(
             raise BadInputError(f"--save-model saves the documents method, not {method}")
         check_folder_path(save_model, (corpus, out))
         check_output_folder(save_model, TOPIC_MODEL_KIND)
+    slices = slice_options(method, time_field, class_field, time_bins)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus)}
     t0 = time.perf_counter()
@@ -347,7 +377,8 @@ def topics_cmd(
             method, common.pop("path"), out, model=model, n_topics=n_topics, k_range=(k_min, k_max),
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
-            ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
+            ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs,
+            slices=slices)
     if save_model is not None:
         tm.save(save_model)
     typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "

@@ -19,6 +19,7 @@ from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
 from phrasekit.topics.report import write_report
+from phrasekit.topics.slices import write_slice_csv
 from phrasekit.topics.uctopic import UCTopicModel
 
 logger = logging.getLogger(__name__)
@@ -223,16 +224,18 @@ def write_topic_outputs(
     snippet_chars: int = 240,
     report: bool = False,
     title: str | None = None,
+    tables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Path]:
     """Write ``topics.json`` and ``topics.md`` (and ``report.html`` with ``report``) into
     ``out_dir`` (created if needed), each atomically. ``docs`` must be the documents the model
-    was fitted on (for the snippets).
+    was fitted on (for the snippets). ``tables``: slice tables (``SliceFields.tables``) written
+    as CSV files of those names in the same set.
 
-    Returns ``{"json": path, "markdown": path[, "report": path]}``.
+    Returns ``{"json": path, "markdown": path[, "report": path][, csv name: path]}``.
     """
     data = topics_head(model, docs, snippet_chars=snippet_chars)
     return _write_set(out_dir, data, topics_to_markdown(data), model, docs, report, title,
-                      rows=("doc_topics", doc_topic_rows(model)))
+                      rows=("doc_topics", doc_topic_rows(model)), tables=tables)
 
 
 #: Manifest kind of a topic output set, and the files one holds.
@@ -253,7 +256,8 @@ def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = 
 
 def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: Any,
                documents: Iterable[Document | str], report: bool, title: str | None,
-               rows: tuple[str, Iterable[Any]] | None = None) -> dict[str, Path]:
+               rows: tuple[str, Iterable[Any]] | None = None,
+               tables: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Path]:
     """Write ``topics.json`` (``rows``: its last key, streamed), ``topics.md`` (and
     ``report.html``) as one set: built beside ``out_dir`` and swapped in at once, so a crash
     leaves the old set or the new, never a mix."""
@@ -261,7 +265,10 @@ def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: 
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
     if report:
         paths["report"] = out / "report.html"
+    paths.update({name: out / name for name in tables or {}})
     with staged_folder(out, TOPICS_KIND) as tmp:
+        for name, table in (tables or {}).items():
+            write_slice_csv(tmp / name, table)
         write_json(tmp / "topics.json", data, rows=rows)
         write_text(tmp / "topics.md", markdown)
         if report:

@@ -23,6 +23,7 @@ from phrasekit.topics.output import (
     write_uctopic_outputs,
 )
 from phrasekit.topics.pntm import PNTM
+from phrasekit.topics.slices import read_slice_fields
 from phrasekit.topics.uctopic import UCTopicModel
 
 logger = logging.getLogger(__name__)
@@ -50,6 +51,9 @@ def run_topics(
     report: bool = True,
     workers: int = 1,
     extractor: PhraseExtractor | None = None,
+    time_field: str | None = None,
+    class_field: str | None = None,
+    time_bins: str | int = "month",
     **model_kwargs: Any,
 ) -> tuple[DocumentTopicModel | PhraseTopicModel, dict[str, Path]]:
     """Read ``corpus``, fit a ``DocumentTopicModel`` (``method="documents"``) or a
@@ -61,7 +65,10 @@ def run_topics(
     ``cache_dir`` (documents): a folder caching document vectors between runs.
     ``workers``: spaCy processes for phrase extraction. ``extractor``: the phrase extractor
     (None: the method's own, with ``workers`` processes).
-    Extra keyword arguments go to the model. Returns the model and the paths written.
+    ``time_field`` / ``class_field`` (documents): record fields to slice the topics by, checked
+    before the fit; ``topics_over_time.csv`` (in ``time_bins``) and ``topics_per_class.csv``
+    are written with the other outputs. Extra keyword arguments go to the model.
+    Returns the model and the paths written.
     """
     if method not in TOPIC_MODELS:
         raise ValueError(f"method must be one of {sorted(TOPIC_MODELS)}, got {method!r}")
@@ -89,6 +96,9 @@ def run_topics(
     else:
         docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
         logger.info("read %d documents from %s", len(docs), corpus)
+    if (time_field or class_field) and method != "documents":
+        raise ValueError(f"time and class fields slice the documents method, not {method}")
+    fields = read_slice_fields(docs, corpus, time_field, class_field, time_bins)
     vocabulary = None
     t0 = time.perf_counter()
     if phrase_cache is not None:
@@ -102,7 +112,7 @@ def run_topics(
         estimator.timings_["extraction"] = extraction_s
     name = "document topics" if method == "documents" else "phrase clusters"
     paths = write_topic_outputs(estimator, docs, out_dir, report=report,
-                                title=_title(corpus, name))
+                                title=_title(corpus, name), tables=fields.tables(estimator))
     return estimator, paths
 
 

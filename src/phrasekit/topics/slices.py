@@ -15,13 +15,16 @@ of that slice are listed, generic ones never.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from phrasekit.io import CorpusError, Document, document_location
 from phrasekit.topics.reading import rank_terms, topic_term_scores
 from phrasekit.topics.terms import presence_matrix
 
@@ -170,3 +173,56 @@ class TopicSlicer:
             ranked = rank_terms(np.where(found, scores, 0.0), vocab.terms, n, allowed)
             out.append([[vocab.surface[j] for j in r] for r in ranked])
         return out
+
+
+@dataclass
+class SliceFields:
+    """Per document of a corpus, its timestamp and class read from the record's fields."""
+
+    timestamps: list[datetime] | None
+    classes: list[str] | None
+    bins: str | int = "month"
+
+    def tables(self, model: Any) -> dict[str, list[dict[str, Any]]]:
+        """The slice tables of a model fitted on that corpus, by output file name."""
+        out = {}
+        if self.timestamps is not None:
+            out["topics_over_time.csv"] = model.topics_over_time(self.timestamps, self.bins)
+        if self.classes is not None:
+            out["topics_per_class.csv"] = model.topics_per_class(self.classes)
+        return out
+
+
+def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: str | None,
+                      class_field: str | None, bins: str | int = "month") -> SliceFields:
+    """Read and check the fields ``topics_over_time`` / ``topics_per_class`` slice by, before
+    the fit: a record without a field or with a timestamp that is not a date raises
+    ``CorpusError`` naming the file and line."""
+    check_bins(bins)
+    if time_field is None and class_field is None:
+        return SliceFields(None, None, bins)
+    stamps: list[datetime] = []
+    classes: list[str] = []
+    for n, doc in enumerate(docs):
+        for field in (time_field, class_field):
+            if field is not None and doc.meta.get(field) in (None, ""):
+                raise CorpusError(f"{document_location(corpus, n)}: field {field!r} missing or "
+                                  f"empty (fields present: {sorted(doc.meta)})")
+        if time_field is not None:
+            try:
+                stamps.append(parse_timestamp(doc.meta[time_field]))
+            except ValueError as exc:
+                raise CorpusError(f"{document_location(corpus, n)}: field {time_field!r}: "
+                                  f"{exc}") from None
+        if class_field is not None:
+            classes.append(str(doc.meta[class_field]))
+    return SliceFields(stamps if time_field else None, classes if class_field else None, bins)
+
+
+def write_slice_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """A slice table as CSV (terms joined by "; "), for a spreadsheet."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    table = pa.Table.from_pylist([{**r, "terms": "; ".join(r["terms"])} for r in rows])
+    pa_csv.write_csv(table, path)
