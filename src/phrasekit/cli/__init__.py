@@ -50,7 +50,7 @@ SHORT_HELP: dict[str, str] = {
                 "document, its character span in the text and its vector: one row each, in "
                 "Parquet files.",
     "topics": "Mine topics described by words and phrases; writes topics.json, topics.md and "
-              "report.html.",
+              "report.html; `topics apply` and `topics search` use a saved model.",
     "keyphrases": "Keyphrases per document: noun phrases ranked by embedding similarity to the "
                   "document.",
     "facets": "Print each facet's nearest words with cosines for texts: what each facet stands "

@@ -250,11 +250,11 @@ def command_device(device: str | None) -> Iterator[None]:
             os.environ["PHRASEKIT_DEVICE"] = before
 
 
-def command(group: typer.Typer, name: str, out: str | None = None
+def command(group: typer.Typer, name: str, out: str | None = None, cls: type | None = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as command ``name`` of ``group``: logging set up from its --quiet and
     --verbose options, its output path checked (``out``: "file" or "folder"), then ``fn`` runs
-    through ``run_command``."""
+    through ``run_command``. ``cls``: the click command class (default typer's)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -269,10 +269,20 @@ def command(group: typer.Typer, name: str, out: str | None = None
 
             return run_command(body, kwargs.get("out", kwargs.get("output")))
 
-        group.command(name)(wrapper)
+        group.command(name, **({} if cls is None else {"cls": cls}))(wrapper)
         return fn
 
     return register
+
+
+def existing_corpus(corpus: str) -> Path:
+    """The corpus' path (``sample`` and folders resolved); ``BadInputError`` when missing."""
+    from phrasekit.datasets import resolve_corpus
+
+    path = resolve_corpus(corpus)
+    if not path.exists():
+        raise BadInputError(f"corpus not found: {corpus}")
+    return path
 
 
 def resolve_workers(workers: int) -> int:

@@ -7,8 +7,10 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import torch
 import typer
+from typer.core import TyperCommand
 
 from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
@@ -19,6 +21,7 @@ from phrasekit.cli.common import (
     Verbose,
     Workers,
     command,
+    existing_corpus,
     logger,
     resolve_workers,
     vector_cache,
@@ -91,6 +94,35 @@ TimeBins = Annotated[str, typer.Option(
 SaveModel = Annotated[Path | None, typer.Option(
     help="documents: also save the fitted model to this folder (DocumentTopicModel.load "
          "places new documents with it).")]
+
+
+#: ``phrasekit topics NAME ...``: the commands on a saved model (``cli.topics_saved``).
+SAVED_MODEL_COMMANDS = ("apply", "search")
+
+
+class TopicsCommand(TyperCommand):
+    """``phrasekit topics``: fits topics on CORPUS, or runs ``apply`` / ``search`` on a saved
+    model when the first argument names one of them (a corpus file named so: ./apply)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.short_help = (f"{self.help.split(chr(10))[0].rstrip('.')}; `topics apply` and "
+                           "`topics search` use a saved model.")
+        self.epilog = ("Saved models (--save-model DIR): `phrasekit topics apply DIR CORPUS "
+                       "--out OUT` places a corpus in their topics without refitting; "
+                       "`phrasekit topics search DIR QUERY -k N` lists the topics nearest a "
+                       "query.")
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        if args and args[0] in SAVED_MODEL_COMMANDS:
+            from phrasekit.cli import topics_saved
+
+            group = typer.main.get_command(topics_saved.app)
+            sub = group.commands[args[0]]  # type: ignore[attr-defined]
+            return sub.make_context(f"{info_name} {args[0]}", args[1:], parent=parent,
+                                    **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
 
 
 #: Topic methods whose stages run sharded (ccl fine-tunes a model on the corpus in-process).
@@ -254,14 +286,6 @@ def set_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def existing_corpus(corpus: str) -> Path:
-    """The corpus' path (``sample`` and folders resolved); ``BadInputError`` when missing."""
-    path = resolve_corpus(corpus)
-    if not path.exists():
-        raise BadInputError(f"corpus not found: {corpus}")
-    return path
-
-
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
@@ -298,7 +322,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     return tm.n_topics_, tm, paths
 
 
-@command(app, "topics", out="folder")
+@command(app, "topics", out="folder", cls=TopicsCommand)
 @with_config(run=ENGINE_OPTIONS)
 def topics_cmd(
     corpus: Annotated[str, typer.Argument(metavar="CORPUS",

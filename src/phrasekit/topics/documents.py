@@ -51,7 +51,7 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, s
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.choose_k import CRITERIA, choose_k
-from phrasekit.topics.explore import TopicExplorer
+from phrasekit.topics.explore import NearestDocs, TopicExplorer
 from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.reading import (
@@ -92,23 +92,6 @@ def _shares(d2: np.ndarray) -> np.ndarray:
     """Topic shares from squared distances to the centres: a softmax at ``SHARE_TEMPERATURE``."""
     e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
     return e / e.sum(axis=1, keepdims=True)
-
-
-class _Nearest:
-    """Per topic, the ``n`` documents nearest its centre seen so far (ties: lower index)."""
-
-    def __init__(self, k: int, n: int) -> None:
-        self.n = n
-        self.d2 = [np.zeros(0) for _ in range(k)]
-        self.rows = [np.zeros(0, dtype=np.int64) for _ in range(k)]
-
-    def add(self, rows: np.ndarray, labels: np.ndarray, d2: np.ndarray) -> None:
-        for t in range(len(self.rows)):
-            member = labels == t
-            d = np.concatenate([self.d2[t], d2[member, t]])
-            r = np.concatenate([self.rows[t], rows[member]])
-            best = np.lexsort((r, d))[: self.n]
-            self.d2[t], self.rows[t] = d[best], r[best]
 
 
 class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, BaseEstimator):
@@ -342,7 +325,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         n_terms = np.zeros(n, dtype=np.int64)
         labels[index], shares[index] = self.doc_labels_, self.doc_topics_
         n_terms[index] = self.doc_n_phrases_
-        nearest = _Nearest(k, self.n_typical)
+        nearest = NearestDocs(k, self.n_typical)
         nearest.add(index, labels[index], _sq_distances(self.doc_embeddings_,
                                                         self.cluster_centers_))
         in_sample = np.zeros(n, dtype=bool)
@@ -407,7 +390,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
         self.topic_sizes_ = [int(x) for x in (scores > 0).sum(axis=1)]
         self._read_terms(scores, ~generic)
-        self.typical_docs_ = self._typical_docs(d2[:, order], labels)
+        self.typical_docs_ = self._typical_docs(d2, labels)  # d2: centres already in order
 
     def _read_terms(self, scores: np.ndarray, allowed: np.ndarray) -> None:
         vocab = self.vocabulary_

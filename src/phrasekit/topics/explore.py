@@ -10,19 +10,23 @@ places new documents as ``transform`` does, by the same encoder, which ``load`` 
 
 from __future__ import annotations
 
+import copy
 import logging
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from phrasekit.artifacts import staged_folder, verify_folder
-from phrasekit.encoders.cache import encoder_identity
+from phrasekit.encoders.cache import encode_documents, encoder_identity
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import atomic_write, read_json_object, write_json
+from phrasekit.io import Document, as_documents, atomic_write, read_json_object, write_json
 from phrasekit.registry import load as load_encoder
+from phrasekit.text import TokenDocs
 from phrasekit.topics.student import TopicStudent
-from phrasekit.topics.terms import TermVocabulary
+from phrasekit.topics.terms import TermVocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +36,23 @@ CONFIG, ARRAYS = "config.json", "arrays.safetensors"
 #: Fitted attributes kept as JSON, as they are.
 _JSON_ATTRS = ("n_topics_", "topics_", "topic_words_", "topic_phrases_", "topic_doc_counts_",
                "topic_sizes_", "generic_terms_")
+
+
+class NearestDocs:
+    """Per topic, the ``n`` documents nearest its centre seen so far (ties: lower index)."""
+
+    def __init__(self, k: int, n: int) -> None:
+        self.n = n
+        self.d2 = [np.zeros(0) for _ in range(k)]
+        self.rows = [np.zeros(0, dtype=np.int64) for _ in range(k)]
+
+    def add(self, rows: np.ndarray, labels: np.ndarray, d2: np.ndarray) -> None:
+        for t in range(len(self.rows)):
+            member = labels == t
+            d = np.concatenate([self.d2[t], d2[member, t]])
+            r = np.concatenate([self.rows[t], rows[member]])
+            best = np.lexsort((r, d))[: self.n]
+            self.d2[t], self.rows[t] = d[best], r[best]
 
 
 class TopicExplorer:
@@ -88,6 +109,41 @@ class TopicExplorer:
             self._term_matrix = self.encoder_.encode(terms) if terms else np.zeros(
                 (0, self.encoder_.dim), dtype=np.float32)
         return self._term_matrix
+
+    # ------------------------------------------------------------------ apply
+    def applied_to(self, docs: Iterable[Document | str], cache_dir: str | Path | None = None,
+                   show_progress: bool = False) -> Any:
+        """A copy of the model whose documents are ``docs``: every one placed as ``transform``
+        places it (encoded, then its nearest topic), with shares, term counts, sizes and
+        typical documents; the topics themselves (terms, labels, centres) are not refitted.
+        What ``write_topic_outputs`` writes for it is the fit's outputs on ``docs``.
+        ``cache_dir``: the vector cache (the same vectors as encoding afresh)."""
+        self._check_fitted()
+        documents = as_documents(docs)
+        texts = [d.text for d in documents]
+        t0 = time.perf_counter()
+        X = encode_documents(self.encoder_, texts, self.chunk_size, self.max_chunks, cache_dir,
+                             show_progress)
+        used, d2, shares = self._place(X)
+        labels = np.where(used, shares.argmax(axis=1), -1).astype(np.int64)
+        nearest = NearestDocs(self.n_topics_, self.n_typical)
+        nearest.add(np.arange(len(texts)), labels, d2)
+        token_docs = TokenDocs(texts)
+        P = presence_matrix(token_docs, self.vocabulary_.terms, "csr")
+        new = copy.copy(self)
+        for name in ("student_", "doc_embeddings_", "_term_matrix"):
+            new.__dict__.pop(name, None)
+        new.doc_ids_ = [d.id for d in documents]
+        new.sample_index_ = np.arange(len(texts))
+        new.doc_labels_, new.doc_topics_ = labels, shares.astype(np.float32)
+        new.doc_n_phrases_ = np.asarray(P.sum(axis=1)).ravel().astype(np.int64)
+        new.token_docs_ = token_docs
+        new.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0],
+                                                             minlength=self.n_topics_)]
+        new.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
+                             for t in range(self.n_topics_)]
+        new.timings_ = {"placing": time.perf_counter() - t0}
+        return new
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:

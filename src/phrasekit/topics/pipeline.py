@@ -116,6 +116,31 @@ def run_topics(
     return estimator, paths
 
 
+def apply_topics(
+    model_dir: str | Path,
+    corpus: str | Path,
+    out_dir: str | Path,
+    encoder: str | Encoder | None = None,
+    cache_dir: str | Path | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
+    report: bool = True,
+    quiet: bool = False,
+) -> tuple[DocumentTopicModel, dict[str, Path]]:
+    """Place ``corpus`` in the topics of a saved ``DocumentTopicModel`` (no refit: every
+    document placed as ``transform`` places it) and write the outputs ``run_topics`` writes.
+    ``encoder``: the encoder to place with (default the saved one; another is refused).
+    Returns the model applied to the corpus (``applied_to``) and the paths written."""
+    check_topics_out(out_dir, caches=(cache_dir,))
+    fitted = DocumentTopicModel.load(model_dir, encoder=encoder)
+    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
+    logger.info("read %d documents from %s", len(docs), corpus)
+    applied = fitted.applied_to(docs, cache_dir=cache_dir, show_progress=not quiet)
+    paths = write_topic_outputs(applied, docs, out_dir, report=report,
+                                title=_title(corpus, "document topics of a saved model"))
+    return applied, paths
+
+
 def _title(corpus: str | Path, method: str) -> str:
     """A report title: the corpus' name (its folder for ``documents.jsonl``) and the method."""
     path = Path(corpus)

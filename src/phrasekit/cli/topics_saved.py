@@ -1,0 +1,109 @@
+"""``phrasekit topics apply`` and ``phrasekit topics search``: a saved document topic model
+(``phrasekit topics CORPUS --save-model DIR``) used without refitting."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from phrasekit.cli.common import (
+    BadInputError,
+    Device,
+    Quiet,
+    VectorCache,
+    Verbose,
+    command,
+    existing_corpus,
+)
+from phrasekit.cli.common import vector_cache as resolve_cache
+
+app = typer.Typer()
+
+CorpusArg = Annotated[str, typer.Argument(
+    metavar="CORPUS", help="JSONL(.gz) / Parquet / text corpus, a folder with documents.jsonl "
+                           "or Parquet shards, or `sample`.")]
+TextField = Annotated[str, typer.Option(help="JSONL field holding the text.")]
+ModelDir = Annotated[Path, typer.Argument(
+    metavar="DIR", help="A folder written by `phrasekit topics CORPUS --save-model DIR`.")]
+
+
+def saved_model_dir(path: Path) -> Path:
+    """``path`` when it is a folder; ``BadInputError`` naming it otherwise (a folder that is
+    not a saved model is refused by ``DocumentTopicModel.load``, checking its manifest)."""
+    if not path.is_dir():
+        raise BadInputError(f"{path}: no such folder; give the folder `phrasekit topics "
+                            "CORPUS --save-model DIR` wrote")
+    return path
+
+
+@command(app, "apply", out="folder")
+def apply_cmd(
+    model_dir: ModelDir,
+    corpus: CorpusArg,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output folder for topics.json, topics.md and report.html.")],
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Encoder to place documents with (default: the saved model's "
+                              "own; any other is refused).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(
+        help="Folder caching document vectors between runs (default: phrasekit's cache "
+             "folder).")] = None,
+    cache: VectorCache = True,
+    text_field: TextField = "text",
+    report: Annotated[bool, typer.Option(
+        "--report/--no-report", help="Also write report.html.")] = True,
+    device: Device = "auto",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Place a corpus in the topics of a saved model, without refitting, and write the outputs
+    of `phrasekit topics`: each document goes to its nearest topic as DocumentTopicModel's
+    transform places it.
+
+    Example: phrasekit topics apply runs/model new.jsonl --out runs/new
+    """
+    from phrasekit.topics import apply_topics
+
+    cache_dir = resolve_cache(cache_dir, cache)
+    path = existing_corpus(corpus)
+    t0 = time.perf_counter()
+    applied, paths = apply_topics(saved_model_dir(model_dir), path, out, encoder=model,
+                                  cache_dir=cache_dir, text_field=text_field, report=report,
+                                  quiet=quiet)
+    typer.echo(f"{len(applied.doc_ids_)} documents placed in {applied.n_topics_} topics in "
+               f"{time.perf_counter() - t0:.1f}s -> {paths.get('report', paths['markdown'])}")
+
+
+@command(app, "search")
+def search_cmd(
+    model_dir: ModelDir,
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="A word, phrase or sentence.")],
+    k: Annotated[int, typer.Option("-k", help="Topics listed, best first.")] = 5,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print JSON instead of the table.")] = False,
+    device: Device = "auto",
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """The topics of a saved model nearest a query (DocumentTopicModel.find_topics): topic,
+    score and label, best first.
+
+    Example: phrasekit topics search runs/model "interest rates" -k 3
+    """
+    from phrasekit.topics import DocumentTopicModel
+
+    if not query.strip():
+        raise BadInputError("empty query given")
+    tm = DocumentTopicModel.load(saved_model_dir(model_dir))
+    found = [{"topic": t, "score": s, "label": tm.topic_label(t)}
+             for t, s in tm.find_topics(query, k=k)]
+    if as_json:
+        typer.echo(json.dumps(found, ensure_ascii=False, indent=2))
+        return
+    typer.echo("topic\tscore\tlabel")
+    for row in found:
+        typer.echo(f"{row['topic']}\t{row['score']:.4f}\t{row['label']}")

@@ -1,0 +1,92 @@
+"""A saved document topic model used without refitting: ``DocumentTopicModel.applied_to``,
+``phrasekit topics apply`` and ``phrasekit topics search``; on 80 real arXiv abstracts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+from phrasekit.io import Document
+from phrasekit.topics import DocumentTopicModel
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+FIT = ["-m", "glove-50d", "-k", "4", "--min-df", "2", "--no-report", "-q", "--no-cache"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``phrasekit topics CORPUS --save-model`` (the plain form of the command): its folder
+    holds ``model/`` and the fit's outputs ``fit/``."""
+    root = tmp_path_factory.mktemp("saved")
+    result = CliRunner().invoke(app, ["topics", str(CORPUS), *FIT, "--out", str(root / "fit"),
+                                      "--save-model", str(root / "model")])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def test_apply_on_the_fitted_corpus_writes_the_fits_outputs(saved: Path, tmp_path: Path
+                                                           ) -> None:
+    out = tmp_path / "applied"
+    result = CliRunner().invoke(app, ["topics", "apply", str(saved / "model"), str(CORPUS),
+                                      "--out", str(out), "--no-report", "-q", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert "80 documents placed in 4 topics" in result.output
+    fit = json.loads((saved / "fit" / "topics.json").read_text())
+    applied = json.loads((out / "topics.json").read_text())
+    assert [k for k in fit if fit[k] != applied[k]] == ["timings_s"]
+    assert (out / "topics.md").read_text() .split("Time:")[0] == \
+        (saved / "fit" / "topics.md").read_text().split("Time:")[0]
+
+
+def test_apply_refuses_another_encoder_and_a_folder_that_is_not_a_model(
+        saved: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = [str(CORPUS), "--out", str(tmp_path / "out"), "-q", "--no-cache"]
+    wrong = runner.invoke(app, ["topics", "apply", str(saved / "model"), *base, "-m", "string"])
+    assert wrong.exit_code == 2 and "was fitted with encoder" in wrong.output
+    not_model = runner.invoke(app, ["topics", "apply", str(saved / "fit"), *base])
+    assert not_model.exit_code == 2 and "expected a 'phrasekit-document-topics'" in \
+        not_model.output
+    missing = runner.invoke(app, ["topics", "search", str(tmp_path / "none"), "graphs"])
+    assert missing.exit_code == 2 and "no such folder" in missing.output
+    for result in (wrong, not_model, missing):
+        assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_search_lists_the_topic_of_its_own_best_term_first(saved: Path) -> None:
+    model = DocumentTopicModel.load(saved / "model")
+    hits = 0
+    for t in range(model.n_topics_):
+        result = CliRunner().invoke(app, ["topics", "search", str(saved / "model"),
+                                          model.topics_[t][0][0], "-k", "2", "--json", "-q"])
+        assert result.exit_code == 0, result.output
+        found = json.loads(result.output)
+        assert len(found) == 2 and found[0]["label"] == model.topic_label(found[0]["topic"])
+        hits += found[0]["topic"] == t
+    assert hits >= model.n_topics_ - 1
+    table = CliRunner().invoke(app, ["topics", "search", str(saved / "model"), "graph theory"])
+    assert table.output.splitlines()[0] == "topic\tscore\tlabel"
+    assert len(table.output.splitlines()) == 5  # the header and -k 5 by default, 4 topics
+
+
+def test_applied_to_places_documents_as_transform(small_corpus: list[Document]) -> None:
+    model = DocumentTopicModel(encoder="glove-50d", n_topics=4, min_df=2, fit_docs=50).fit(
+        small_corpus)
+    new = small_corpus[:30]
+    applied = model.applied_to(new)
+    np.testing.assert_allclose(applied.doc_topics_, model.transform(new), atol=1e-6)
+    assert applied.doc_ids_ == [d.id for d in new]
+    assert sum(applied.topic_doc_counts_) == 30 and model.topic_doc_counts_ != \
+        applied.topic_doc_counts_
+    for t, typical in enumerate(applied.typical_docs_):
+        assert all(applied.doc_labels_[d] == t for d, _ in typical)
+    in_sample = model.sample_index_
+    fitted_docs = [small_corpus[i] for i in in_sample]
+    np.testing.assert_array_equal(model.applied_to(fitted_docs).doc_labels_,
+                                  model.doc_labels_[in_sample])
