@@ -40,8 +40,8 @@ SHORT_HELP: dict[str, str] = {
                 "the size).",
     "export": "Write a model as a sentence-transformers folder (SentenceTransformer, KeyBERT "
               "and BERTopic load it).",
-    "encode": "Embed phrases (one per line; row i of the output is line i) and save an "
-              "L2-normalised matrix.",
+    "encode": "Embed phrases (one per line, or one per table cell; row i of the output is "
+              "phrase i) and save L2-normalised vectors.",
     "eval": "Run the phrase benchmark and print one table (rows: models, columns: tasks, "
             "avg7).",
     "phrases": "Extract noun chunks and named entities with counts, document frequencies and "
@@ -59,7 +59,8 @@ SHORT_HELP: dict[str, str] = {
                  "excluded).",
     "pairs": "Score sentence pairs with a SubTST model: P(paraphrase) or the predicted "
              "similarity.",
-    "join": "Fuzzy-join two CSV tables by embedding similarity of one column each.",
+    "join": "Fuzzy-join two tables (CSV, TSV or Parquet) by embedding similarity of one column "
+            "each.",
     "index": "Entity retrieval: a persisted top-k index over a dictionary of names.",
     "train": "Train phrasekit's models (CPU, resumable).",
 }

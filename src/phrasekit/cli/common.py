@@ -21,6 +21,7 @@ from phrasekit.artifacts import check_folder_path, check_parent_writable
 from phrasekit.io import CorpusError, writable_target
 from phrasekit.paths import check_output
 from phrasekit.settings import SharedDataMissingError, vector_cache_dir
+from phrasekit.tables import is_stdout
 
 logger = logging.getLogger("phrasekit")
 
@@ -67,15 +68,29 @@ class BadInputError(Exception):
 FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separated text",
                    ".parquet": "Parquet", ".pq": "Parquet", ".json": "JSON", ".jsonl": "JSON lines",
                    ".xlsx": "an Excel workbook", ".txt": "text"}
+#: Formats that may go to stdout (``--out -``).
+TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
 
 
-def check_out_format(out: Path, writes: tuple[str, ...]) -> None:
-    """Refuse an output whose suffix names another format than the ones this command writes
-    (``writes``: suffixes), so a file's name never lies about its contents."""
+def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
+    """The format (a suffix of ``writes``) an output names; an output whose suffix names
+    another format than the ones this command writes is refused, so a file's name never lies
+    about its contents. A suffix no format claims means the first of ``writes``; ``-``
+    (stdout) the first text format of ``writes``, refused where there is none."""
+    if is_stdout(out):
+        text = [w for w in writes if w in TEXT_SUFFIXES]
+        if not text:
+            raise BadInputError(f"--out -: this command writes {FORMAT_SUFFIXES[writes[0]]}, "
+                                "which is not sent to stdout; name an output file")
+        return text[0]
     suffix = out.suffix.lower()
     if suffix in FORMAT_SUFFIXES and suffix not in writes:
-        raise BadInputError(f"{out}: this command writes {FORMAT_SUFFIXES[writes[0]]}, not "
-                            f"{FORMAT_SUFFIXES[suffix]}; name the output {writes[0]}")
+        kinds = {FORMAT_SUFFIXES[w]: w for w in reversed(writes)}  # one suffix per format
+        names, suffixes = list(reversed(kinds)), list(reversed(kinds.values()))
+        raise BadInputError(f"{out}: this command writes {', '.join(names)}, not "
+                            f"{FORMAT_SUFFIXES[suffix]}; name the output "
+                            f"{' or '.join(suffixes)}")
+    return suffix if suffix in writes else writes[0]
 
 
 def vector_cache(cache_dir: Path | None, cache: bool) -> Path | None:
@@ -214,10 +229,16 @@ def check_numbers(kwargs: dict[str, Any]) -> None:
 
 def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     """Validate a command's ``--out``/``--output`` path (``out_kind`` "file" or "folder")
-    against the other path arguments, before the command body runs."""
+    against the other path arguments, before the command body runs; "stream": a file, or
+    ``-`` for stdout."""
     name = "out" if "out" in kwargs else "output"
     out = kwargs.get(name)
     if out_kind is None or not isinstance(out, Path):
+        return
+    if is_stdout(out):
+        if out_kind != "stream":
+            raise BadInputError(f"--{name} -: this command writes a {out_kind}, not a stream "
+                                "to stdout; name the output")
         return
     inputs = _input_paths(kwargs, name)
     if out_kind == "folder":
@@ -253,7 +274,8 @@ def command_device(device: str | None) -> Iterator[None]:
 def command(group: typer.Typer, name: str, out: str | None = None, cls: type | None = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as command ``name`` of ``group``: logging set up from its --quiet and
-    --verbose options, its output path checked (``out``: "file" or "folder"), then ``fn`` runs
+    --verbose options, its output path checked (``out``: "file", "stream" (a file or ``-``)
+    or "folder"), then ``fn`` runs
     through ``run_command``. ``cls``: the click command class (default typer's)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -41,6 +41,7 @@ from phrasekit.similarity.join import (
     write_joined,
 )
 from phrasekit.similarity.retrieval import EntityIndex, check_index_out, read_names
+from phrasekit.tables import is_stdout
 
 app = typer.Typer()
 index_app = typer.Typer(
@@ -153,18 +154,25 @@ def pairs_cmd(
         typer.echo(f"{len(pairs)} pairs scored -> {output}")
 
 
-@command(app, "join", out="file")
+#: What `join` writes, by the output's suffix (anything else: CSV; `-`: CSV on stdout).
+JOIN_WRITES = (".csv", ".tsv", ".jsonl", ".parquet", ".pq", ".txt")
+
+
+@command(app, "join", out="stream")
 @with_config(run=ENGINE_OPTIONS)
 def join_cmd(
-    left: Annotated[Path, typer.Argument(help="Left (reference) CSV with a header row.")],
-    right: Annotated[Path, typer.Argument(help="Right CSV whose rows are matched to left rows.")],
-    left_on: Annotated[str, typer.Option(help="Column of the left CSV to match on.")],
-    right_on: Annotated[str, typer.Option(help="Column of the right CSV to match on.")],
+    left: Annotated[Path, typer.Argument(
+        help="Left (reference) table with a header row: CSV, .tsv or .parquet.")],
+    right: Annotated[Path, typer.Argument(
+        help="Right table (CSV, .tsv or .parquet) whose rows are matched to left rows.")],
+    left_on: Annotated[str, typer.Option(help="Column of the left table to match on.")],
+    right_on: Annotated[str, typer.Option(help="Column of the right table to match on.")],
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output CSV: right_row, right_value, left_row, left_value, rank, "
-                            "score, then the other columns of the left CSV as left_<name> and "
-                            "of the right CSV as right_<name> (a name already taken gets _2). "
-                            "Must not be one of the input files.")],
+        "--out", "-o", help="Output table: right_row, right_value, left_row, left_value, rank, "
+                            "score, then the other columns of the left table as left_<name> "
+                            "and of the right as right_<name> (a name already taken gets _2). "
+                            "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
+                            "to stdout. Must not be one of the input files.")],
     model: ModelOpt = DEFAULT_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
     threshold: Annotated[float | None, typer.Option(
@@ -197,12 +205,12 @@ def join_cmd(
     *,
     run: dict[str, Any],
 ) -> None:
-    """Fuzzy-join two CSV tables by embedding similarity of one column each.
+    """Fuzzy-join two tables (CSV, TSV or Parquet) by embedding similarity of one column each.
 
     Example: phrasekit join left.csv right.csv --left-on title --right-on title --out matches.csv
     """
     check_model_name(model)
-    check_out_format(out, (".csv", ".txt"))
+    check_out_format(out, JOIN_WRITES)
     _check_index_kind(index)
     if how not in JOIN_HOWS:
         raise BadInputError(f"--how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
@@ -213,7 +221,7 @@ def join_cmd(
     left_table, right_table = read_table(left), read_table(right)
     left_vals = column_values(left_table, left_on, skip_empty=skip_empty)
     right_vals = column_values(right_table, right_on, skip_empty=skip_empty)
-    with open_run(run, out, quiet=quiet) as sharded:
+    with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         search = None if sharded is None else \
             ShardedSearch(sharded.engine, sharded.store, show_progress=not quiet)
         matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model), k=k,
@@ -223,7 +231,7 @@ def join_cmd(
                         csv_safe=csv_safe)
     cut = "no threshold" if threshold is None else f"threshold {threshold}"
     typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows ({cut}); {rows} rows "
-               f"-> {out}")
+               f"-> {'stdout' if is_stdout(out) else out}", err=is_stdout(out))
 
 
 @command(index_app, "build", out="folder")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,14 @@ from phrasekit.registry import (
     TASK_DEFAULTS,
     available_models,
     check_model_name,
+)
+from phrasekit.tables import (
+    READ_SUFFIXES,
+    column_values,
+    is_stdout,
+    only_column,
+    read_table,
+    write_vector_table,
 )
 
 app = typer.Typer()
@@ -87,47 +96,76 @@ def export_cmd(
     typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}) loads it)")
 
 
-@command(app, "encode", out="file")
+#: What `encode` writes, by the output's suffix (`-`: JSON lines on stdout).
+ENCODE_WRITES = (".npy", ".parquet", ".pq", ".jsonl")
+
+
+def encode_input(input_file: Path, column: str | None, skip_blank: bool
+                 ) -> tuple[int, Callable[[], Iterator[str]]]:
+    """The number of texts to encode and a function that yields them: the cells of one column
+    of a CSV, TSV or Parquet table (``column``, or its only column), or the lines of a text
+    file; read and checked before any model is loaded."""
+    if input_file.suffix.lower() in READ_SUFFIXES:
+        table = read_table(input_file)
+        name = only_column(table, column)
+        values = [v for _, v in column_values(table, name, skip_empty=skip_blank,
+                                              option="--skip-blank")]
+        return len(values), lambda: iter(values)
+    if column is not None:
+        raise BadInputError(f"{input_file}: --column needs a table input (.csv, .tsv, .parquet)")
+    n_lines, skipped = count_lines(input_file, skip_blank=skip_blank)
+    if skipped:
+        typer.echo(f"skipped {skipped} blank line(s) of {input_file}", err=True)
+    return n_lines, lambda: iter_lines(input_file, skip_blank=skip_blank)
+
+
+@command(app, "encode", out="stream")
 @with_config(run=ENGINE_OPTIONS)
 def encode_cmd(
-    input_file: Annotated[Path, typer.Argument(help="Text file, one phrase per line (UTF-8).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output .npy file (n x d).")],
+    input_file: Annotated[Path, typer.Argument(
+        help="Text file, one phrase per line (UTF-8), or a table (.csv, .tsv, .parquet) with "
+             "a header row: the phrases are the cells of --column.")],
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Output: .npy (n x d matrix), .parquet (text and vector columns) "
+                            "or .jsonl; - writes JSON lines to stdout.")],
     model: ModelOpt = DEFAULT_MODEL,
+    column: Annotated[str | None, typer.Option(
+        help="Column of a table input to encode (default: its only column).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
     precision: Annotated[str, typer.Option(
         help="fp32, bf16 or int8 (transformer models).")] = "fp32",
     skip_blank: Annotated[bool, typer.Option(
-        help="Drop blank lines (and say how many) instead of refusing the file; row i of the "
-             "output is then the i-th non-blank line.")] = False,
+        help="Drop blank lines or empty cells (and say how many) instead of refusing the "
+             "file; row i of the output is then the i-th non-blank one.")] = False,
     dtype: Annotated[str, typer.Option(
         help="Number type of the saved vectors: float32, or float16 for half the file "
-             "(cosines change by about 1e-4; open it with numpy.load(..., mmap_mode='r') to "
-             "read rows without loading the file).")] = "float32",
+             "(cosines change by about 1e-4; open a .npy with numpy.load(..., mmap_mode='r') "
+             "to read rows without loading the file).")] = "float32",
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
     run: dict[str, Any],
 ) -> None:
-    """Embed phrases (one per line; row i of the output is line i) and save an L2-normalised
-    matrix. Lines are split on newline characters only; the file is read and the matrix
-    written shard by shard, so neither is held whole in memory.
+    """Embed phrases (one per line, or one per table cell; row i of the output is phrase i) and
+    save L2-normalised vectors. Lines are split on newline characters only; a text file is
+    read and the output written shard by shard, so neither is held whole in memory.
 
     Example: phrasekit encode phrases.txt --out phrases.npy --model minilm
     """
     check_model_name(model)
-    check_out_format(out, (".npy",))
+    fmt = check_out_format(out, ENCODE_WRITES)
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
-    n_lines, skipped = count_lines(input_file, skip_blank=skip_blank)  # before any work
-    if skipped:
-        typer.echo(f"skipped {skipped} blank line(s) of {input_file}", err=True)
+    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     kwargs = {"precision": precision} if precision != "fp32" else {}
-    with open_run(run, out, quiet=quiet) as sharded:
+    with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         encoder = encoder_for(sharded, model, **kwargs)
-        rows = encoder.encode_stream(iter_lines(input_file, skip_blank=skip_blank),
-                                     batch_size=batch_size, show_progress=not quiet,
-                                     total=n_lines)
-        with atomic_write(out, "wb") as fh:
-            write_npy_rows(fh, rows, n_lines, encoder.dim, dtype=dtype)
-    logger.info("wrote %s: %d x %d", out, n_lines, encoder.dim)
+        rows = encoder.encode_stream(texts(), batch_size=batch_size, show_progress=not quiet,
+                                     total=n_texts)
+        if fmt == ".npy":
+            with atomic_write(out, "wb") as fh:
+                write_npy_rows(fh, rows, n_texts, encoder.dim, dtype=dtype)
+        else:
+            write_vector_table(out, texts(), rows, dtype=dtype)
+    logger.info("wrote %s: %d x %d", out, n_texts, encoder.dim)

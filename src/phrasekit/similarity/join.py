@@ -14,17 +14,15 @@ AutoFJ (``benchmarks/join_threshold_dev.py``).
 
 from __future__ import annotations
 
-import csv
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from phrasekit.encoders.base import Encoder, known_rows
-from phrasekit.io import atomic_write, input_problem
 from phrasekit.registry import as_encoder
 from phrasekit.similarity.index import (
     ANN_MIN_QUERIES,
@@ -33,6 +31,10 @@ from phrasekit.similarity.index import (
     build_index,
     resolve_kind,
 )
+from phrasekit.tables import SafeWriter as SafeWriter  # re-exported: callers import it here
+from phrasekit.tables import Table, TableError, write_table
+from phrasekit.tables import column_values as column_values
+from phrasekit.tables import read_table as read_table
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +54,8 @@ DEFAULT_THRESHOLDS: dict[str, float] = {"pearl-minilm": 0.76}
 Search = Callable[[SearchIndex, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 
 
-class JoinError(ValueError):
-    """A table that cannot be joined: unreadable, malformed, missing column, empty cells."""
+#: A table that cannot be joined: unreadable, malformed, missing column, empty cells.
+JoinError = TableError
 
 
 @dataclass(frozen=True)
@@ -66,81 +68,6 @@ class Match:
     left_value: str
     rank: int
     score: float
-
-
-@dataclass
-class Table:
-    """A CSV table: its header and data rows (row number, line number, fields)."""
-
-    path: Path
-    header: list[str]
-    rows: list[tuple[int, int, list[str]]] = field(default_factory=list)
-    """``(data row number, file line, fields)``; row numbers are 0-based, header excluded (a
-    blank line takes a number but is no row)."""
-
-    def column(self, name: str) -> int:
-        """Position of column ``name``; ``JoinError`` listing the columns when absent."""
-        if name not in self.header:
-            raise JoinError(f"{self.path}: no column {name!r}; columns are {self.header}")
-        return self.header.index(name)
-
-
-def read_table(path: str | Path) -> Table:
-    """Read a UTF-8 CSV file with a header row.
-
-    Raises ``JoinError`` naming the file (and line) for a missing file, bad encoding, malformed
-    CSV, a repeated column name in the header, or a row with the wrong number of fields.
-    """
-    path = Path(path)
-    problem = input_problem(path, "CSV file")
-    if problem is not None:
-        raise JoinError(problem)
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh, strict=True)
-            header = next(reader, None)
-            if not header:
-                raise JoinError(f"{path}: empty file (no header row)")
-            table = Table(path, [h.strip().lstrip("\ufeff") for h in header])
-            seen: set[str] = set()
-            for name in table.header:
-                if name in seen:
-                    raise JoinError(f"{path}: duplicate column {name!r} in the header row")
-                seen.add(name)
-            for row_no, row in enumerate(reader):
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise JoinError(f"{path}:{reader.line_num}: {len(row)} fields where the "
-                                    f"header has {len(header)}")
-                table.rows.append((row_no, reader.line_num, row))
-    except UnicodeDecodeError as exc:
-        raise JoinError(f"{path}: not valid UTF-8 ({exc})") from exc
-    except csv.Error as exc:
-        raise JoinError(f"{path}: malformed CSV ({exc})") from exc
-    return table
-
-
-def column_values(table: Table, column: str, skip_empty: bool = False) -> list[tuple[int, str]]:
-    """``(data row number, stripped value)`` of ``column``; an empty cell raises ``JoinError``
-    naming the file and line (unless ``skip_empty``: skipped with a logged count)."""
-    col = table.column(column)
-    out: list[tuple[int, str]] = []
-    skipped = 0
-    for row_no, line, row in table.rows:
-        value = row[col].strip()
-        if value:
-            out.append((row_no, value))
-        elif skip_empty:
-            skipped += 1
-        else:
-            raise JoinError(f"{table.path}:{line}: empty {column!r} cell (use skip_empty / "
-                            "--skip-empty)")
-    if skipped:
-        logger.warning("%s: skipped %d empty %r cells", table.path, skipped, column)
-    if not out:
-        raise JoinError(f"{table.path}: no values in column {column!r}")
-    return out
 
 
 def read_column(path: str | Path, column: str, skip_empty: bool = False) -> list[tuple[int, str]]:
@@ -227,36 +154,11 @@ def fuzzy_join(
     return matches
 
 
-#: First characters that make a spreadsheet read a cell as a formula (CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-class SafeWriter:
-    """A ``csv.writer`` whose text cells that a spreadsheet would run as a formula (starting
-    with ``=``, ``+``, ``-``, ``@``, tab or CR) are written with a leading ``'``, which shows
-    them as text (``safe=False`` writes every cell as it is)."""
-
-    def __init__(self, fh: Any, safe: bool = True, **fmt: Any) -> None:
-        self._writer, self.safe = csv.writer(fh, **fmt), safe
-
-    def writerow(self, row: Iterable[Any]) -> None:
-        """Write one row, text cells made safe."""
-        self._writer.writerow([f"'{c}" if self.safe and isinstance(c, str)
-                               and c.startswith(FORMULA_STARTS) else c for c in row])
-
-    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
-        """Write rows, text cells made safe."""
-        for row in rows:
-            self.writerow(row)
-
-
 def write_matches(path: str | Path, matches: list[Match], csv_safe: bool = True) -> None:
-    """Write matches as CSV (right_row, right_value, left_row, left_value, rank, score)."""
-    with atomic_write(path, newline="") as fh:
-        writer = SafeWriter(fh, csv_safe)
-        writer.writerow(MATCH_COLUMNS)
-        for m in matches:
-            writer.writerow([m.right_row, m.right_value, m.left_row, m.left_value, m.rank, m.score])
+    """Write matches (right_row, right_value, left_row, left_value, rank, score) in the format
+    of ``path``'s suffix (``tables.write_table``)."""
+    write_table(path, MATCH_COLUMNS, ([m.right_row, m.right_value, m.left_row, m.left_value,
+                                       m.rank, m.score] for m in matches), csv_safe=csv_safe)
 
 
 def carried_columns(left: Table, left_on: str, right: Table, right_on: str) -> list[str]:
@@ -277,17 +179,9 @@ def carried_columns(left: Table, left_on: str, right: Table, right_on: str) -> l
     return header
 
 
-def write_joined(path: str | Path, matches: list[Match], left: Table, left_on: str,
-                 right: Table, right_on: str, how: str = "inner", csv_safe: bool = True
-                 ) -> int:
-    """Write matches with the other columns of both tables; return the rows written.
-
-    ``how="inner"``: one row per match, by right row then rank. ``how="left"``: the right table
-    is kept whole: every right data row appears, in file order, with its matches, or once with
-    empty ``left_*`` columns, rank and score when it has none (also a row skipped for an empty
-    join cell). ``csv_safe``: text cells that start like a formula get a leading ``'``
-    (:class:`SafeWriter`).
-    """
+def joined_rows(matches: list[Match], left: Table, left_on: str, right: Table, right_on: str,
+                how: str = "inner") -> Iterator[list[Any]]:
+    """The rows of :func:`write_joined` (None for an empty cell), in its order."""
     if how not in JOIN_HOWS:
         raise ValueError(f"how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
     lcol, rcol = left.column(left_on), right.column(right_on)
@@ -297,21 +191,33 @@ def write_joined(path: str | Path, matches: list[Match], left: Table, left_on: s
         by_right.setdefault(m.right_row, []).append(m)
     l_other = [i for i in range(len(left.header)) if i != lcol]
     r_other = [i for i in range(len(right.header)) if i != rcol]
-    written = 0
-    with atomic_write(path, newline="") as fh:
-        writer = SafeWriter(fh, csv_safe)
-        writer.writerow(carried_columns(left, left_on, right, right_on))
-        for row_no, _, row in right.rows:
-            found = by_right.get(row_no, [])
-            if not found and how == "inner":
-                continue
-            r_cells = [row[i] for i in r_other]
-            for m in found:
-                lrow = left_rows[m.left_row]
-                writer.writerow([m.right_row, m.right_value, m.left_row, m.left_value, m.rank,
-                                 m.score, *(lrow[i] for i in l_other), *r_cells])
-            if not found:
-                writer.writerow([row_no, row[rcol].strip(), "", "", "", "",
-                                 *([""] * len(l_other)), *r_cells])
-            written += max(1, len(found))
-    return written
+    for row_no, _, row in right.rows:
+        found = by_right.get(row_no, [])
+        if not found and how == "inner":
+            continue
+        r_cells = [row[i] for i in r_other]
+        for m in found:
+            lrow = left_rows[m.left_row]
+            yield [m.right_row, m.right_value, m.left_row, m.left_value, m.rank, m.score,
+                   *(lrow[i] for i in l_other), *r_cells]
+        if not found:
+            value = row[rcol]
+            yield [row_no, None if value is None else str(value).strip(), None, None, None,
+                   None, *([None] * len(l_other)), *r_cells]
+
+
+def write_joined(path: str | Path, matches: list[Match], left: Table, left_on: str,
+                 right: Table, right_on: str, how: str = "inner", csv_safe: bool = True
+                 ) -> int:
+    """Write matches with the other columns of both tables, in the format of ``path``'s suffix
+    (CSV, TSV, JSON lines or Parquet; ``-``: CSV on stdout); return the rows written.
+
+    ``how="inner"``: one row per match, by right row then rank. ``how="left"``: the right table
+    is kept whole: every right data row appears, in file order, with its matches, or once with
+    empty ``left_*`` columns, rank and score when it has none (also a row skipped for an empty
+    join cell). ``csv_safe``: text cells that start like a formula get a leading ``'``
+    (``tables.SafeWriter``).
+    """
+    rows = joined_rows(matches, left, left_on, right, right_on, how=how)
+    return write_table(path, carried_columns(left, left_on, right, right_on), rows,
+                       csv_safe=csv_safe)

@@ -1,0 +1,282 @@
+"""Tables in and out: CSV, TSV and Parquet read with errors that name the file and line; CSV,
+TSV, JSON lines and Parquet written by the output's suffix, whole or not at all (``-``: stdout,
+for the text formats)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import logging
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phrasekit.io import atomic_write, input_problem, matrix_column
+
+logger = logging.getLogger(__name__)
+
+#: The output path that means standard output.
+STDOUT = "-"
+#: Table formats by file suffix (anything else is written as CSV).
+TABLE_SUFFIXES = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".jsonl": "jsonl",
+                  ".parquet": "parquet", ".pq": "parquet"}
+#: Suffixes :func:`read_table` reads.
+READ_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+#: First characters that make a spreadsheet read a cell as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+class TableError(ValueError):
+    """A table that cannot be read: missing, malformed, missing column, empty cells."""
+
+
+def is_stdout(path: str | Path | None) -> bool:
+    """Whether an output path is ``-`` (standard output)."""
+    return path is not None and str(path) == STDOUT
+
+
+def table_format(path: str | Path) -> str:
+    """The format a table output's suffix names: csv (also the default), tsv, jsonl or
+    parquet; ``-`` is CSV on stdout."""
+    return "csv" if is_stdout(path) else TABLE_SUFFIXES.get(Path(path).suffix.lower(), "csv")
+
+
+class SafeWriter:
+    """A ``csv.writer`` whose text cells that a spreadsheet would run as a formula (starting
+    with ``=``, ``+``, ``-``, ``@``, tab or CR) are written with a leading ``'``, which shows
+    them as text (``safe=False`` writes every cell as it is)."""
+
+    def __init__(self, fh: Any, safe: bool = True, **fmt: Any) -> None:
+        self._writer, self.safe = csv.writer(fh, **fmt), safe
+
+    def writerow(self, row: Iterable[Any]) -> None:
+        """Write one row, text cells made safe."""
+        self._writer.writerow([f"'{c}" if self.safe and isinstance(c, str)
+                               and c.startswith(FORMULA_STARTS) else c for c in row])
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        """Write rows, text cells made safe."""
+        for row in rows:
+            self.writerow(row)
+
+
+@contextlib.contextmanager
+def open_text_out(path: str | Path) -> Iterator[Any]:
+    """A text output: stdout for ``-``, else a file written atomically."""
+    if is_stdout(path):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with atomic_write(path, newline="") as fh:
+        yield fh
+
+
+def arrow_columns(header: Sequence[str], rows: list[Sequence[Any]]) -> Any:
+    """Rows as a ``pyarrow.Table``; a column whose values mix types is written as text."""
+    import pyarrow as pa
+
+    arrays = []
+    for i, _ in enumerate(header):
+        values = [row[i] for row in rows]
+        try:
+            arrays.append(pa.array(values))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arrays.append(pa.array([None if v is None else str(v) for v in values]))
+    return pa.Table.from_arrays(arrays, names=list(header))
+
+
+def write_parquet(path: str | Path, table: Any) -> None:
+    """Write a ``pyarrow.Table`` as Parquet, atomically."""
+    import pyarrow.parquet as pq
+
+    with atomic_write(path, "wb") as fh:
+        pq.write_table(table, fh)
+
+
+def write_table(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[Any]],
+                csv_safe: bool = True) -> int:
+    """Write rows in the format of ``path``'s suffix (:func:`table_format`; ``-``: CSV on
+    stdout); None is an empty cell (null in Parquet and JSON). Returns the rows written."""
+    fmt = table_format(path)
+    if fmt == "parquet":
+        kept = list(rows)
+        write_parquet(path, arrow_columns(header, kept))
+        return len(kept)
+    written = 0
+    with open_text_out(path) as fh:
+        if fmt == "jsonl":
+            for row in rows:
+                fh.write(json.dumps(dict(zip(header, row, strict=True)), ensure_ascii=False,
+                                    default=str) + "\n")
+                written += 1
+            return written
+        writer = SafeWriter(fh, csv_safe and not is_stdout(path),
+                            **({"delimiter": "\t"} if fmt == "tsv" else {}))
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(row)
+            written += 1
+    return written
+
+
+def _text_chunks(texts: Iterator[str], chunks: Iterable[np.ndarray]
+                 ) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Each chunk of vectors with the texts it encodes (the next ``len(chunk)`` texts)."""
+    for chunk in chunks:
+        batch = list(islice(texts, len(chunk)))
+        if len(batch) != len(chunk):
+            raise ValueError(f"{len(chunk)} vectors for {len(batch)} texts")
+        yield batch, chunk
+
+
+def write_vector_table(path: str | Path, texts: Iterable[str], chunks: Iterable[np.ndarray],
+                       dtype: str = "float32") -> int:
+    """Write texts with their vectors, chunk by chunk as they come: Parquet (``text``, and
+    ``vector`` as a fixed-size list of ``dtype``) or JSON lines (``-``: stdout). Returns the
+    rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pairs, written = _text_chunks(iter(texts), chunks), 0
+    if table_format(path) != "parquet":
+        with open_text_out(path) as fh:
+            for batch, chunk in pairs:
+                for text, vec in zip(batch, chunk.astype(dtype).tolist(), strict=True):
+                    fh.write(json.dumps({"text": text, "vector": vec}, ensure_ascii=False)
+                             + "\n")
+                written += len(batch)
+        return written
+    with atomic_write(path, "wb") as fh:
+        writer = None
+        for batch, chunk in pairs:
+            table = pa.table({"text": pa.array(batch, pa.string()),
+                              "vector": matrix_column(chunk.astype(dtype))})
+            writer = writer or pq.ParquetWriter(fh, table.schema)
+            writer.write_table(table)
+            written += len(batch)
+        if writer is None:
+            raise ValueError(f"{path}: no rows to write")
+        writer.close()
+    return written
+
+
+@dataclass
+class Table:
+    """A table read from CSV, TSV or Parquet: its header and data rows."""
+
+    path: Path
+    header: list[str]
+    rows: list[tuple[int, int, list[Any]]] = field(default_factory=list)
+    """``(data row number, file line, fields)``; row numbers are 0-based, header excluded (a
+    blank line takes a number but is no row). Parquet rows' "line" is their row number + 1."""
+
+    def column(self, name: str) -> int:
+        """Position of column ``name``; ``TableError`` listing the columns when absent."""
+        if name not in self.header:
+            raise TableError(f"{self.path}: no column {name!r}; columns are {self.header}")
+        return self.header.index(name)
+
+    def where(self, line: int) -> str:
+        """A row's place for an error: ``file:line``, or ``file row N`` for Parquet."""
+        parquet = self.path.suffix.lower() in (".parquet", ".pq")
+        return f"{self.path} row {line}" if parquet else f"{self.path}:{line}"
+
+
+def _check_header(path: Path, header: list[str]) -> list[str]:
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise TableError(f"{path}: duplicate column {name!r} in the header row")
+        seen.add(name)
+    return header
+
+
+def _read_parquet(path: Path) -> Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        data = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise TableError(f"{path}: not a readable Parquet file ({exc})") from exc
+    table = Table(path, _check_header(path, list(data.column_names)))
+    columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
+    table.rows = [(i, i + 1, [col[i] for col in columns]) for i in range(data.num_rows)]
+    return table
+
+
+def read_table(path: str | Path) -> Table:
+    """Read a table with a header row: Parquet (``.parquet``/``.pq``), tab-separated
+    (``.tsv``) or UTF-8 CSV (anything else).
+
+    Raises ``TableError`` naming the file (and line) for a missing file, bad encoding, malformed
+    CSV, a repeated column name in the header, or a row with the wrong number of fields.
+    """
+    path = Path(path)
+    problem = input_problem(path, "table file")
+    if problem is not None:
+        raise TableError(problem)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return _read_parquet(path)
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh, strict=True, delimiter=delimiter)
+            header = next(reader, None)
+            if not header:
+                raise TableError(f"{path}: empty file (no header row)")
+            table = Table(path, _check_header(path, [h.strip().lstrip("\ufeff")
+                                                     for h in header]))
+            for row_no, row in enumerate(reader):
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise TableError(f"{path}:{reader.line_num}: {len(row)} fields where the "
+                                     f"header has {len(header)}")
+                table.rows.append((row_no, reader.line_num, row))
+    except UnicodeDecodeError as exc:
+        raise TableError(f"{path}: not valid UTF-8 ({exc})") from exc
+    except csv.Error as exc:
+        raise TableError(f"{path}: malformed CSV ({exc})") from exc
+    return table
+
+
+def column_values(table: Table, column: str, skip_empty: bool = False,
+                  option: str = "--skip-empty") -> list[tuple[int, str]]:
+    """``(data row number, stripped value)`` of ``column``; an empty cell raises ``TableError``
+    naming the file and line (unless ``skip_empty``: skipped with a logged count)."""
+    col = table.column(column)
+    out: list[tuple[int, str]] = []
+    skipped = 0
+    for row_no, line, row in table.rows:
+        value = "" if row[col] is None else str(row[col]).strip()
+        if value:
+            out.append((row_no, value))
+        elif skip_empty:
+            skipped += 1
+        else:
+            raise TableError(f"{table.where(line)}: empty {column!r} cell (use skip_empty / "
+                             f"{option})")
+    if skipped:
+        logger.warning("%s: skipped %d empty %r cells", table.path, skipped, column)
+    if not out:
+        raise TableError(f"{table.path}: no values in column {column!r}")
+    return out
+
+
+def only_column(table: Table, column: str | None, option: str = "--column") -> str:
+    """``column``, or the table's only column when None; a table of several columns and no
+    choice raises ``TableError`` listing them."""
+    if column is not None:
+        table.column(column)
+        return column
+    if len(table.header) != 1:
+        raise TableError(f"{table.path}: {len(table.header)} columns {table.header}; choose one "
+                         f"with {option}")
+    return table.header[0]

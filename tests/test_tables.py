@@ -1,0 +1,117 @@
+"""Tables in and out: Parquet/TSV inputs, outputs by suffix, `-` as stdout, encode's --column."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.cli import app
+from phrasekit.tables import TableError, column_values, only_column, read_table, write_table
+
+
+@pytest.fixture
+def tables(tmp_path):
+    """A left CSV, a right CSV and the left table as Parquet and TSV."""
+    left, right = tmp_path / "l.csv", tmp_path / "r.csv"
+    left.write_text("name,id\nNew York,1\nLos Angeles,2\n")
+    right.write_text("name,x\nnew york city,a\nlos angeles ca,b\n")
+    pq.write_table(pa.table({"name": ["New York", "Los Angeles"], "id": [1, 2]}),
+                   tmp_path / "l.parquet")
+    (tmp_path / "l.tsv").write_text("name\tid\nNew York\t1\nLos Angeles\t2\n")
+    return tmp_path
+
+
+def test_read_table_by_suffix(tables) -> None:
+    csv_rows = [row for _, _, row in read_table(tables / "l.csv").rows]
+    assert csv_rows == [row for _, _, row in read_table(tables / "l.tsv").rows]
+    parquet = read_table(tables / "l.parquet")
+    assert parquet.header == ["name", "id"] and parquet.rows[1][2] == ["Los Angeles", 2]
+    assert column_values(parquet, "id") == [(0, "1"), (1, "2")]
+
+
+def test_empty_parquet_cell_names_the_row(tmp_path) -> None:
+    pq.write_table(pa.table({"name": ["a", None]}), tmp_path / "t.parquet")
+    with pytest.raises(TableError, match=r"t.parquet row 2: empty 'name' cell"):
+        column_values(read_table(tmp_path / "t.parquet"), "name")
+
+
+def test_only_column(tables) -> None:
+    with pytest.raises(TableError, match=r"2 columns \['name', 'id'\]; choose one with --column"):
+        only_column(read_table(tables / "l.csv"), None)
+    assert only_column(read_table(tables / "l.csv"), "id") == "id"
+
+
+def test_write_table_formats(tmp_path) -> None:
+    header, rows = ["a", "b"], [["=x", 1], [None, 2]]
+    write_table(tmp_path / "t.csv", header, rows)
+    assert (tmp_path / "t.csv").read_text().splitlines() == ["a,b", "'=x,1", ",2"]
+    write_table(tmp_path / "t.parquet", header, rows)
+    assert pq.read_table(tmp_path / "t.parquet").to_pylist() == [{"a": "=x", "b": 1},
+                                                                 {"a": None, "b": 2}]
+    write_table(tmp_path / "t.jsonl", header, rows)
+    assert [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()] == \
+        [{"a": "=x", "b": 1}, {"a": None, "b": 2}]
+
+
+def _join(args: list[str]):
+    return CliRunner().invoke(app, ["join", *args, "--left-on", "name", "--right-on", "name",
+                                    "-m", "string", "--no-threshold", "-q"])
+
+
+def test_join_reads_parquet_and_writes_parquet(tables) -> None:
+    result = _join([str(tables / "l.parquet"), str(tables / "r.csv"), "-o",
+                    str(tables / "m.parquet")])
+    assert result.exit_code == 0, result.output
+    rows = pq.read_table(tables / "m.parquet").to_pylist()
+    assert [(r["right_value"], r["left_value"], r["left_id"]) for r in rows] == [
+        ("new york city", "New York", 1), ("los angeles ca", "Los Angeles", 2)]
+
+
+def test_join_to_stdout_writes_no_file(tables) -> None:
+    before = sorted(p.name for p in tables.iterdir())
+    result = _join([str(tables / "l.csv"), str(tables / "r.csv"), "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith("right_row,right_value,left_row")
+    assert "new york city,0,New York" in result.stdout
+    assert sorted(p.name for p in tables.iterdir()) == before
+
+
+def test_folder_output_refuses_stdout(tables) -> None:
+    result = CliRunner().invoke(app, ["export", "string", "-o", "-"])
+    assert result.exit_code == 2 and "not a stream to stdout" in result.output
+
+
+def _encode(args: list[str]):
+    return CliRunner().invoke(app, ["encode", *args, "-m", "string", "-q"])
+
+
+def test_encode_table_column(tables) -> None:
+    refused = _encode([str(tables / "l.csv"), "-o", str(tables / "v.npy")])
+    assert refused.exit_code == 2 and "choose one with --column" in refused.output
+    assert not (tables / "v.npy").exists()
+    assert _encode([str(tables / "l.csv"), "--column", "name", "-o",
+                    str(tables / "v.npy")]).exit_code == 0
+    assert _encode([str(tables / "l.parquet"), "--column", "name", "-o",
+                    str(tables / "v.parquet")]).exit_code == 0
+    npy = np.load(tables / "v.npy")
+    table = pq.read_table(tables / "v.parquet")
+    assert table.column("text").to_pylist() == ["New York", "Los Angeles"]
+    assert pa.types.is_fixed_size_list(table.schema.field("vector").type)
+    vectors = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+    np.testing.assert_allclose(vectors, npy, atol=1e-6)
+
+
+def test_encode_to_stdout_is_json_lines(tables) -> None:
+    (tables / "p.txt").write_text("new york\nlos angeles\n")
+    result = _encode([str(tables / "p.txt"), "-o", "-"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["text"] for r in rows] == ["new york", "los angeles"]
+    assert abs(np.linalg.norm(rows[0]["vector"]) - 1) < 1e-5
+    column = _encode([str(tables / "p.txt"), "--column", "x", "-o", "-"])
+    assert column.exit_code == 2 and "--column needs a table input" in column.output
