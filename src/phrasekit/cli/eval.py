@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
-from phrasekit.cli.common import Device, Quiet, Verbose, command
+from phrasekit.cli.common import BadInputError, Device, Quiet, Verbose, command
+from phrasekit.eval.aliases import ALIAS_FILE, alias_file, format_alias_table, score_models
 from phrasekit.eval.runner import format_table, run_benchmark
+from phrasekit.settings import torch_threads
 
 app = typer.Typer()
 
@@ -30,6 +32,13 @@ def eval_cmd(
     noise: Annotated[str | None, typer.Option(
         help="Test-side noise for robustness: `typo` (seeded; bird and autofj only, the default "
              "tasks then).")] = None,
+    aliases: Annotated[Path | None, typer.Option(
+        help="Also score real-alias retrieval (per alias kind) on this aliases.tsv.gz or PEARL "
+             "data folder (`train pearl-data --redirects`); alone, without --tasks, only that."
+    )] = None,
+    alias_split: Annotated[str, typer.Option(
+        help="Split of --aliases to score: dev (model choice) or test (once, at the end).")
+    ] = "dev",
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -38,7 +47,18 @@ def eval_cmd(
 
     Example: phrasekit eval --model minilm --model minilm@bf16 --json runs/eval.json
     Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
+    Real aliases: phrasekit eval -m minilm -m pearl-minilm --aliases runs/pearl-data
     """
+    if alias_split not in ("dev", "test"):
+        raise BadInputError(f"--alias-split must be dev or test, got {alias_split!r}")
+    if aliases is not None:
+        if not alias_file(aliases).is_file():
+            raise BadInputError(f"--aliases {aliases}: no {ALIAS_FILE} there")
+        with torch_threads(threads):
+            rows = score_models(model, aliases, alias_split)
+        typer.echo(format_alias_table(rows, alias_split))
+        if tasks is None:
+            return
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     result = run_benchmark(model, tasks=task_list, data_dir=data_dir, quick=quick,
                            json_path=json_out, show_progress=not quiet,

@@ -16,10 +16,17 @@ from phrasekit.cli.common import BadInputError, Quiet, Verbose, command
 from phrasekit.cli.options import parse_list, with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.subtst import SubTSTConfig
+from phrasekit.eval.aliases import alias_file
 from phrasekit.eval.pairs import load_pair_task, task_kind
 from phrasekit.io import read_corpus, write_json
 from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
+from phrasekit.training.aliases import (
+    ALIAS_FILE,
+    ALIAS_REPORT,
+    build_alias_dataset,
+    check_redirects,
+)
 from phrasekit.training.facets import FacetTrainingConfig, train_facets
 from phrasekit.training.facets_data import FacetDataConfig, build_facet_dataset, corpus_specs
 from phrasekit.training.pearl import train_pearl
@@ -59,16 +66,35 @@ def _dev_data(shared: Path | None) -> Path | None:
 def train_pearl_data_cmd(
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Folder for the PEARL training dataset.")],
+    redirects: Annotated[Path | None, typer.Option(
+        help="DBpedia redirects TSV (../shared/tools/dbpedia_redirects.py): also write the "
+             "filtered, classified and split real aliases (aliases.tsv.gz).")] = None,
+    aliases_only: Annotated[bool, typer.Option(
+        help="With --redirects: write only the alias files into OUT (the rest untouched).")
+    ] = False,
     shared: Shared = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives.
+    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives, and
+    real aliases from DBpedia redirects.
 
-    Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared
+    Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared \\
+               --redirects redirects.tsv.gz
     """
-    report = build_pearl_dataset(out, shared_dir=shared, show_progress=not quiet)
-    typer.echo(f"PEARL dataset -> {out} ({report['phrases']} phrases)")
+    if aliases_only and redirects is None:
+        raise BadInputError("--aliases-only needs --redirects FILE")
+    if redirects is not None:
+        check_redirects(redirects)  # before the long build
+    root = Path(shared) if shared else shared_dir()
+    if not aliases_only:
+        report = build_pearl_dataset(out, shared_dir=root, show_progress=not quiet)
+        typer.echo(f"PEARL dataset -> {out} ({report['phrases']} phrases)")
+    if redirects is not None:
+        aliases = build_alias_dataset(redirects, out, root / "data")
+        splits = ", ".join(f"{s} {n}" for s, n in aliases["canonicals"].items())
+        typer.echo(f"aliases -> {out / ALIAS_FILE} ({aliases['pairs']} pairs; canonicals "
+                   f"{splits}; counts in {ALIAS_REPORT})")
 
 
 @command(app, "pearl-reaverage", out="folder")
@@ -84,6 +110,9 @@ def train_pearl_reaverage_cmd(
         help="Comma-separated projection (char path) coefficients, chosen jointly (default: "
              "tied to the backbone's).")] = None,
     cliff_guard: CliffGuard = None,
+    aliases: Annotated[Path | None, typer.Option(
+        help="Alias file (`train pearl-data --redirects`): its dev split joins the dev score "
+             "(default: the run's own, if any).")] = None,
     shared: DevShared = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -99,7 +128,8 @@ def train_pearl_reaverage_cmd(
     report = reaverage_pearl(model, out, dev_data_dir=_dev_data(shared),
                              alphas=parse_list(alphas, "--alphas"),
                              proj_alphas=parse_list(proj_alphas, "--proj-alphas"),
-                             show_progress=not quiet, cliff_margin=cliff_guard)
+                             show_progress=not quiet, cliff_margin=cliff_guard,
+                             aliases=alias_file(aliases) if aliases else None)
     typer.echo(f"PEARL re-averaged: alpha {report['alpha']} (projection "
                f"{report['alpha_proj']}) -> {report['model_dir']}")
 

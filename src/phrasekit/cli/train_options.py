@@ -58,6 +58,15 @@ PEARL = ConfigOptions(
         "distill_batch": "Transfer-set texts per step (half of them name/variant pairs).",
         "distill_phrases": "Training phrases sampled into the transfer set.",
         "distill_names": "(Entity name, rule-made variant) pairs in the transfer set.",
+        "alias_file": "Real-alias file (`train pearl-data --redirects`); default: "
+                   "DATA/aliases.tsv.gz when present.",
+        "alias_dev": "Score top-1 alias retrieval on the alias dev split in the dev selection "
+                     "(when the alias file exists).",
+        "alias_weight": "Weight of InfoNCE over train-split alias -> canonical pairs; 0 = off.",
+        "alias_batch": "Alias pairs per step.",
+        "alias_negatives": "Hard negatives per alias pair: canonicals sharing the first token.",
+        "alias_kinds": "Comma-separated alias kinds to train on (surface, partial, "
+                       "abbreviation, different; default: all).",
         "precision": "fp32, or bf16 for forward passes under bfloat16 autocast (master "
                      "weights stay fp32; fast only on CPUs with AVX512-BF16 / AMX).",
         "device": "cpu, or cuda / cuda:N to train on a GPU (the saved model runs anywhere).",

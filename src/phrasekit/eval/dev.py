@@ -11,7 +11,10 @@ purpose (about half a minute for MiniLM on 2 cores):
 - ``ppdb_dev`` / ``ppdb_filtered_dev``: ROC-AUC of the cosine between the two phrases of each
   dev-split pair (no probe: it ranks embeddings by how well similarity alone separates
   paraphrases).
-``score`` is the mean of the four, in percent.
+- ``alias_dev`` (when a PEARL data folder with ``aliases.tsv.gz`` is given): top-1 canonical
+  retrieval of real aliases (DBpedia redirects, :mod:`phrasekit.eval.aliases`), reported per
+  alias kind (``alias_dev_<kind>``, not part of the mean).
+``score`` is the mean of the four (five with ``alias_dev``), in percent.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.eval.aliases import AliasScorer
 from phrasekit.eval.base import embed_unique, percent, rowwise_cosine
 from phrasekit.eval.clustering import SEEDS, kmeans_scores
 from phrasekit.eval.ppdb import FILES, load_pairs, split_bounds
@@ -60,14 +64,19 @@ def dev_pairs(path: Path) -> tuple[list[str], list[str], np.ndarray]:
 
 @dataclass
 class DevScorer:
-    """Loads the dev splits once; ``__call__(encoder)`` returns the per-set scores and ``score``."""
+    """Loads the dev splits once; ``__call__(encoder)`` returns the per-set scores and ``score``.
+
+    ``aliases``: an alias file or a PEARL data folder holding one (adds ``alias_dev``).
+    """
 
     data_dir: Path
     max_mentions: int = 6000
     kmeans_seeds: tuple[int, ...] = SEEDS
+    aliases: Path | None = None
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
+        self.alias_scorer = AliasScorer(self.aliases, "dev") if self.aliases else None
         self.mentions = {}
         for name, types in CLUSTER_TYPES.items():
             m, y = dev_mentions(self.data_dir / name / "dev.json", types)
@@ -82,6 +91,8 @@ class DevScorer:
         for a, b, _ in self.pairs.values():
             out.extend(a)
             out.extend(b)
+        if self.alias_scorer is not None:
+            out.extend(self.alias_scorer.strings())
         return out
 
     def __call__(self, encoder: Encoder) -> dict[str, float]:
@@ -94,5 +105,8 @@ class DevScorer:
             emb = embed_unique(encoder, a + b)
             cos = rowwise_cosine(emb[: len(a)], emb[len(a) :])
             scores[f"{name}_dev"] = percent(roc_auc_score(labels, cos))
-        scores["score"] = round(float(np.mean(list(scores.values()))), 2)
+        if self.alias_scorer is not None:
+            scores.update(self.alias_scorer(encoder))
+        mean_of = [v for k, v in scores.items() if not k.startswith("alias_dev_")]
+        scores["score"] = round(float(np.mean(mean_of)), 2)
         return scores

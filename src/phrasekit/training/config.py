@@ -52,7 +52,7 @@ def portable_path(path: str | Path | None, parts: int = 1) -> str | None:
 
 def portable_settings(cfg: Any, skip: tuple[str, ...] = ("show_progress", "notes")
                       ) -> dict[str, Any]:
-    """A training config as saved with its model: every ``*_dir`` folder made portable
-    (:func:`portable_path`), the fields in ``skip`` left out."""
-    return {k: portable_path(v) if k.endswith("_dir") else v
+    """A training config as saved with its model: every ``*_dir`` folder and ``*_file`` made
+    portable (:func:`portable_path`), the fields in ``skip`` left out."""
+    return {k: portable_path(v) if k.endswith(("_dir", "_file")) else v
             for k, v in asdict(cfg).items() if k not in skip}

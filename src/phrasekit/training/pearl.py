@@ -58,11 +58,12 @@ from phrasekit.training.losses import (
     SoftLabelLoss,
     TypeClassificationLoss,
 )
+from phrasekit.training.pearl_aliases import AliasPositives
 from phrasekit.training.pearl_averaging import (
     finish_pearl,
     pearl_dev_dir,
 )
-from phrasekit.training.pearl_config import PearlTrainingConfig, build_model
+from phrasekit.training.pearl_config import PearlTrainingConfig, alias_path, build_model
 from phrasekit.training.trainer import Trainer
 
 __all__ = [
@@ -72,6 +73,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: Added to the data seed for the alias pairs' own permutation.
+_ALIAS_SEED_OFFSET = 1_000_003
 
 
 @dataclass
@@ -234,6 +238,8 @@ class PearlTask:
         self.preserve, self.length_cov = SimilarityPreservationLoss(), LengthCovarianceLoss()
         self.transfer = build_transfer_set(cfg, data) if cfg.distill_weight > 0 else None
         self.distill = SimilarityDistillationLoss(cfg.distill_temperature)
+        self.aliases = (AliasPositives(alias_path(cfg), cfg.alias_kinds or None)
+                        if cfg.alias_weight > 0 else None)
         self.mimicry: dict[str, Any] = {}
 
     def fingerprint(self) -> str:
@@ -269,13 +275,14 @@ class PearlTask:
         rows = None if self.transfer is None else self.transfer.batch(step, cfg.distill_batch,
                                                                       cfg.order_seed)
         extra = [] if rows is None else [self.transfer.texts[i] for i in rows]
+        alias_texts, n_alias = self._alias_texts(step, rng)
         device = torch.device(cfg.device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.precision == "bf16"):
-            emb, logits = self.model(texts + extra)
+            emb, logits = self.model(texts + extra + alias_texts)
         emb = emb.float()
         logits = None if logits is None else logits[: len(texts)].float()
-        if rows is not None:
-            distill_emb, emb = emb[len(texts):], emb[: len(texts)]
+        n, m = len(texts), len(texts) + len(extra)
+        distill_emb, alias_emb, emb = emb[n:m], emb[m:], emb[:n]
         b = len(anchors)
         mask = self.memory.mask(anchors, positives).to(device) if len(self.memory) else None
         terms = {"nce": (1.0, self.nce(emb[:b], emb[b : 2 * b], emb[2 * b :],
@@ -293,8 +300,20 @@ class PearlTask:
         if rows is not None:
             terms["distill"] = (cfg.distill_weight,
                                 self.distill(distill_emb, self.transfer.targets(rows).to(device)))
+        if n_alias:
+            terms["alias"] = (cfg.alias_weight, self.nce(alias_emb[:n_alias],
+                                                         alias_emb[n_alias : 2 * n_alias],
+                                                         alias_emb[2 * n_alias :]))
         loss = sum((w * value for w, value in terms.values()), torch.zeros((), device=device))
         return loss, {k: float(value.detach()) for k, (_, value) in terms.items()}
+
+    def _alias_texts(self, step: int, rng: random.Random) -> tuple[list[str], int]:
+        """The step's alias pairs and their hard negatives (empty when the term is off)."""
+        if self.aliases is None:
+            return [], 0
+        idx = _step_indices(len(self.aliases.pairs), self.cfg.alias_batch, step,
+                            self.cfg.order_seed + _ALIAS_SEED_OFFSET)
+        return self.aliases.texts(idx.tolist(), self.cfg.alias_negatives, rng)
 
     def _reference_terms(self, emb: torch.Tensor, texts: list[str], b: int
                          ) -> dict[str, tuple[float, torch.Tensor]]:

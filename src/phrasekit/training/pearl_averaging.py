@@ -28,7 +28,7 @@ from phrasekit.training.averaging import (
     undo_interpolation,
 )
 from phrasekit.training.config import portable_path, portable_settings
-from phrasekit.training.pearl_config import PearlTrainingConfig, build_model
+from phrasekit.training.pearl_config import PearlTrainingConfig, alias_path, build_model
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,16 @@ def pearl_dev_dir(explicit: str | Path | None, cfg: PearlTrainingConfig) -> Path
     return shared_data_dir() if _n_candidates(averaging_groups(cfg)) > 1 else None
 
 
+def dev_scorer(cfg: PearlTrainingConfig, dev_dir: Path | None) -> DevScorer:
+    """The dev scorer of α selection: the four dev splits, plus the alias dev split when the
+    run's alias file exists (:func:`alias_path`) and ``cfg.alias_dev`` is on."""
+    aliases = alias_path(cfg)
+    use = cfg.alias_dev and aliases.is_file()
+    if cfg.alias_dev and not use:
+        logger.info("no %s: dev selection without the alias dev score", aliases)
+    return DevScorer(dev_dir, aliases=aliases if use else None)
+
+
 def averaged_initial_weights(cfg: PearlTrainingConfig) -> dict[str, torch.Tensor]:
     """The initial weights that weight averaging interpolates towards: backbone and projection
     of a freshly built model (heads and the char CNN are never averaged)."""
@@ -86,7 +96,7 @@ def finish_pearl(cfg: PearlTrainingConfig, model: PearlModel, dev_dir: Path | No
     out = Path(cfg.out_dir)
     t0 = time.perf_counter()
     groups = averaging_groups(cfg)
-    scorer = DevScorer(dev_dir) if _n_candidates(groups) > 1 else None
+    scorer = dev_scorer(cfg, dev_dir) if _n_candidates(groups) > 1 else None
     chosen, dev_table = select_alphas(
         model, averaged_initial_weights(cfg), groups,
         (lambda c: scorer(PearlEncoder(model, name=str(c)))) if scorer else None,
@@ -138,9 +148,12 @@ def recover_finetuned_pearl(model_dir: str | Path) -> tuple[PearlTrainingConfig,
 
 def _rechoose(cfg: PearlTrainingConfig, out_dir: str | Path, dev_data_dir: str | Path | None,
               alphas: tuple[float, ...] | None, proj_alphas: tuple[float, ...] | None,
-              show_progress: bool, cliff_margin: float | None = None) -> PearlTrainingConfig:
-    """``cfg`` of a saved run, set up to choose its averaging coefficients again."""
+              show_progress: bool, cliff_margin: float | None = None,
+              aliases: str | Path | None = None) -> PearlTrainingConfig:
+    """``cfg`` of a saved run, set up to choose its averaging coefficients again (on the alias
+    dev split too when ``aliases`` names an alias file)."""
     return replace(cfg, out_dir=str(out_dir), alpha=None, alpha_proj=None,
+                   alias_file=str(aliases) if aliases else cfg.alias_file,
                    alphas=tuple(alphas or cfg.alphas), proj_alphas=proj_alphas,
                    cliff_margin=cfg.cliff_margin if cliff_margin is None else cliff_margin,
                    dev_data_dir=str(dev_data_dir) if dev_data_dir else None,
@@ -152,14 +165,17 @@ def reaverage_pearl(model_dir: str | Path, out_dir: str | Path,
                     alphas: tuple[float, ...] | None = None,
                     proj_alphas: tuple[float, ...] | None = None,
                     show_progress: bool = True,
-                    cliff_margin: float | None = None) -> dict[str, Any]:
+                    cliff_margin: float | None = None,
+                    aliases: str | Path | None = None) -> dict[str, Any]:
     """Choose the averaging coefficients of a saved PEARL model again, without its checkpoint:
     the fine-tuned weights are recovered (:func:`recover_finetuned_pearl`), averaged again over
-    the new grid, chosen on dev splits, and saved to ``out_dir/model``."""
+    the new grid, chosen on dev splits (with ``aliases``: the alias dev split too), and saved to
+    ``out_dir/model``."""
     if cliff_margin:
         CliffGuard(margin=cliff_margin)  # bad settings fail before the run is read
     cfg, model, training = recover_finetuned_pearl(model_dir)
-    cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress, cliff_margin)
+    cfg = _rechoose(cfg, out_dir, dev_data_dir, alphas, proj_alphas, show_progress, cliff_margin,
+                    aliases)
     before = {"alpha": training["alpha"],
               "alpha_proj": training.get("alpha_proj", training["alpha"])}
     logger.info("re-averaging %s (saved at alpha %s / %s)", model_dir, before["alpha"],

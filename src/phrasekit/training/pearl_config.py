@@ -12,8 +12,10 @@ import torch
 
 from phrasekit.encoders.char import CharCNNConfig
 from phrasekit.encoders.pearl import TYPE_HEAD_INPUTS, PearlConfig, PearlModel
+from phrasekit.eval.aliases import ALIAS_FILE
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
+from phrasekit.training.aliases import KINDS
 from phrasekit.training.averaging import CliffGuard
 from phrasekit.training.config import budget_checks, config_hash, raise_failed
 
@@ -31,6 +33,10 @@ _TRAJECTORY = ("data_dir", "backbone", "seed", "data_seed", "batch_size", "hard_
                "freeze_embeddings", "limit_phrases", "teachers", "distill_weight",
                "distill_batch", "distill_phrases", "distill_names", "distill_temperature",
                "precision", "train_layers")
+#: The alias term's settings join the fingerprint only when the term is on (so checkpoints of
+#: runs without it still resume).
+_ALIAS_TRAJECTORY = ("alias_file", "alias_weight", "alias_batch", "alias_negatives",
+                     "alias_kinds")
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -83,6 +89,12 @@ class PearlTrainingConfig:
     alpha: float | None = None
     proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
     alpha_proj: float | None = None
+    alias_file: str | None = None  # None: data_dir/aliases.tsv.gz (if any)
+    alias_dev: bool = True  # alias dev retrieval in the dev selection (when the file exists)
+    alias_weight: float = 0.0  # InfoNCE over train-split alias -> canonical pairs (0 = off)
+    alias_batch: int = 32  # alias pairs per step
+    alias_negatives: int = 1  # canonicals sharing the first token, per pair
+    alias_kinds: tuple[str, ...] = ()  # train on these alias kinds only (empty: all)
     cliff_margin: float | None = 0.5  # CliffGuard: alpha below margin x the dev cliff (0/None: off)
     dev_data_dir: str | None = None
     num_threads: int | None = None
@@ -98,13 +110,14 @@ class PearlTrainingConfig:
 
     def fingerprint(self) -> str:
         """Hash of the settings that change the training trajectory (for safe resuming)."""
-        return config_hash(self, _TRAJECTORY)
+        extra = {k: getattr(self, k) for k in _ALIAS_TRAJECTORY} if self.alias_weight else {}
+        return config_hash(self, _TRAJECTORY, **extra)
 
     def validate(self) -> None:
         """Fail fast on nonsense settings and a missing dataset."""
         weights = {k: getattr(self, k) for k in ("type_weight", "preserve_weight",
                                                  "length_weight", "supersense_weight",
-                                                 "distill_weight")}
+                                                 "distill_weight", "alias_weight")}
         rates = {"lr_new": self.lr_new, "lr_proj": self.lr_proj, "lr_char": self.lr_char}
         raise_failed([
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
@@ -124,6 +137,12 @@ class PearlTrainingConfig:
             (self.distill_phrases > 0 and self.distill_names >= 0,
              "distill_phrases must be > 0 and distill_names >= 0"),
             (self.distill_temperature > 0, "distill_temperature must be > 0"),
+            (self.alias_batch >= 2, f"alias_batch must be >= 2, got {self.alias_batch}"),
+            (self.alias_negatives >= 0, "alias_negatives must be >= 0"),
+            (set(self.alias_kinds) <= set(KINDS),
+             f"alias_kinds must be among {', '.join(KINDS)}, got {', '.join(self.alias_kinds)}"),
+            (not self.alias_weight or alias_path(self).is_file(),
+             f"alias_weight needs {alias_path(self)} (train pearl-data --redirects FILE)"),
             (self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}"),
             *device_checks(self.device),
             (not self.char_pretrain_steps or self.use_char,
@@ -140,6 +159,11 @@ class PearlTrainingConfig:
                 raise FileNotFoundError(
                     f"{Path(self.data_dir) / name} missing: build the dataset first "
                     "(phrasekit train pearl-data --out DIR)")
+
+
+def alias_path(cfg: PearlTrainingConfig) -> Path:
+    """The alias file of a run: ``cfg.alias_file``, else ``aliases.tsv.gz`` of its data folder."""
+    return Path(cfg.alias_file) if cfg.alias_file else Path(cfg.data_dir) / ALIAS_FILE
 
 
 def device_checks(device: str) -> list[tuple[bool, str]]:
