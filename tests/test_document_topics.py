@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 
@@ -78,6 +79,13 @@ def test_outputs(model: DocumentTopicModel, docs: list[Document], tmp_path: Path
     assert all(isinstance(t["miscellaneous"], bool) for t in data["topics"])
     assert "Document clusters" in paths["report"].read_text(encoding="utf-8")
     assert "## Topic 0: " in paths["markdown"].read_text(encoding="utf-8")
+    table = pq.read_table(paths["doc_topics"]).to_pylist()  # the flat form of doc_topics
+    assert [(r["id"], r["topic"]) for r in table] == [(r["id"], r["topic"])
+                                                      for r in data["doc_topics"]]
+    for flat, nested in zip(table, data["doc_topics"], strict=True):
+        assert abs(flat["share"] - nested["share"]) < 1e-4
+        assert all(abs(flat[f"topic_{t}"] - share) < 1e-4
+                   for t, share in ((int(t), s) for t, s in nested["distribution"].items()))
 
 
 def test_k_chosen_from_range(docs: list[Document], small_corpus_phrases: PhraseVocabulary,

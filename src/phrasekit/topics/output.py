@@ -15,6 +15,7 @@ from phrasekit.artifacts import check_output_folder, staged_folder
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, iter_known_documents, write_json, write_text
 from phrasekit.phrases import PhraseExtractor, as_documents
+from phrasekit.tables import write_parquet
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
@@ -231,16 +232,38 @@ def write_topic_outputs(
     was fitted on (for the snippets). ``tables``: slice tables (``SliceFields.tables``) written
     as CSV files of those names in the same set.
 
-    Returns ``{"json": path, "markdown": path[, "report": path][, csv name: path]}``.
+    ``doc_topics.parquet`` (:func:`doc_topics_table`) holds the documents' topics as a table.
+
+    Returns ``{"json": path, "markdown": path, "doc_topics": path[, "report": path][, csv name:
+    path]}``.
     """
     data = topics_head(model, docs, snippet_chars=snippet_chars)
     return _write_set(out_dir, data, topics_to_markdown(data), model, docs, report, title,
-                      rows=("doc_topics", doc_topic_rows(model)), tables=tables)
+                      rows=("doc_topics", doc_topic_rows(model)), tables=tables,
+                      doc_table=doc_topics_table(model))
+
+
+def doc_topics_table(model: DocumentTopicModel | PhraseTopicModel) -> Any:
+    """``doc_topics.parquet``, ``topics.json``'s ``doc_topics`` as a flat table: one row per
+    document with ``id``, ``topic`` (null: none), ``share``, ``n_phrases`` and its share of
+    each topic as ``topic_0`` ... ``topic_{K-1}``."""
+    import pyarrow as pa
+
+    labels = np.asarray(model.doc_labels_, dtype=np.int64)
+    shares = np.asarray(model.doc_topics_, dtype=np.float32).reshape(len(labels), -1)
+    best = shares[np.arange(len(labels)), np.maximum(labels, 0)] if shares.size else \
+        np.zeros(len(labels), np.float32)
+    columns = {"id": pa.array(model.doc_ids_, pa.string()),
+               "topic": pa.array(labels, mask=labels < 0),
+               "share": pa.array(np.where(labels >= 0, best, 0.0).astype(np.float32)),
+               "n_phrases": pa.array(np.asarray(model.doc_n_phrases_, dtype=np.int64))}
+    columns.update({f"topic_{t}": pa.array(shares[:, t]) for t in range(shares.shape[1])})
+    return pa.table(columns)
 
 
 #: Manifest kind of a topic output set, and the files one holds.
 TOPICS_KIND = "topics"
-TOPIC_FILES = ("topics.json", "topics.md", "report.html")
+TOPIC_FILES = ("topics.json", "topics.md", "report.html", "doc_topics.parquet")
 
 
 def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = ()) -> Path:
@@ -257,16 +280,22 @@ def check_topics_out(out_dir: str | Path, caches: Iterable[str | Path | None] = 
 def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: Any,
                documents: Iterable[Document | str], report: bool, title: str | None,
                rows: tuple[str, Iterable[Any]] | None = None,
-               tables: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Path]:
+               tables: dict[str, list[dict[str, Any]]] | None = None,
+               doc_table: Any = None) -> dict[str, Path]:
     """Write ``topics.json`` (``rows``: its last key, streamed), ``topics.md`` (and
-    ``report.html``) as one set: built beside ``out_dir`` and swapped in at once, so a crash
-    leaves the old set or the new, never a mix."""
+    ``report.html``, ``doc_topics.parquet`` from ``doc_table``) as one set: built beside
+    ``out_dir`` and swapped in at once, so a crash leaves the old set or the new, never a
+    mix."""
     out = Path(out_dir)
     paths = {"json": out / "topics.json", "markdown": out / "topics.md"}
     if report:
         paths["report"] = out / "report.html"
     paths.update({name: out / name for name in tables or {}})
+    if doc_table is not None:
+        paths["doc_topics"] = out / "doc_topics.parquet"
     with staged_folder(out, TOPICS_KIND) as tmp:
+        if doc_table is not None:
+            write_parquet(tmp / "doc_topics.parquet", doc_table)
         for name, table in (tables or {}).items():
             write_slice_csv(tmp / name, table)
         write_json(tmp / "topics.json", data, rows=rows)
