@@ -15,5 +15,8 @@ import lazy_loader
 __version__ = "0.1.0"
 __getattr__, __dir__, _names = lazy_loader.attach(
     __name__, submod_attrs={"encoders.base": ["Encoder"],
-                            "registry": ["available_models", "load"]})
-__all__ = ["Encoder", "__version__", "available_models", "load"]
+                            "registry": ["available_models", "load"],
+                            "similarity.join": ["fuzzy_join"],
+                            "similarity.frames": ["encode_frame", "join_frames"]})
+__all__ = ["Encoder", "__version__", "available_models", "encode_frame", "fuzzy_join",
+           "join_frames", "load"]

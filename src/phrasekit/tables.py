@@ -174,7 +174,10 @@ class Table:
     header: list[str]
     rows: list[tuple[int, int, list[Any]]] = field(default_factory=list)
     """``(data row number, file line, fields)``; row numbers are 0-based, header excluded (a
-    blank line takes a number but is no row). Parquet rows' "line" is their row number + 1."""
+    blank line takes a number but is no row). Parquet rows' "line" is their row number + 1, a
+    data frame's its position."""
+    by_row: bool = False
+    """Whether rows are named by number (Parquet, data frames) rather than by file line."""
 
     def column(self, name: str) -> int:
         """Position of column ``name``; ``TableError`` listing the columns when absent."""
@@ -183,9 +186,8 @@ class Table:
         return self.header.index(name)
 
     def where(self, line: int) -> str:
-        """A row's place for an error: ``file:line``, or ``file row N`` for Parquet."""
-        parquet = self.path.suffix.lower() in (".parquet", ".pq")
-        return f"{self.path} row {line}" if parquet else f"{self.path}:{line}"
+        """A row's place for an error: ``file:line``, or ``file row N`` (``by_row``)."""
+        return f"{self.path} row {line}" if self.by_row else f"{self.path}:{line}"
 
 
 def _check_header(path: Path, header: list[str]) -> list[str]:
@@ -205,7 +207,7 @@ def _read_parquet(path: Path) -> Table:
         data = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         raise TableError(f"{path}: not a readable Parquet file ({exc})") from exc
-    table = Table(path, _check_header(path, list(data.column_names)))
+    table = Table(path, _check_header(path, list(data.column_names)), by_row=True)
     columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
     table.rows = [(i, i + 1, [col[i] for col in columns]) for i in range(data.num_rows)]
     return table

@@ -17,11 +17,13 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "build_index",
             "load_index",
         ],
+        "frames": ["encode_frame", "join_frames"],
         "join": [
             "JoinError",
             "Match",
             "Table",
             "fuzzy_join",
+            "join_values",
             "read_column",
             "read_table",
             "write_joined",

@@ -87,9 +87,29 @@ def _embed(encoder: Encoder, values: list[str], show_progress: bool) -> np.ndarr
     return vecs[inverse.reshape(-1)]
 
 
+def join_values(values: Any, side: str) -> list[tuple[int, str]]:
+    """A join side as ``(row, text)`` pairs: given as such pairs, or as texts in a list or a
+    pandas, Polars or Arrow series (row: the position); a text that is not a non-empty string
+    raises ``ValueError`` naming its position."""
+    import narwhals.stable.v2 as nw
+
+    try:
+        values = nw.from_native(values, series_only=True).to_list()
+    except TypeError:
+        if isinstance(values, str):
+            raise TypeError(f"{side} must be a list of texts, not one string") from None
+        values = list(values)
+    if all(isinstance(v, tuple) and len(v) == 2 for v in values):
+        return values
+    for i, text in enumerate(values):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{side} value {i} is {text!r}, not a non-empty text")
+    return [(i, text.strip()) for i, text in enumerate(values)]
+
+
 def fuzzy_join(
-    left: list[tuple[int, str]],
-    right: list[tuple[int, str]],
+    left: list[tuple[int, str]] | Any,
+    right: list[tuple[int, str]] | Any,
     encoder: Encoder | str | Path,
     k: int = 1,
     threshold: float | None = None,
@@ -108,9 +128,12 @@ def fuzzy_join(
     (ANN from ``ann_threshold`` left rows and ``ann_min_queries`` right rows on: below either,
     exact search is faster than building the graph). ``search(index, left_vectors,
     right_vectors, k)`` replaces the in-process search (e.g. a sharded one on a cluster).
-    ``encoder``: an encoder, or a model name or folder (``phrasekit.load``).
+    ``encoder``: an encoder, or a model name or folder (``phrasekit.load``). ``left`` and
+    ``right``: ``(row, text)`` pairs, or texts (a list, or a pandas, Polars or Arrow series;
+    rows are then positions), see :func:`join_values`.
     """
     encoder = as_encoder(encoder)
+    left, right = join_values(left, "left"), join_values(right, "right")
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if threshold is not None and not -1.0 <= threshold <= 1.0:

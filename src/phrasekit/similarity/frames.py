@@ -1,0 +1,107 @@
+"""Data frames in and out: fuzzy-join two pandas, Polars or Arrow tables and get one of the same
+kind back, or add a vector column to one; narwhals reads and builds the frames, so phrasekit
+names no data-frame library itself.
+
+``join_frames`` writes the columns of ``phrasekit join`` (right_row, right_value, left_row,
+left_value, rank, score, then ``left_<name>`` and ``right_<name>`` for the other columns);
+``encode_frame`` adds a column of L2-normalised vectors (a fixed-size list in Arrow and Polars,
+arrays in pandas). A frame is rebuilt through Arrow, so a pandas index is not kept.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phrasekit.encoders.base import Encoder
+from phrasekit.io import matrix_column
+from phrasekit.registry import DEFAULT_MODEL, as_encoder
+from phrasekit.similarity.join import carried_columns, fuzzy_join, joined_rows
+from phrasekit.tables import Table, arrow_columns, column_values
+
+
+def _frame(native: Any, name: str) -> Any:
+    """``native`` as an eager narwhals frame; ``TypeError`` naming the argument otherwise."""
+    import narwhals.stable.v2 as nw
+
+    try:
+        return nw.from_native(native, eager_only=True)
+    except TypeError:
+        raise TypeError(f"{name} must be a pandas, Polars or PyArrow table, got "
+                        f"{type(native).__name__}") from None
+
+
+def _as_table(frame: Any, name: str) -> Table:
+    """A narwhals frame as a ``tables.Table`` (rows named by position)."""
+    columns = [frame[c].to_list() for c in frame.columns]
+    table = Table(Path(name), [str(c) for c in frame.columns], by_row=True)
+    table.rows = [(i, i, [col[i] for col in columns]) for i in range(len(frame))]
+    return table
+
+
+def _like(table: Any, frame: Any) -> Any:
+    """A ``pyarrow.Table`` as a native frame of ``frame``'s library."""
+    import narwhals.stable.v2 as nw
+
+    return nw.from_arrow(table, backend=nw.get_native_namespace(frame)).to_native()
+
+
+def join_frames(
+    left: Any,
+    right: Any,
+    left_on: str,
+    right_on: str | None = None,
+    model: Encoder | str | Path = DEFAULT_MODEL,
+    k: int = 1,
+    threshold: float | None = None,
+    how: str = "inner",
+    one_to_one: bool = False,
+    skip_empty: bool = False,
+    show_progress: bool = False,
+) -> Any:
+    """Fuzzy-join data frame ``right`` to ``left`` on one column each (``right_on``: default
+    ``left_on``) and return the matches as a frame of ``right``'s library.
+
+    ``model``: a model name or folder, an encoder, or any object with ``encode``
+    (``phrasekit.load``). ``k``, ``threshold``, ``one_to_one`` and ``how`` as in
+    ``phrasekit join`` (no threshold unless given); an empty join cell raises ``ValueError``
+    naming its row unless ``skip_empty``.
+    """
+    left_frame, right_frame = _frame(left, "left"), _frame(right, "right")
+    left_table, right_table = _as_table(left_frame, "left"), _as_table(right_frame, "right")
+    right_on = left_on if right_on is None else right_on
+    matches = fuzzy_join(column_values(left_table, left_on, skip_empty, "skip_empty=True"),
+                         column_values(right_table, right_on, skip_empty, "skip_empty=True"),
+                         model, k=k, threshold=threshold, one_to_one=one_to_one,
+                         show_progress=show_progress)
+    header = carried_columns(left_table, left_on, right_table, right_on)
+    rows = list(joined_rows(matches, left_table, left_on, right_table, right_on, how=how))
+    return _like(arrow_columns(header, rows), right_frame)
+
+
+def encode_frame(
+    frame: Any,
+    column: str,
+    model: Encoder | str | Path = DEFAULT_MODEL,
+    vector_column: str = "vector",
+    batch_size: int = 128,
+    show_progress: bool = False,
+) -> Any:
+    """``frame`` (pandas, Polars or PyArrow) with a column ``vector_column`` of the
+    L2-normalised vectors of its text column ``column``, as a frame of the same library."""
+    nw_frame = _frame(frame, "frame")
+    if column not in nw_frame.columns:
+        raise ValueError(f"no column {column!r}; columns are {list(nw_frame.columns)}")
+    if vector_column in nw_frame.columns:
+        raise ValueError(f"the frame already has a column {vector_column!r}; name another "
+                         "with vector_column=")
+    texts = nw_frame[column].to_list()
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"row {i} of column {column!r} is {text!r}, not a non-empty text")
+    vectors = as_encoder(model).encode(texts, batch_size=batch_size, show_progress=show_progress)
+    table = nw_frame.to_arrow()
+    return _like(table.append_column(vector_column,
+                                     matrix_column(np.asarray(vectors, np.float32))), nw_frame)

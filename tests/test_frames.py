@@ -1,0 +1,69 @@
+"""The data-frame API: join_frames, encode_frame and fuzzy_join on series, with pandas, Arrow and
+(when installed) Polars frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import phrasekit
+
+LEFT = {"name": ["New York", "Los Angeles"], "id": [1, 2]}
+RIGHT = {"city": ["new york city", "los angeles ca", "zzz"], "note": ["a", "b", "c"]}
+
+
+def _frames(kind: str) -> tuple[object, object]:
+    if kind == "pandas":
+        pd = pytest.importorskip("pandas", reason="pandas is not installed")
+        return pd.DataFrame(LEFT), pd.DataFrame(RIGHT)
+    if kind == "polars":
+        pl = pytest.importorskip("polars", reason="polars is not installed (optional)")
+        return pl.DataFrame(LEFT), pl.DataFrame(RIGHT)
+    return pa.table(LEFT), pa.table(RIGHT)
+
+
+def _rows(frame: object) -> list[dict]:
+    return pa.table(frame).to_pylist() if not isinstance(frame, pa.Table) else frame.to_pylist()
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_join_frames_returns_the_same_kind(kind: str) -> None:
+    left, right = _frames(kind)
+    out = phrasekit.join_frames(left, right, "name", "city", model="string", threshold=0.5,
+                                how="left")
+    assert type(out) is type(right)
+    rows = _rows(out)
+    assert [(r["right_value"], r["left_value"], r["left_id"], r["right_note"]) for r in rows] == [
+        ("new york city", "New York", 1, "a"), ("los angeles ca", "Los Angeles", 2, "b"),
+        ("zzz", None, None, "c")]
+    assert rows[0]["score"] > 0.5 and rows[2]["score"] is None
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_encode_frame_adds_unit_vectors(kind: str) -> None:
+    _, right = _frames(kind)
+    out = phrasekit.encode_frame(right, "city", model="string")
+    assert type(out) is type(right)
+    vectors = np.asarray([row["vector"] for row in _rows(out)], dtype=np.float32)
+    expected = phrasekit.load("string").encode(RIGHT["city"])
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+    with pytest.raises(ValueError, match="no column 'nope'; columns are"):
+        phrasekit.encode_frame(right, "nope", model="string")
+
+
+def test_fuzzy_join_takes_series_and_lists() -> None:
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    matches = phrasekit.fuzzy_join(pd.Series(LEFT["name"]), RIGHT["city"], "string")
+    assert [(m.right_row, m.left_value) for m in matches][:2] == [(0, "New York"),
+                                                                  (1, "Los Angeles")]
+    with pytest.raises(ValueError, match="right value 1 is None"):
+        phrasekit.fuzzy_join(LEFT["name"], ["a", None], "string")
+
+
+def test_join_frames_names_an_empty_cell() -> None:
+    with pytest.raises(ValueError, match=r"right row 1: empty 'city' cell"):
+        phrasekit.join_frames(pa.table(LEFT), pa.table({"city": ["x", None]}), "name", "city",
+                              model="string")
+    with pytest.raises(TypeError, match="must be a pandas, Polars or PyArrow table"):
+        phrasekit.join_frames([1], pa.table(LEFT), "name", model="string")
