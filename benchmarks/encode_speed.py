@@ -2,13 +2,15 @@
 
 Both run in one process, interleaved over several rounds (alternating which goes first), on
 the same 10,000 phrases; the median time per system is reported as phrases/s, then
-``ratio: X`` (phrasekit fp32 / plain) and the same for the reduced-precision modes, with the
-mean and minimum cosine of their vectors to phrasekit's fp32 vectors.
+each system's ratio to plain, with the mean and minimum cosine of its vectors to the same
+model's fp32 vectors. ``--models`` times several phrasekit models, each at fp32, at its
+default precision (what ``phrasekit.load(name)`` gives on this CPU) and at ``--precisions``.
 
 Phrases: the first 10,000 distinct strings of the PPDB benchmark file when the shared data is
 found, else word 2-4-grams from the bundled sample corpus.
 
 Usage: python benchmarks/encode_speed.py [--n 10000] [--rounds 3] [--batch-size N] [--threads 2]
+       [--models minilm,pearl-minilm,phrase-bert-minilm] [--precisions bf16,int8]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 
 import numpy as np
 import torch
+from corpus_throughput import cpu_name
 
 import phrasekit
 from phrasekit.datasets import sample_corpus_path
@@ -55,70 +58,67 @@ def load_phrases(n: int) -> tuple[list[str], str]:
     return list(seen)[:n], source
 
 
+def build_systems(args: argparse.Namespace, phrases: list[str]) -> tuple[dict, dict]:
+    """The timed callables: plain sentence-transformers, then per model its fp32 encoder, its
+    default (``phrasekit.load(name)``, what a user gets) and each extra precision; and which
+    fp32 system each phrasekit one is compared with."""
+    from sentence_transformers import SentenceTransformer
+
+    plain = SentenceTransformer(str(minilm_path()), device="cpu")
+    systems = {"plain": lambda: plain.encode(phrases, batch_size=args.batch_size or 32,
+                                             normalize_embeddings=True, convert_to_numpy=True)}
+    ref: dict[str, str] = {}
+    for model in [m for m in args.models.split(",") if m]:
+        encoders = {f"{model}@fp32": phrasekit.load(model, precision="fp32"),
+                    f"{model} (default)": phrasekit.load(model)}
+        for prec in [p for p in args.precisions.split(",") if p]:
+            encoders[f"{model}@{prec}"] = phrasekit.load(model, precision=prec)
+        for name, enc in encoders.items():
+            enc.encode(phrases[:256])  # warm-up
+            systems[name] = lambda e=enc: e.encode(phrases, batch_size=args.batch_size)
+            ref[name] = f"{model}@fp32"
+    plain.encode(phrases[:256])
+    return systems, ref
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="same batch size for both (default: each library's own default)",
-    )
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="same batch size for both (default: each library's own default)")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--models", default="minilm",
+                    help="comma-separated phrasekit models, each timed at fp32, at its default "
+                         "precision and at --precisions")
     ap.add_argument("--precisions", default="bf16,int8")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from sentence_transformers import SentenceTransformer
-
     phrases, source = load_phrases(args.n)
-    print(f"phrases: {len(phrases)} from {source}; torch threads: {torch.get_num_threads()}")
-    plain = SentenceTransformer(str(minilm_path()), device="cpu")
-    systems = {
-        "plain": lambda: plain.encode(
-            phrases,
-            batch_size=args.batch_size or 32,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-        )
-    }
-    encoders = {"phrasekit-fp32": phrasekit.load("minilm")}
-    for prec in [p for p in args.precisions.split(",") if p]:
-        encoders[f"phrasekit-{prec}"] = phrasekit.load("minilm", precision=prec)
-    for name, enc in encoders.items():
-        systems[name] = lambda e=enc: e.encode(phrases, batch_size=args.batch_size)
-
-    for enc in encoders.values():
-        enc.encode(phrases[:256])
-    plain.encode(phrases[:256])
-
+    print(f"phrases: {len(phrases)} from {source}; torch threads: {torch.get_num_threads()}; "
+          f"CPU: {cpu_name()}")
+    systems, ref = build_systems(args, phrases)
     times: dict[str, list[float]] = {k: [] for k in systems}
     vecs: dict[str, np.ndarray] = {}
     names = list(systems)
     for r in range(args.rounds):
-        order = names if r % 2 == 0 else names[::-1]
-        for name in order:
+        for name in names if r % 2 == 0 else names[::-1]:
             t0 = time.perf_counter()
             vecs[name] = systems[name]()
             times[name].append(time.perf_counter() - t0)
-    ref = vecs["phrasekit-fp32"]
     plain_rate = len(phrases) / statistics.median(times["plain"])
-    print(f"{'system':<16} {'phrases/s':>10} {'ratio':>7} {'cos mean':>9} {'cos min':>8}")
+    print(f"{'system':<30} {'phrases/s':>10} {'x plain':>8} {'cos mean':>9} {'cos min':>8}")
     for name in names:
         rate = len(phrases) / statistics.median(times[name])
-        cos = (vecs[name] * ref).sum(axis=1)
-        ratio = rate / plain_rate
-        print(f"{name:<16} {rate:>10.0f} {ratio:>7.2f} {cos.mean():>9.5f} {cos.min():>8.5f}")
-    fp32_rate = len(phrases) / statistics.median(times["phrasekit-fp32"])
-    print(f"ratio: {fp32_rate / plain_rate:.2f}")
-    for name in names:
-        if name.startswith("phrasekit-") and name != "phrasekit-fp32":
-            rate = len(phrases) / statistics.median(times[name])
-            print(f"ratio {name.removeprefix('phrasekit-')}: {rate / plain_rate:.2f}")
+        cos = (vecs[name] * vecs[ref.get(name, name)]).sum(axis=1)
+        if name == "plain":
+            cos = (vecs[name] * vecs[name]).sum(axis=1)
+        print(f"{name:<30} {rate:>10.0f} {rate / plain_rate:>8.2f} {cos.mean():>9.5f} "
+              f"{cos.min():>8.5f}")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,16 @@ def test_reduced_precision_stays_close(minilm, precision, min_cos):
     assert cos.min() > min_cos, cos
 
 
+@pytest.mark.parametrize("name", ["pearl-minilm", "phrase-bert-minilm"])
+def test_phrase_models_in_bf16_stay_close_and_are_named(name):
+    """The fine-tuned phrase models cast their backbone after loading their fp32 deltas."""
+    full, fast = phrasekit.load(name), phrasekit.load(f"{name}@bf16")
+    a, b = full.encode(PHRASES[:7]), fast.encode(PHRASES[:7])
+    assert fast.name == f"{name}@bf16" and (a * b).sum(axis=1).min() > 0.995
+    assert fast.vector_settings()["precision"] == "bf16"
+    assert "precision" not in full.vector_settings() or full.vector_settings()["precision"] == "fp32"
+
+
 def test_similarity_matrix(glove):
     sim = glove.similarity(["heart attack", "car"], ["heart disease"])
     assert sim.shape == (2, 1) and sim[0, 0] > sim[1, 0]

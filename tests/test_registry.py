@@ -83,3 +83,17 @@ def test_packaged_data_holds_no_absolute_machine_paths():
     absolute = re.compile(rb"/(?:work|home|root|tmp)/")
     assert [str(p.relative_to(root)) for p in files
             if absolute.search(_readable_bytes(p))] == []
+
+
+def test_precision_request_sends_auto_only_to_models_that_take_it():
+    """`encode --precision auto` (its default) reaches the transformer models only: a model
+    with one precision, a folder or a name carrying its own precision is loaded as it is."""
+    from phrasekit.registry import precision_request
+
+    assert precision_request("pearl-minilm", "auto") == {"precision": "auto"}
+    assert precision_request("phrase-bert-minilm", "auto") == {"precision": "auto"}
+    assert precision_request("string", "auto") == {} == precision_request("glove-50d", "auto")
+    assert precision_request("minilm@int8", "auto") == {}
+    assert precision_request(str(minilm_path()), "auto") == {}
+    assert precision_request("minilm", "fp32") == {}
+    assert precision_request("string", "bf16") == {"precision": "bf16"}  # refused by load

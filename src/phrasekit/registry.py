@@ -122,13 +122,12 @@ def _require_packaged(name: str, train_command: str) -> Path:
 
 
 @register(PEARL_MINILM, "PEARL phrase encoder trained by phrasekit on all-MiniLM-L6-v2 + char CNN",
-          precisions=("fp32", "auto"))
+          precisions=("fp32", "bf16", "auto"))
 def _pearl_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PEARL_MINILM, "phrasekit train pearl")
-    precision = kwargs.pop("precision", "fp32")
-    if precision not in ("fp32", "auto"):  # auto: fp32, the one PEARL is measured in
-        raise ValueError(f"{PEARL_MINILM} supports precision fp32 only, got {precision!r}")
-    return encoders.PearlEncoder.from_pretrained(path, name=PEARL_MINILM, **kwargs)
+    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
+    name = PEARL_MINILM if precision == "fp32" else f"{PEARL_MINILM}@{precision}"
+    return encoders.PearlEncoder.from_pretrained(path, name=name, **kwargs)
 
 
 UCTOPIC_MINILM = "uctopic-minilm"
@@ -147,10 +146,12 @@ PHRASE_BERT_MINILM = "phrase-bert-minilm"
 
 @register(PHRASE_BERT_MINILM, "Phrase-BERT: all-MiniLM-L6-v2 fine-tuned by phrasekit with "
                               "triplets on paraphrases and phrases in context (mean pooling)",
-          precisions=("fp32",))
+          precisions=("fp32", "bf16", "auto"))
 def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
-    return encoders.load_phrase_bert(path, name=PHRASE_BERT_MINILM, **kwargs)
+    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
+    name = PHRASE_BERT_MINILM if precision == "fp32" else f"{PHRASE_BERT_MINILM}@{precision}"
+    return encoders.load_phrase_bert(path, name=name, **kwargs)
 
 
 def _register_facet_models() -> None:
@@ -232,6 +233,20 @@ def check_model_name(name_or_path: str | Path) -> None:
     Cheap: nothing is loaded, so callers can validate before long work starts.
     """
     _resolve(name_or_path, {})
+
+
+def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str]:
+    """``load`` keywords for a command's ``--precision``: ``auto`` goes to the registered
+    models that take it (bf16 on a CPU with native bfloat16, else fp32); a model with one
+    precision, a folder, or a name that carries its own (``minilm@int8``) gets nothing; an
+    explicit precision goes to the model as asked (and is refused by one without it)."""
+    key = str(name_or_path)
+    if key.rpartition("@")[0] in _REGISTRY:
+        return {}
+    if precision == "auto":
+        spec = _REGISTRY.get(key)
+        return {"precision": "auto"} if spec is not None and "auto" in spec.precisions else {}
+    return {} if precision == "fp32" else {"precision": precision}
 
 
 def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:

@@ -27,6 +27,7 @@ from phrasekit.registry import (
     TASK_DEFAULTS,
     available_models,
     check_model_name,
+    precision_request,
 )
 from phrasekit.tables import (
     READ_SUFFIXES,
@@ -133,7 +134,8 @@ def encode_cmd(
         help="Column of a table input to encode (default: its only column).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
     precision: Annotated[str, typer.Option(
-        help="fp32, bf16 or int8 (transformer models).")] = "fp32",
+        help="auto (bf16 where the CPU has native bfloat16 - AVX512-BF16 or AMX - else "
+             "fp32), fp32, bf16 or int8 (transformer models).")] = "auto",
     skip_blank: Annotated[bool, typer.Option(
         help="Drop blank lines or empty cells (and say how many) instead of refusing the "
              "file; row i of the output is then the i-th non-blank one.")] = False,
@@ -158,7 +160,7 @@ def encode_cmd(
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
     n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
-    kwargs = {"precision": precision} if precision != "fp32" else {}
+    kwargs = precision_request(model, precision)
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         encoder = encoder_for(sharded, model, **kwargs)
         rows = encoder.encode_stream(texts(), batch_size=batch_size, show_progress=not quiet,

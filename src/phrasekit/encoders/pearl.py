@@ -31,6 +31,7 @@ from torch import nn
 from phrasekit.encoders.base import Encoder, cap_chars, validate_texts
 from phrasekit.encoders.char import CharCNN, CharCNNConfig, bytes_batch
 from phrasekit.encoders.pooling import mean_pool
+from phrasekit.encoders.transformer import cast_model, resolve_precision
 from phrasekit.io import write_json
 from phrasekit.models.backbones import backbone_fingerprint, load_backbone
 from phrasekit.models.folders import (
@@ -131,8 +132,8 @@ class PearlModel(nn.Module):
                                truncation=True, max_length=self.config.max_seq_length,
                                return_tensors="pt")
         batch = {k: v.to(device) for k, v in batch.items()}
-        hidden = self.backbone(**batch).last_hidden_state
-        return mean_pool(hidden, batch["attention_mask"]).float()
+        hidden = self.backbone(**batch).last_hidden_state.float()  # bf16 backbones pool in fp32
+        return mean_pool(hidden, batch["attention_mask"])
 
     def features(self, texts: Sequence[str]) -> torch.Tensor:
         """Concatenated [mean-pooled backbone vector; char vector] (batch, in_dim)."""
@@ -218,8 +219,15 @@ class PearlEncoder(Encoder):
     default_batch_size = 128
 
     def __init__(self, model: PearlModel, name: str = "pearl",
-                 num_threads: int | None = None, max_seq_length: int | None = None) -> None:
+                 num_threads: int | None = None, max_seq_length: int | None = None,
+                 precision: str = "fp32") -> None:
+        precision = resolve_precision(precision)
+        if precision not in ("fp32", "bf16"):
+            raise ValueError(f"PEARL encoders support precision fp32 or bf16, got {precision!r}")
         self.num_threads = num_threads
+        self.precision = precision
+        if precision == "bf16":  # the backbone only: the char CNN and projection stay fp32
+            model.backbone = cast_model(model.backbone, precision)
         self.model = model.eval()
         if max_seq_length:
             self.model.config.max_seq_length = int(max_seq_length)
@@ -237,7 +245,8 @@ class PearlEncoder(Encoder):
         return encoder
 
     def vector_settings(self) -> dict[str, object]:
-        return {"max_seq_length": int(self.model.config.max_seq_length)}
+        extra = {"precision": self.precision} if self.precision != "fp32" else {}
+        return {"max_seq_length": int(self.model.config.max_seq_length), **extra}
 
     def torch_modules(self) -> list[Any]:
         return [self.model]

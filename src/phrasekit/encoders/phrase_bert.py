@@ -19,7 +19,7 @@ from torch import nn
 
 from phrasekit.encoders.base import cap_chars
 from phrasekit.encoders.pooling import mean_pool
-from phrasekit.encoders.transformer import TransformerEncoder
+from phrasekit.encoders.transformer import TransformerEncoder, resolve_precision
 from phrasekit.io import write_json
 from phrasekit.models.backbones import backbone_fingerprint, backbone_path, load_backbone
 from phrasekit.models.folders import (
@@ -89,8 +89,9 @@ def load_phrase_bert(path: str | Path, name: str | None = None, precision: str =
     """The saved model as a mean-pooling ``TransformerEncoder`` (packaged backbone + deltas)."""
     path = Path(path)
     config = read_phrase_bert_config(path)
-    if precision != "fp32":
-        raise ValueError(f"Phrase-BERT model folders support precision fp32 only, "
+    precision = resolve_precision(precision)
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"Phrase-BERT model folders support precision fp32 or bf16, "
                          f"got {precision!r}")
     backbone = str(config.get("backbone", "minilm"))
     check_backbone_fingerprint(path, config, backbone)
@@ -100,6 +101,8 @@ def load_phrase_bert(path: str | Path, name: str | None = None, precision: str =
                                                         ENCODER_MAX_SEQ_LENGTH)))
     applied = add_backbone_deltas(encoder.model, load_weights(path / WEIGHTS), path / WEIGHTS)
     encoder.model.eval()
+    if precision != "fp32":  # deltas are added in fp32, then the sum is cast
+        encoder.cast(precision)
     encoder.model_path = path
     logger.info("loaded Phrase-BERT model %s (%d backbone deltas)", path, applied)
     return encoder

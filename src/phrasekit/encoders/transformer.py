@@ -57,6 +57,24 @@ def resolve_precision(precision: str) -> str:
     return _auto_precision() if precision == "auto" else precision
 
 
+def cast_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
+    """``model`` in ``precision``: fp32 as it is, bf16 weights, or int8 (dynamic per-channel
+    quantisation of the Linear layers)."""
+    precision = resolve_precision(precision)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision == "int8":
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        return quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig},
+                                dtype=torch.qint8)
+    if precision == "bf16":
+        if not cpu_supports_bf16():
+            logger.warning("this CPU has no native bfloat16 support: bf16 mode may be slow")
+        return model.to(torch.bfloat16)
+    return model
+
+
 class TransformerEncoder(Encoder):
     """Mean-pooled transformer embeddings (the sentence-transformers recipe) from a local folder.
 
@@ -103,20 +121,16 @@ class TransformerEncoder(Encoder):
         if attn_implementation is None and precision == "bf16":
             attn_implementation = "eager"
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
-        model = load_hf_model(path, **extra)
-        model.eval()
-        if precision == "int8":
-            from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+        self.model = cast_model(load_hf_model(path, **extra).eval(), precision)
+        self.dim = int(self.model.config.hidden_size)
 
-            model = quantize_dynamic(
-                model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
-            )
-        elif precision == "bf16":
-            if not cpu_supports_bf16():
-                logger.warning("this CPU has no native bfloat16 support: bf16 mode may be slow")
-            model = model.to(torch.bfloat16)
-        self.model = model
-        self.dim = int(model.config.hidden_size)
+    def cast(self, precision: str) -> None:
+        """Switch an fp32 encoder to ``precision`` in place (after weights were changed in
+        fp32, e.g. fine-tuning deltas added to the packaged backbone)."""
+        if self.precision != "fp32":
+            raise ValueError(f"{self.name}: only an fp32 encoder can be cast, not {self.precision}")
+        self.model = cast_model(self.model, precision)
+        self.precision = precision
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Contextual token vectors (batch, seq, dim) in float32 and the attention mask."""
