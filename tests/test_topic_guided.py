@@ -1,0 +1,82 @@
+"""Seeded and zero-shot document topics on 80 real arXiv abstracts of six archives."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.io import Document
+from phrasekit.topics import DocumentTopicModel
+
+SEEDS = [["galaxy", "stars", "luminosity", "telescope"],
+         ["protein", "cells", "gene", "evolution"]]
+NAMES = ["astronomy", "biology", "computer networks"]
+
+
+def _gold(docs: list[Document], model: DocumentTopicModel, topic: int) -> Counter:
+    return Counter(d.meta["label"] for d, t in zip(docs, model.doc_labels_, strict=True)
+                   if t == topic)
+
+
+def test_seeded_topics_gather_their_archives_and_keep_k(small_corpus: list[Document]) -> None:
+    kwargs = {"encoder": "glove-50d", "min_df": 2, "k_range": (3, 6)}
+    plain = DocumentTopicModel(**kwargs).fit(small_corpus)
+    seeded = DocumentTopicModel(seed_topics=SEEDS, **kwargs).fit(small_corpus)
+    assert seeded.n_topics_ == plain.n_topics_ and seeded.k_scores_ == plain.k_scores_
+    astro, bio = seeded.seeded_topics_
+    assert astro != bio
+    assert _gold(small_corpus, seeded, astro).most_common(1)[0][0] == "astro-ph"
+    assert _gold(small_corpus, seeded, bio).most_common(1)[0][0] == "q-bio"
+    assert (np.asarray(seeded.doc_labels_) >= 0).all()
+    many = DocumentTopicModel(seed_topics=SEEDS * 3, n_topics=4, encoder="glove-50d",
+                              min_df=2).fit(small_corpus)
+    assert many.n_topics_ == 6  # K is raised to the number of seed lists
+
+
+def test_zero_shot_names_topics_and_clusters_the_rest(small_corpus: list[Document],
+                                                      tmp_path: Path) -> None:
+    model = DocumentTopicModel(encoder="glove-50d", n_topics=3, min_df=2,
+                               zero_shot_topics=NAMES, zero_shot_min_similarity=0.2
+                               ).fit(small_corpus)
+    named = {label: t for t, label in model.custom_labels_.items()}
+    assert set(named) <= set(NAMES) and len(named) >= 2
+    assert model.n_topics_ == len(named) + 3  # the rest in n_topics clustered topics
+    assert _gold(small_corpus, model, named["astronomy"]).most_common(1)[0][0] == "astro-ph"
+    # a document placed in a named topic is at least the threshold from its name
+    vectors = model.encoder_.encode(list(named))
+    names = l2_normalize(vectors - model.doc_mean_)
+    labels = np.asarray(model.doc_labels_)
+    for i, (name, t) in enumerate(named.items()):
+        sims = model.doc_embeddings_[labels == t] @ names[i]
+        assert (sims >= 0.2 - 1e-5).all()
+    assert model.topic_label(named["biology"]) == "biology"
+    back = DocumentTopicModel.load(model.save(tmp_path / "m"))
+    assert back.topic_label(named["biology"]) == "biology"
+
+
+def test_zero_shot_extremes(small_corpus: list[Document],
+                            caplog: pytest.LogCaptureFixture) -> None:
+    kwargs = {"encoder": "glove-50d", "n_topics": 3, "min_df": 2, "zero_shot_topics": NAMES}
+    none = DocumentTopicModel(zero_shot_min_similarity=1.0, **kwargs).fit(small_corpus)
+    assert none.n_topics_ == 3 and not getattr(none, "custom_labels_", {})
+    assert "zero-shot topics with no document" in caplog.text
+    every = DocumentTopicModel(zero_shot_min_similarity=-1.0, **kwargs).fit(small_corpus)
+    assert set(every.custom_labels_.values()) == set(NAMES) and every.n_topics_ == 3
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"seed_topics": ["inflation"]}, "non-empty list of phrases"),
+    ({"seed_topics": []}, "non-empty list"),
+    ({"seed_topics": [["rate", " "]]}, "non-empty strings"),
+    ({"zero_shot_topics": "economy"}, "non-empty list"),
+    ({"zero_shot_topics": ["a", "a"]}, "twice"),
+    ({"zero_shot_topics": ["a"], "zero_shot_min_similarity": 2}, r"\[-1, 1\]"),
+    ({"zero_shot_topics": ["a"], "seed_topics": [["b"]]}, "not both"),
+])
+def test_bad_guidance_is_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DocumentTopicModel(**kwargs).check_params()
