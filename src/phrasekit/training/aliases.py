@@ -197,7 +197,8 @@ def _split_pairs(pairs: list[tuple[str, str]], counts: Counter[str]) -> list[Ali
     for split in SPLITS:
         kept = [(a, c) for a, c in by_split[split] if split == "train"
                 or (a not in seen and c not in seen)]
-        counts[f"dropped_{split}_string_in_earlier_split"] += len(by_split[split]) - len(kept)
+        if split != "train":
+            counts[f"dropped_{split}_string_in_earlier_split"] += len(by_split[split]) - len(kept)
         for a, c in kept:
             seen.update((a, c))
             out.append(AliasPair(a, c, alias_kind(a, c), split))
