@@ -211,3 +211,18 @@ def test_eval_scores_aliases(tmp_path):
     assert "| string | " in result.output and "alias_dev" in result.output
     result = CliRunner().invoke(app, ["eval", "-m", "string", "--aliases", str(tmp_path / "x")])
     assert result.exit_code == 2
+
+
+def test_dev_selection_scores_aliases_when_the_data_folder_has_them(tmp_path, shared_data):
+    from phrasekit.training.pearl_averaging import dev_scorer
+    from phrasekit.training.pearl_config import PearlTrainingConfig
+
+    _alias_file(tmp_path)
+    cfg = PearlTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "run"))
+    scorer = dev_scorer(cfg, shared_data)
+    assert scorer.alias_scorer is not None
+    assert "mazda mx-5" in scorer.strings()  # dev strings, for leakage checks
+    assert dev_scorer(PearlTrainingConfig(**{**cfg.__dict__, "alias_dev": False}),
+                      shared_data).alias_scorer is None
+    assert dev_scorer(PearlTrainingConfig(data_dir=str(tmp_path / "none"), out_dir="x"),
+                      shared_data).alias_scorer is None
