@@ -263,10 +263,19 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
     check_topics_out(out, caches=caches)
 
 
+def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
+    """``--save-model``: the documents method, a folder that is no input and may be written."""
+    if save_model is not None:
+        if method != "documents":
+            raise BadInputError(f"--save-model saves the documents method, not {method}")
+        check_folder_path(save_model, (corpus, out))
+        check_output_folder(save_model, TOPIC_MODEL_KIND)
+
+
 def slice_options(method: str, time_field: str | None, class_field: str | None,
                   time_bins: str) -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
-    ``--time-bins`` (``BadInputError`` for a bad one)."""
+    ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")
@@ -275,6 +284,8 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
         check_bins(bins)
     except ValueError as exc:
         raise BadInputError(f"--time-bins: {exc}") from None
+    if not (time_field or class_field):
+        return {}
     return {"time_field": time_field, "class_field": class_field, "time_bins": bins}
 
 
@@ -290,12 +301,11 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
                 grounding: float, ccl: tuple[int, int, str], common: dict[str, Any],
-                run: Run | None = None, fit_docs: str | None = None,
-                slices: dict[str, Any] | None = None) -> tuple[int, Any, dict[str, Path]]:
+                run: Run | None = None, fit_docs: str | None = None
+                ) -> tuple[int, Any, dict[str, Path]]:
     """Run one method with its defaults filled in: (number of topics, model, written paths).
     ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
-    sharded stages (None: in-process); ``fit_docs``: the documents method's sample size;
-    ``slices``: the documents method's time and class fields (``run_topics``)."""
+    sharded stages (None: in-process); ``fit_docs``: the documents method's sample size."""
     common = {**common, "model": model or (CCL_MODEL if method == "ccl" else TOPICS_MODEL)}
     if run is not None:
         common.update(sharded_topic_parts(method, common["model"], run))
@@ -316,7 +326,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
         return tm.n_topics_, tm, paths
     tm, paths = run_topics(path, out, method=method, n_topics=n_topics, k_min=k_range[0],
                            k_max=k_range[1], min_df=min_df, max_phrases=max_phrases,
-                           phrase_cache=phrase_cache, cache_dir=cache_dir, **(slices or {}),
+                           phrase_cache=phrase_cache, cache_dir=cache_dir,
                            **({} if fit_docs is None else {"fit_docs": (
                                int(fit_docs) if fit_docs.isdigit() else fit_docs)}), **common)
     return tm.n_topics_, tm, paths
@@ -387,22 +397,17 @@ def topics_cmd(
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
                          fit_docs=fit_docs, ccl_steps=ccl_steps, max_instances=max_instances,
                          out=out, caches=(phrase_cache, cache_dir), run=run)
-    if save_model is not None:
-        if method != "documents":
-            raise BadInputError(f"--save-model saves the documents method, not {method}")
-        check_folder_path(save_model, (corpus, out))
-        check_output_folder(save_model, TOPIC_MODEL_KIND)
-    slices = slice_options(method, time_field, class_field, time_bins)
+    check_save_model(save_model, method, corpus, out)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
-              "workers": resolve_workers(workers), "path": existing_corpus(corpus)}
+              "workers": resolve_workers(workers), "path": existing_corpus(corpus),
+              **slice_options(method, time_field, class_field, time_bins)}
     t0 = time.perf_counter()
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         k, tm, paths = mine_topics(
             method, common.pop("path"), out, model=model, n_topics=n_topics, k_range=(k_min, k_max),
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
-            ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs,
-            slices=slices)
+            ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
     if save_model is not None:
         tm.save(save_model)
     typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "

@@ -65,9 +65,8 @@ def run_topics(
     ``cache_dir`` (documents): a folder caching document vectors between runs.
     ``workers``: spaCy processes for phrase extraction. ``extractor``: the phrase extractor
     (None: the method's own, with ``workers`` processes).
-    ``time_field`` / ``class_field`` (documents): record fields to slice the topics by, checked
-    before the fit; ``topics_over_time.csv`` (in ``time_bins``) and ``topics_per_class.csv``
-    are written with the other outputs. Extra keyword arguments go to the model.
+    ``time_field`` / ``class_field`` (documents): fields slicing the topics (``slices``), written
+    to topics_over_time.csv / topics_per_class.csv. Extra keyword arguments go to the model.
     Returns the model and the paths written.
     """
     if method not in TOPIC_MODELS:
