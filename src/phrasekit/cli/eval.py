@@ -9,7 +9,7 @@ import typer
 
 from phrasekit.cli.common import BadInputError, Device, Quiet, Verbose, command
 from phrasekit.eval.aliases import ALIAS_FILE, alias_file, format_alias_table, score_models
-from phrasekit.eval.runner import format_table, run_benchmark
+from phrasekit.eval.runner import format_table, parse_tasks, run_benchmark
 from phrasekit.settings import torch_threads
 
 app = typer.Typer()
@@ -49,9 +49,14 @@ def eval_cmd(
     Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
     Real aliases: phrasekit eval -m minilm -m pearl-minilm --aliases runs/pearl-data
     """
+    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    parse_tasks(task_list)  # a bad task name fails before any model runs
     if alias_split not in ("dev", "test"):
         raise BadInputError(f"--alias-split must be dev or test, got {alias_split!r}")
     if aliases is not None:
+        if json_out is not None and tasks is None:
+            raise BadInputError("--json records the benchmark tasks: add --tasks, or print the "
+                                "alias table alone without --json")
         if not alias_file(aliases).is_file():
             raise BadInputError(f"--aliases {aliases}: no {ALIAS_FILE} there")
         with torch_threads(threads):
@@ -59,7 +64,6 @@ def eval_cmd(
         typer.echo(format_alias_table(rows, alias_split))
         if tasks is None:
             return
-    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     result = run_benchmark(model, tasks=task_list, data_dir=data_dir, quick=quick,
                            json_path=json_out, show_progress=not quiet,
                            num_threads=threads, noise=noise)
