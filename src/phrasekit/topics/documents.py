@@ -22,7 +22,9 @@ the default) runs these steps:
 6. **Name topics** by ``p_in * log(p_in / p_all)`` (``reading.topic_term_scores``): terms
    frequent in the topic's documents and rarer elsewhere. Words and phrases are ranked
    together (``topics_``) and apart (``topic_words_``, ``topic_phrases_``); a short
-   ``topic_label`` is the best phrase, or the best two terms.
+   ``topic_label`` (``labels.name_topics``, the rule of every method) is a distinctive
+   phrase, else two distinctive words, and a topic without coherent or distinctive terms is
+   flagged "mixed" (``topic_names_``).
 7. **Flag miscellaneous topics**: a topic whose own best terms, generic ones included, are
    mostly generic is a group of documents about nothing in particular; it is marked
    (``miscellaneous_``), labelled "miscellaneous" and listed after the real topics.
@@ -53,13 +55,9 @@ from phrasekit.text import TokenDocs
 from phrasekit.topics.choose_k import CRITERIA, choose_k
 from phrasekit.topics.explore import NearestDocs, TopicExplorer
 from phrasekit.topics.guided import TopicGuide
+from phrasekit.topics.labels import name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
-from phrasekit.topics.reading import (
-    name_topic,
-    rank_terms,
-    term_specificity,
-    topic_term_scores,
-)
+from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.reshape import TopicReshaper
 from phrasekit.topics.sampling import sample_corpus
 from phrasekit.topics.slices import TopicSlicer
@@ -309,12 +307,12 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         P = presence_matrix(token_docs, vocab.terms, format="csr")
         labels = np.full(len(texts), -1, dtype=np.int64)
         labels[used] = labels_used
+        self.token_docs_ = token_docs  # the labels and the report's metrics read it
         self._describe(Xc, labels, centres, k, vocab, P)
         timings["reading"] = time.perf_counter() - t0
 
         self.encoder_ = encoder
         self.doc_embeddings_ = Xc
-        self.token_docs_ = token_docs  # the report's metrics reuse it
         self.timings_ = timings
 
     def _assign_rest(self, docs: Iterable[Document | str], show_progress: bool) -> None:
@@ -391,6 +389,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
         self.topic_sizes_ = [int(x) for x in (scores > 0).sum(axis=1)]
         self._read_terms(scores, ~generic)
+        self.topic_names_ = name_topics([[w for w, _ in r] for r in self.topics_], labels,
+                                        self.token_docs_, vocab.surface[vocab.n_words:])
         self.typical_docs_ = self._typical_docs(d2, labels)  # d2: centres already in order
 
     def _read_terms(self, scores: np.ndarray, allowed: np.ndarray) -> None:
@@ -422,16 +422,13 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
             raise RuntimeError("this DocumentTopicModel is not fitted yet: call fit(docs) first")
 
     def topic_label(self, topic: int) -> str:
-        """A short name: the name ``set_topic_labels`` gave, else the first of the topic's
-        ``LABEL_PHRASES`` best phrases that contains
-        its best term ("black hole" for black), else its two best terms; "miscellaneous (...)"
-        for a miscellaneous topic."""
+        """A short name: the name ``set_topic_labels`` gave, else the one ``labels.name_topics``
+        gave (a distinctive phrase, else two distinctive words; never boilerplate, a unit, a
+        citation fragment or a verb); "miscellaneous (...)" or "mixed (...)" when flagged."""
         self._check_fitted()
         if topic in getattr(self, "custom_labels_", {}):
             return self.custom_labels_[topic]
-        label = name_topic([t for t, _ in self.topics_[topic]],
-                           [p for p, _ in self.topic_phrases_[topic]])
-        return f"miscellaneous ({label})" if self.miscellaneous_[topic] else label
+        return self.topic_names_[topic].text(bool(self.miscellaneous_[topic]))
 
     def transform(self, docs: Iterable[Document | str], show_progress: bool = False
                   ) -> np.ndarray:

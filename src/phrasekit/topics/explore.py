@@ -25,13 +25,14 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, as_documents, atomic_write, read_json_object, write_json
 from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
+from phrasekit.topics.labels import TopicName
 from phrasekit.topics.student import TopicStudent
 from phrasekit.topics.terms import TermVocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 
 KIND = "phrasekit-document-topics"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 CONFIG, ARRAYS = "config.json", "arrays.safetensors"
 #: Fitted attributes kept as JSON, as they are.
 _JSON_ATTRS = ("n_topics_", "topics_", "topic_words_", "topic_phrases_", "topic_doc_counts_",
@@ -167,6 +168,7 @@ class TopicExplorer:
             **{name: getattr(self, name) for name in _JSON_ATTRS},
             "k_scores_": {str(k): v for k, v in self.k_scores_.items()},
             "custom_labels": {str(t): v for t, v in getattr(self, "custom_labels_", {}).items()},
+            "topic_names": [[n.label, n.mixed] for n in self.topic_names_],
             "doc_ids": [str(d) for d in self.doc_ids_],
             "vocabulary": {"terms": vocab.terms, "surface": vocab.surface,
                            "doc_freq": [int(x) for x in vocab.doc_freq],
@@ -239,6 +241,8 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     model.topic_phrases_ = [[(t, s) for t, s in ranked] for ranked in model.topic_phrases_]
     model.k_scores_ = {int(k): float(v) for k, v in config["k_scores_"].items()}
     model.custom_labels_ = {int(t): str(v) for t, v in config["custom_labels"].items()}
+    model.topic_names_ = [TopicName(str(label), bool(mixed))
+                          for label, mixed in config["topic_names"]]
     model.vocabulary_ = TermVocabulary(**config["vocabulary"])
     model.terms_ = model.vocabulary_.surface
     model.cluster_centers_ = arrays["cluster_centers"]
@@ -250,7 +254,8 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     if len(model.doc_ids_) != len(model.doc_labels_):
         raise ValueError(f"{len(model.doc_ids_)} document ids but {len(model.doc_labels_)} "
                          "document topics")
-    if len(model.cluster_centers_) != model.n_topics_ or len(model.topics_) != model.n_topics_:
+    if len(model.cluster_centers_) != model.n_topics_ or len(model.topics_) != model.n_topics_ \
+            or len(model.topic_names_) != model.n_topics_:
         raise ValueError(f"{model.n_topics_} topics but {len(model.cluster_centers_)} centres")
     if config["student"] is not None:
         model.student_ = TopicStudent.from_state(config["student"], arrays)

@@ -60,7 +60,9 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
+from phrasekit.text import TokenDocs
 from phrasekit.topics.context import contextualise, doc_term_counts, doc_term_weights
+from phrasekit.topics.labels import name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 
 logger = logging.getLogger(__name__)
@@ -212,6 +214,9 @@ class PhraseTopicModel(BaseEstimator):
         self.timings_ = timings
         self.doc_ids_ = [d.id for d in documents]
         self._describe(V, labels, k, vocab, W)
+        self.topic_names_ = name_topics([[t for t, _ in r] for r in self.topics_],
+                                        self.doc_labels_, TokenDocs(d.text for d in documents),
+                                        [p for p in vocab.surface if " " in p])
         logger.info(
             "%d topics from %d terms (%d generic) over %d docs "
             "(extraction %.1fs, encoding %.1fs, clustering %.1fs)", self.n_topics_, len(vocab),
@@ -391,10 +396,12 @@ class PhraseTopicModel(BaseEstimator):
         return typical
 
     # ------------------------------------------------------------------ helpers
-    def topic_label(self, topic: int, n: int = 3) -> str:
-        """A short name for a topic: its ``n`` best-scoring terms."""
+    def topic_label(self, topic: int) -> str:
+        """A short name (``labels.name_topics``, the rule of every method): a distinctive
+        phrase, else two distinctive words; "mixed (...)" for a topic without coherent or
+        distinctive terms."""
         self._check_fitted()
-        return ", ".join(term for term, _ in self.topics_[topic][:n])
+        return self.topic_names_[topic].text()
 
     def topic_terms(self, topic: int) -> list[str]:
         """All terms of a topic, best first."""

@@ -111,6 +111,7 @@ def topics_head(
                 "id": t,
                 "label": model.topic_label(t),
                 "miscellaneous": bool(misc[t]),
+                "mixed": model.topic_names_[t].mixed,
                 "n_terms": model.topic_sizes_[t],
                 "n_docs": model.topic_doc_counts_[t],
                 **ranked_terms(model, t),
@@ -203,7 +204,8 @@ def topics_to_markdown(data: dict[str, Any]) -> str:
             "",
             f"*{topic['n_docs']} documents, {topic['n_terms']} terms"
             + (": miscellaneous, its best terms are mostly generic*" if topic["miscellaneous"]
-               else "*"),
+               else ": mixed, its best terms are not distinctive or do not co-occur*"
+               if topic.get("mixed") else "*"),
             "",
             f"- **Top words:** {_md_escape(_terms_line(topic['top_words']))}",
             f"- **Top phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
@@ -329,6 +331,7 @@ def pntm_to_dict(
             {
                 "id": k,
                 "label": model.topic_label(k),
+                "mixed": model.topic_names_[k].mixed,
                 "n_docs": len(members),
                 **ranked_terms(model, k),
                 "top_sentences": [{"text": t, "score": s} for t, s in (sentences or [[]] *
@@ -423,6 +426,7 @@ def uctopic_to_dict(model: UCTopicModel, docs: Iterable[Document | str],
         topics.append({
             "id": t,
             "label": model.topic_label(t),
+            "mixed": model.topic_names_[t].mixed,
             "n_docs": model.topic_doc_counts_[t],
             "n_terms": model.topic_sizes_[t],
             **ranked_terms(model, t),

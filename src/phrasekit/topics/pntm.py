@@ -40,6 +40,7 @@ from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
+from phrasekit.topics.labels import name_topics
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
@@ -221,6 +222,8 @@ class PNTM(BaseEstimator):
         t0 = time.perf_counter()
         self.topic_term_rate_ = self._topic_term_rate(presence_matrix(token_docs, vocab.terms))
         self._read_topics()
+        self.topic_names_ = name_topics([[t for t, _ in r] for r in self.topics_], self.labels_,
+                                        token_docs, vocab.surface[vocab.n_words:])
         timings["read"] = time.perf_counter() - t0
         logger.info("PNTM: %d topics, %d terms (%d phrases), %d docs (%s)", self.n_topics,
                     len(vocab), len(vocab.phrases), len(texts),
@@ -391,10 +394,12 @@ class PNTM(BaseEstimator):
             E = E - E.mean(axis=0)
         return [[(uniq[j], s) for j, s in t] for t in self._nearest(E, uniq, n, dedupe=False)]
 
-    def topic_label(self, topic: int, n: int = 3) -> str:
-        """A short name: the topic's ``n`` nearest terms."""
+    def topic_label(self, topic: int) -> str:
+        """A short name (``labels.name_topics``, the rule of every method): a distinctive
+        phrase, else two distinctive words; "mixed (...)" for a topic without coherent or
+        distinctive terms."""
         self._check_fitted()
-        return ", ".join(t for t, _ in self.topics_[topic][:n])
+        return self.topic_names_[topic].text()
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""

@@ -20,11 +20,6 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from phrasekit.text import tokenize
-
-#: A topic is named by the first of this many best phrases that contains its best term.
-LABEL_PHRASES = 3
-
 
 def term_specificity(P: sp.spmatrix, X: np.ndarray) -> np.ndarray:
     """Per term, the share of the documents' spread that the mean of its documents moves away
@@ -100,18 +95,3 @@ def rank_terms(scores: np.ndarray, keys: Sequence[str], n: int,
                 break
         out.append(picked)
     return out
-
-
-def name_topic(terms: list[str], phrases: list[str]) -> str:
-    """A topic's name from its ranked terms and phrases: the first of its ``LABEL_PHRASES``
-    best phrases that contains its best term ("black hole" for black), else its two best
-    terms."""
-    best = tokenize(terms[0]) if terms else []
-    named = [p for p in phrases[:LABEL_PHRASES] if best and _contains(tokenize(p), best)]
-    return named[0] if named else ", ".join(terms[:2]) or "(no terms)"
-
-
-def _contains(tokens: list[str], part: list[str]) -> bool:
-    """Whether ``part`` occurs as a contiguous run in ``tokens``."""
-    n = len(part)
-    return any(tokens[i : i + n] == part for i in range(len(tokens) - n + 1))

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.topics.reading import name_topic, rank_terms, topic_term_scores
+from phrasekit.topics.labels import CANDIDATES, name_topics
+from phrasekit.topics.reading import rank_terms, topic_term_scores
 from phrasekit.topics.terms import presence_matrix
 
 
@@ -75,12 +76,12 @@ class TopicReshaper:
         for i, (a, b, dist, _) in enumerate(self._linkage()):
             node = k + i
             leaves[node] = leaves[int(a)] + leaves[int(b)]
-            inside = np.where(np.isin(sample_labels, leaves[node]), 0,
-                              np.where(sample_labels >= 0, 1, -1))
+            groups = np.where(np.isin(sample_labels, leaves[node]), 0,
+                              np.where(sample_labels >= 0, sample_labels + 1, -1))
             rows.append({"id": node, "children": [int(a), int(b)],
                          "topics": sorted(leaves[node]), "distance": round(float(dist), 4),
                          "label": "all topics" if len(leaves[node]) == k
-                         else self._name_group(P, inside)})
+                         else self._name_group(P, groups)})
         return rows
 
     # ------------------------------------------------------------------ helpers
@@ -95,16 +96,18 @@ class TopicReshaper:
         labels = np.asarray(self.doc_labels_)
         return labels if index is None or len(index) == len(labels) else labels[index]
 
-    def _name_group(self, P: Any, inside: np.ndarray) -> str:
+    def _name_group(self, P: Any, groups: np.ndarray) -> str:
+        """The name of the documents ``groups == 0`` against the others (``groups`` 1 + their
+        topic), as a topic's."""
         vocab = self.vocabulary_
+        inside = np.where(groups > 0, 1, groups)
         scores = topic_term_scores(P, inside, 2)[:1]  # the node against the other topics
         generic = set(self.generic_terms_)
         allowed = np.asarray([s not in generic for s in vocab.surface])
-        is_word = np.arange(len(vocab)) < vocab.n_words
-        terms = [vocab.surface[j] for j in rank_terms(scores, vocab.terms, 2, allowed)[0]]
-        phrases = [vocab.surface[j] for j in
-                   rank_terms(scores, vocab.terms, 3, allowed & ~is_word)[0]]
-        return name_topic(terms, phrases)
+        terms = [vocab.surface[j] for j in rank_terms(scores, vocab.terms, CANDIDATES,
+                                                      allowed)[0]]
+        return name_topics([terms] + [[]] * int(groups.max()), groups, self.token_docs_,
+                           vocab.surface[vocab.n_words:])[0].text()
 
     def _regroup(self, compress: np.ndarray) -> None:
         """Refit the description with topic ``t`` of the sample in group ``compress[t]``."""

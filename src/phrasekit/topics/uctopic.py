@@ -63,6 +63,8 @@ from phrasekit.phrases.extract import (
     split_long_text,
 )
 from phrasekit.registry import load_span
+from phrasekit.text import TokenDocs
+from phrasekit.topics.labels import name_topics
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS, CCLConfig, ccl_finetune
 from phrasekit.training.uctopic_data import sentence_mentions
 
@@ -240,6 +242,9 @@ class UCTopicModel(BaseEstimator):
             self.ccl_report_ = {}
         self.timings_["ccl"] = time.perf_counter() - t3
         self._describe(documents, sentences, counts, final, centroids, keys, surfaces)
+        self.topic_names_ = name_topics([[t for t, _ in r] for r in self.topics_],
+                                        self.doc_labels_, TokenDocs(d.text for d in documents),
+                                        [p for p in self.phrase_surface_ if " " in p])
         return self
 
     # ------------------------------------------------------------------ steps
@@ -408,10 +413,12 @@ class UCTopicModel(BaseEstimator):
         if not hasattr(self, "topics_"):
             raise RuntimeError("UCTopicModel is not fitted; call fit(docs) first")
 
-    def topic_label(self, topic: int, n: int = 3) -> str:
-        """The first ``n`` ranked phrases of a topic, joined."""
+    def topic_label(self, topic: int) -> str:
+        """A short name (``labels.name_topics``, the rule of every method): a distinctive
+        phrase, else two distinctive words; "mixed (...)" for a topic without coherent or
+        distinctive terms."""
         self._check_fitted()
-        return ", ".join(term for term, _ in self.topics_[topic][:n]) or f"topic {topic}"
+        return self.topic_names_[topic].text() or f"topic {topic}"
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""
