@@ -115,3 +115,17 @@ def test_encode_to_stdout_is_json_lines(tables) -> None:
     assert abs(np.linalg.norm(rows[0]["vector"]) - 1) < 1e-5
     column = _encode([str(tables / "p.txt"), "--column", "x", "-o", "-"])
     assert column.exit_code == 2 and "--column needs a table input" in column.output
+
+
+def test_keyphrases_as_a_flat_table(tmp_path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "Support vector machines are used for "
+                                  "text classification of news articles."}) + "\n")
+    args = ["keyphrases", str(corpus), "-m", "glove-50d", "-n", "2", "-q"]
+    assert CliRunner().invoke(app, [*args, "-o", str(tmp_path / "k.parquet")]).exit_code == 0
+    rows = pq.read_table(tmp_path / "k.parquet").to_pylist()
+    assert [(r["id"], r["rank"]) for r in rows] == [("a", 1), ("a", 2)]
+    streamed = CliRunner().invoke(app, [*args, "-o", "-"])
+    assert streamed.exit_code == 0, streamed.output
+    assert [k["phrase"] for k in json.loads(streamed.stdout)["keyphrases"]] == \
+        [r["phrase"] for r in rows]

@@ -100,10 +100,11 @@ def write_parquet(path: str | Path, table: Any) -> None:
 
 
 def write_table(path: str | Path, header: Sequence[str], rows: Iterable[Sequence[Any]],
-                csv_safe: bool = True) -> int:
-    """Write rows in the format of ``path``'s suffix (:func:`table_format`; ``-``: CSV on
-    stdout); None is an empty cell (null in Parquet and JSON). Returns the rows written."""
-    fmt = table_format(path)
+                csv_safe: bool = True, fmt: str | None = None) -> int:
+    """Write rows in format ``fmt`` (csv, tsv, jsonl, parquet), by default the one of
+    ``path``'s suffix (:func:`table_format`; ``-``: CSV on stdout); None is an empty cell
+    (null in Parquet and JSON). Returns the rows written."""
+    fmt = fmt or table_format(path)
     if fmt == "parquet":
         kept = list(rows)
         write_parquet(path, arrow_columns(header, kept))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +17,7 @@ from phrasekit.cli.common import (
     VectorCache,
     Verbose,
     Workers,
+    check_out_format,
     command,
     resolve_workers,
     vector_cache,
@@ -27,10 +27,11 @@ from phrasekit.cli.options import with_config
 from phrasekit.cli.topics import CorpusArg, TextField, set_threads
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import Document, atomic_write, read_corpus
+from phrasekit.io import Document, read_corpus
 from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
 from phrasekit.pipeline import sharded_keyphrases
 from phrasekit.registry import TOPICS_MODEL
+from phrasekit.tables import STDOUT, is_stdout, write_table
 
 app = typer.Typer()
 Split = Annotated[str | None, typer.Option(
@@ -54,13 +55,19 @@ def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Do
                               run.store, show_progress=show_progress)
 
 
-@command(app, "keyphrases", out="file")
+#: What `keyphrases` writes, by the output's suffix (`-`: JSON lines on stdout).
+KEYPHRASE_WRITES = (".jsonl", ".parquet", ".pq", ".csv", ".tsv")
+
+
+@command(app, "keyphrases", out="stream")
 @with_config(run=ENGINE_OPTIONS)
 def keyphrases_cmd(
     corpus: CorpusArg,
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Output JSONL file (one {id, keyphrases: [{phrase, score}]} per "
-                            "document); default: stdout.")] = None,
+        "--out", "-o", help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per "
+                            "document), or a flat table of id, rank, phrase, score as "
+                            ".parquet, .csv or .tsv; default (or -): JSON lines on stdout.")
+    ] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
     model: ModelOpt = TOPICS_MODEL,
     diversity: Annotated[float | None, typer.Option(
@@ -94,6 +101,7 @@ def keyphrases_cmd(
     Inspec dev score: phrasekit keyphrases ../shared/corpora/inspec --split dev \\
                         --gold-field keyphrases --out dev.jsonl
     """
+    fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
     set_threads(threads)
     options: dict[str, Any] = {"encoder": model, "top_n": top_n,
                                "n_process": resolve_workers(workers),
@@ -119,18 +127,21 @@ def keyphrases_cmd(
     if golds is not None:  # score at 5 and 10 even when fewer are written
         extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))
     t0 = time.perf_counter()
-    with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
+    to_stdout = out is None or is_stdout(out)
+    with open_run(run, None if to_stdout else out, workers=workers or None,
+                  quiet=quiet) as sharded:
         results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
     secs = time.perf_counter() - t0
-    lines = [json.dumps({"id": d.id, "keyphrases": [{"phrase": p, "score": round(s, 6)}
-                                                      for p, s in r[:top_n]]},
-                        ensure_ascii=False) for d, r in zip(docs, results, strict=True)]
-    if out is None:
-        typer.echo("\n".join(lines))
+    if fmt != ".jsonl":
+        write_table(out, ("id", "rank", "phrase", "score"),
+                    ([d.id, rank, p, round(s, 6)] for d, r in zip(docs, results, strict=True)
+                     for rank, (p, s) in enumerate(r[:top_n], start=1)))
     else:
-        with atomic_write(out) as fh:
-            fh.write("".join(line + "\n" for line in lines))
+        write_table(out or STDOUT, ("id", "keyphrases"),
+                    ([d.id, [{"phrase": p, "score": round(s, 6)} for p, s in r[:top_n]]]
+                     for d, r in zip(docs, results, strict=True)), fmt="jsonl")
+    if not to_stdout:
         typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
     if golds is not None:
         metrics = score_keyphrases([[p for p, _ in r] for r in results], golds)
-        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=out is None)
+        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=to_stdout)
