@@ -69,7 +69,7 @@ def test_topics_over_time_by_month_and_quarter(fitted: DocumentTopicModel,
     two = fitted.topics_over_time(months, bins=2)
     assert len({r["timestamp"] for r in two}) == 2
     with pytest.raises(ValueError, match="timestamp 3"):
-        fitted.topics_over_time(months[:3] + ["soon"] + months[4:])
+        fitted.topics_over_time([*months[:3], "soon", *months[4:]])
     with pytest.raises(ValueError, match="one per fitted document"):
         fitted.topics_over_time(months[:10])
     with pytest.raises(ValueError, match="bins"):
