@@ -55,6 +55,20 @@ def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Do
                               run.store, show_progress=show_progress)
 
 
+def write_keyphrases(out: Path | str, fmt: str, ids: list[str], results: list[Keyphrases]
+                     ) -> None:
+    """JSON lines (``fmt`` .jsonl: one ``{id, keyphrases: [{phrase, score}]}`` per document;
+    ``-``: stdout) or a flat table of id, rank, phrase, score."""
+    if fmt != ".jsonl":
+        write_table(out, ("id", "rank", "phrase", "score"),
+                    ([i, rank, p, round(s, 6)] for i, r in zip(ids, results, strict=True)
+                     for rank, (p, s) in enumerate(r, start=1)))
+        return
+    write_table(out, ("id", "keyphrases"),
+                ([i, [{"phrase": p, "score": round(s, 6)} for p, s in r]]
+                 for i, r in zip(ids, results, strict=True)), fmt="jsonl")
+
+
 #: What `keyphrases` writes, by the output's suffix (`-`: JSON lines on stdout).
 KEYPHRASE_WRITES = (".jsonl", ".parquet", ".pq", ".csv", ".tsv")
 
@@ -132,14 +146,7 @@ def keyphrases_cmd(
                   quiet=quiet) as sharded:
         results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
     secs = time.perf_counter() - t0
-    if fmt != ".jsonl":
-        write_table(out, ("id", "rank", "phrase", "score"),
-                    ([d.id, rank, p, round(s, 6)] for d, r in zip(docs, results, strict=True)
-                     for rank, (p, s) in enumerate(r[:top_n], start=1)))
-    else:
-        write_table(out or STDOUT, ("id", "keyphrases"),
-                    ([d.id, [{"phrase": p, "score": round(s, 6)} for p, s in r[:top_n]]]
-                     for d, r in zip(docs, results, strict=True)), fmt="jsonl")
+    write_keyphrases(out or STDOUT, fmt, [d.id for d in docs], [r[:top_n] for r in results])
     if not to_stdout:
         typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
     if golds is not None:

@@ -131,7 +131,8 @@ def encode_cmd(
                             "or .jsonl; - writes JSON lines to stdout.")],
     model: ModelOpt = DEFAULT_MODEL,
     column: Annotated[str | None, typer.Option(
-        help="Column of a table input to encode (default: its only column).")] = None,
+        help="The column to encode when the input is a table (default: its only "
+             "column).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
     precision: Annotated[str, typer.Option(
         help="auto (bf16 where the CPU has native bfloat16 - AVX512-BF16 or AMX - else "
