@@ -30,3 +30,12 @@ def test_sample_is_seeded_and_whole_when_small() -> None:
     assert (a == sample_corpus(docs, size=50, seed=3)[2]).all() and len(a) == 50
     assert not (a == sample_corpus(docs, size=50, seed=4)[2]).all()
     assert len(sample_corpus(docs, size=50, min_words=10_000)[1]) == 500
+
+
+def test_large_corpora_are_sampled_by_share_up_to_a_bound() -> None:
+    docs = _docs(1000, 30)
+    assert len(sample_corpus(docs, size=10, share=0.2, max_share_docs=150)[1]) == 150
+    assert len(sample_corpus(docs, size=10, share=0.05, max_share_docs=150)[1]) == 50
+    assert len(sample_corpus(docs[:100], size=10, share=0.05, max_share_docs=150)[1]) == 10
+    a = sample_corpus(docs, size=10, seed=2, share=0.2, max_share_docs=150)[2]
+    assert (a == sample_corpus(docs, size=10, seed=2, share=0.2, max_share_docs=150)[2]).all()

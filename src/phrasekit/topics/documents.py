@@ -70,8 +70,11 @@ logger = logging.getLogger(__name__)
 #: rest are placed by the student; chosen on the development corpora, docs/methods/topics.md
 #: "Large corpora") ...
 FIT_DOCS = 2_000
-#: ... or more, to hold this many words (about 30 s of MiniLM on two cores).
+#: ... or more, to hold this many words (about 30 s of MiniLM on two cores), ...
 FIT_WORDS = 60_000
+#: ... or, in a large corpus, this share of its documents up to ``FIT_DOCS_MAX``.
+FIT_SHARE = 0.2
+FIT_DOCS_MAX = 4_000
 #: ``fit_docs="all"``: every document is encoded.
 ALL_DOCS = 2**62
 #: Softmax temperature turning squared distances to the topic centres into shares.
@@ -124,7 +127,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
             in a streaming pass, so memory and transformer time follow the sample. ``"auto"``
             (default): ``FIT_DOCS`` documents, or more in a corpus of short texts, enough to
             hold ``FIT_WORDS`` words (short texts cost little to encode and each say little to
-            the student); ``"all"``: every document is encoded.
+            the student), or ``FIT_SHARE`` of a large corpus up to ``FIT_DOCS_MAX`` (more
+            documents hold more and finer topics); ``"all"``: every document is encoded.
         placement: how documents outside the sample are placed: ``"student"`` (tf-idf and
             complement naive Bayes trained on the sample's topics, ``topics.student``; no
             transformer pass) or ``"encoder"`` (encoded, then their nearest topic).
@@ -236,9 +240,11 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.check_params()
         if isinstance(docs, str | bytes) or iter(docs) is docs:
             docs = as_documents(docs)  # an iterator is read more than once
-        size, words = {"all": (ALL_DOCS, 0), "auto": (FIT_DOCS, FIT_WORDS)}.get(
-            self.fit_docs, (self.fit_docs, 0))
-        ids, sample, index = sample_corpus(docs, int(size), int(self.random_state), words)
+        auto = self.fit_docs == "auto"
+        size = {"all": ALL_DOCS, "auto": FIT_DOCS}.get(self.fit_docs, self.fit_docs)
+        ids, sample, index = sample_corpus(
+            docs, int(size), int(self.random_state), min_words=FIT_WORDS if auto else 0,
+            share=FIT_SHARE if auto else 0.0, max_share_docs=FIT_DOCS_MAX)
         if vocabulary is not None and vocabulary.doc_ids != ids:
             raise ValueError(
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
