@@ -181,9 +181,11 @@ def test_join_cli_refuses_duplicate_columns_and_overwriting_an_input(tmp_path):
 
 def test_join_default_threshold_is_documented_and_applied(tmp_path):
     """The default model's dev-chosen threshold is in --help and used unless disabled."""
-    value = DEFAULT_THRESHOLDS["pearl-minilm"]
+    from phrasekit.registry import JOIN_MODEL
+
+    value = DEFAULT_THRESHOLDS[JOIN_MODEL]
     helptext = " ".join(CliRunner().invoke(app, ["join", "--help"]).output.split())
-    assert f"pearl-minilm: {value}" in helptext and "right LEFT JOIN left" in helptext
+    assert f"{JOIN_MODEL}: {value}" in helptext and "right LEFT JOIN left" in helptext
     base = ["join", str(TABLE / "left.csv"), str(TABLE / "right.csv"), "--left-on", "title",
             "--right-on", "title", "-k", "3", "--quiet"]
     counts = {}

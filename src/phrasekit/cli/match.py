@@ -29,7 +29,7 @@ from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_
 from phrasekit.io import atomic_write
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.pipeline import ShardedSearch
-from phrasekit.registry import DEFAULT_MODEL, check_model_name, load
+from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, check_model_name, load
 from phrasekit.similarity.index import INDEX_KINDS
 from phrasekit.similarity.join import (
     DEFAULT_THRESHOLDS,
@@ -173,11 +173,11 @@ def join_cmd(
                             "and of the right as right_<name> (a name already taken gets _2). "
                             "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
                             "to stdout. Must not be one of the input files.")],
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelOpt = JOIN_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
     threshold: Annotated[float | None, typer.Option(
-        help=f"Drop candidates under this cosine (in [-1, 1]). Default with {DEFAULT_MODEL}: "
-             f"{DEFAULT_THRESHOLDS[DEFAULT_MODEL]}, the cutoff among 0.00, 0.01, ..., 1.00 with "
+        help=f"Drop candidates under this cosine (in [-1, 1]). Default with {JOIN_MODEL}: "
+             f"{DEFAULT_THRESHOLDS[JOIN_MODEL]}, the cutoff among 0.00, 0.01, ..., 1.00 with "
              "the highest F1 of top-1 matches (right when the left row is the true partner; "
              "any match of a right row that has no partner is wrong) on the dev half of the "
              "AutoFJ fuzzy-join benchmark: right rows 0, 2, 4, ... of each of its 50 DBpedia "
@@ -241,7 +241,7 @@ def index_build_cmd(
         help="Names: .txt (one per line) or .csv/.tsv with a header row.")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Output folder (replaced if it holds an earlier index).")],
-    model: ModelOpt = DEFAULT_MODEL,
+    model: ModelOpt = JOIN_MODEL,
     column: Annotated[str | None, typer.Option(
         help="Name column of a .csv/.tsv (optional for one column).")] = None,
     id_column: Annotated[str | None, typer.Option(

@@ -17,7 +17,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.io import matrix_column
-from phrasekit.registry import DEFAULT_MODEL, as_encoder
+from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, as_encoder
 from phrasekit.similarity.join import carried_columns, fuzzy_join, joined_rows
 from phrasekit.tables import Table, arrow_columns, column_values
 
@@ -53,7 +53,7 @@ def join_frames(
     right: Any,
     left_on: str,
     right_on: str | None = None,
-    model: Encoder | str | Path = DEFAULT_MODEL,
+    model: Encoder | str | Path = JOIN_MODEL,
     k: int = 1,
     threshold: float | None = None,
     how: str = "inner",

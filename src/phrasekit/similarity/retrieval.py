@@ -45,7 +45,7 @@ from phrasekit.io import (
     read_json_object,
     write_json,
 )
-from phrasekit.registry import DEFAULT_MODEL, load
+from phrasekit.registry import JOIN_MODEL, load
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
     ANNIndex,
@@ -252,7 +252,7 @@ class EntityIndex:
     def build(
         cls,
         names: Sequence[str],
-        encoder: Encoder | str = DEFAULT_MODEL,
+        encoder: Encoder | str = JOIN_MODEL,
         ids: Sequence[Any] | None = None,
         index: str = "auto",
         ann_threshold: int = ANN_THRESHOLD,
