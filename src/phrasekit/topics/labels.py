@@ -7,8 +7,10 @@ and the documents the method placed in it:
   function word (spaCy's English stop words: "we", "our", "also"), a number, a unit (MeV,
   Myr, km, %) or a citation fragment ("et al", "Phys. Rev. Lett", "Fig"): the last two from
   the short lists below, patterns of scientific and technical prose rather than words of any
-  corpus. A single word must also be a word the corpus uses in its noun phrases (spaCy's
-  part-of-speech patterns found them): a bare verb ("prove", "propose") never is.
+  corpus. A single word must also be a noun: the head (last word) of one of the corpus' noun
+  phrases (spaCy's part-of-speech patterns found them), or tagged a noun or proper noun by
+  spaCy's tagger; a bare verb ("prove", "propose") or a loose adjective ("new", "good") never
+  names a topic.
 - **Only distinctive terms name a topic.** A term names topic ``t`` only if the share of
   ``t``'s documents containing it is at least ``MIN_LIFT`` times its share of all documents,
   and it is not spread over the topics: boilerplate ("paper", "results", "said") is used in
@@ -16,11 +18,12 @@ and the documents the method placed in it:
   least ``MAX_SPREAD`` of the topics names none (with at least ``MIN_SPREAD_TOPICS``
   topics), whatever the corpus.
 - **A distinctive phrase before loose words**: the first of the topic's best clean phrases
-  (at most ``LABEL_PHRASES``) containing its best clean term, else its best clean phrase, else
-  its two best clean words.
-- **Mixed topics are flagged**, never passed off as subjects: a topic whose best terms do
-  not co-occur in its documents (NPMI of its top ten terms below ``MIN_NPMI``) or with no
-  distinctive clean term is labelled "mixed (...)" in every output.
+  (at most ``LABEL_PHRASES``) containing its best clean term ("black hole" for "hole"), else
+  its two best clean terms.
+- **Mixed topics are flagged**, never passed off as subjects: a topic with no distinctive
+  clean term, or whose top ten terms co-occur far less than the corpus' typical topic's (NPMI
+  more than ``NPMI_GAP`` below the median topic's), is labelled "mixed (...)" in every
+  output.
 """
 
 from __future__ import annotations
@@ -43,8 +46,10 @@ MIN_LIFT = 2.0
 MAX_SPREAD = 0.5
 #: ... when there are at least this many topics.
 MIN_SPREAD_TOPICS = 4
-#: A topic whose top ten terms co-occur less than by chance (NPMI below this) is mixed.
-MIN_NPMI = 0.0
+#: A topic whose top ten terms' NPMI is this far below the median topic's is mixed (an
+#: absolute threshold does not carry across corpora: in 13-word reviews most pairs of terms
+#: never meet, and every topic's NPMI is below 0).
+NPMI_GAP = 0.1
 #: A topic is named by the first of this many best clean phrases that contains its best term.
 LABEL_PHRASES = 3
 #: Terms of each topic (best first) read for its label.
@@ -59,6 +64,8 @@ UNIT_TOKENS = frozenset({
     "mm", "nm", "um", "μm", "pc", "kpc", "mpc", "gpc", "yr", "kyr", "myr", "gyr", "au", "kpa",
     "mpa", "gpa", "kw", "mw", "gw", "kwh", "mph", "kph", "lb", "lbs", "oz", "ft", "percent",
     "%", "dB", "db", "mb", "gb", "tb", "kb", "ms", "ns"})
+#: Parts of speech of a word that may name a topic on its own.
+NOUN_TAGS = frozenset({"NOUN", "PROPN"})
 _NUMBER = re.compile(r"^[\d.,/%+-]+[a-z%]{0,3}$")
 
 
@@ -96,11 +103,12 @@ def name_topics(terms: Sequence[Sequence[str]], doc_labels: np.ndarray,
     """Each topic's :class:`TopicName` by the rules of this module. ``terms``: per topic, its
     ranked terms (surfaces); ``doc_labels``: each document's topic (-1: none);
     ``token_docs``: the documents' tokens; ``phrases``: the multi-word noun phrases the
-    method knows (their words are the nouns and adjectives a single-word label may use)."""
+    method knows (their heads are the nouns a single-word label may use)."""
     stop = _stop_words()
-    nouns = {_singular(tok) for p in phrases for tok in tokenize(p)}
     tops = [list(t[:CANDIDATES]) for t in terms]
     keys = sorted({" ".join(tokenize(t)) for top in tops for t in top} - {""})
+    nouns = {_singular(tokens[-1]) for tokens in map(tokenize, phrases) if tokens}
+    nouns |= _tagged_nouns([k for k in keys if " " not in k and _singular(k) not in nouns])
     labels = np.asarray(doc_labels)
     k = len(terms)
     col = {key: j for j, key in enumerate(keys)}
@@ -110,12 +118,14 @@ def name_topics(terms: Sequence[Sequence[str]], doc_labels: np.ndarray,
         lift[:, spread >= MAX_SPREAD] = 0.0
     keyed = [[" ".join(tokenize(term)) for term in top] for top in tops]
     npmi = _topic_npmi(keyed, token_docs)
+    finite = [x for x in npmi if np.isfinite(x)]
+    floor = float(np.median(finite)) - NPMI_GAP if finite else -np.inf
     names = []
     for t, top in enumerate(tops):
         clean = [term for term, key in zip(top, keyed[t], strict=True)
                  if key and lift[t, col[key]] >= MIN_LIFT and _clean(key, stop, nouns)]
         label = _label(clean)
-        names.append(TopicName(label, not clean or npmi[t] < MIN_NPMI))
+        names.append(TopicName(label, not clean or npmi[t] < floor))
     return names
 
 
@@ -137,8 +147,20 @@ def _lift(keys: list[str], labels: np.ndarray, k: int, token_docs: Sequence[Sequ
     return lift
 
 
+def _tagged_nouns(words: list[str]) -> set[str]:
+    """The ``words`` spaCy's tagger (the pipeline phrasekit extracts phrases with) reads as a
+    noun or proper noun on their own (singular forms)."""
+    if not words:
+        return set()
+    from phrasekit.phrases.extract import load_spacy
+
+    nlp = load_spacy(exclude=("lemmatizer", "parser", "ner"))
+    return {_singular(w) for w, doc in zip(words, nlp.pipe(words), strict=True)
+            if len(doc) == 1 and doc[0].pos_ in NOUN_TAGS}
+
+
 def _clean(key: str, stop: frozenset[str], nouns: set[str]) -> bool:
-    """No debris token, and a single word only if noun phrases use it."""
+    """No debris token, and a single word only if it heads a noun phrase."""
     tokens = key.split()
     if any(debris_token(tok, stop) for tok in tokens):
         return False
@@ -153,25 +175,24 @@ def _singular(word: str) -> str:
 
 
 def _label(clean: list[str]) -> str:
-    """The first clean phrase of the best few containing the best term, else the best clean
-    phrase, else the two best clean words."""
+    """The best clean term when it is a phrase, else the first of the best few clean phrases
+    that contains it, else the two best clean terms."""
     if not clean:
         return ""
     best = tokenize(clean[0])
     phrases = [p for p in clean if len(tokenize(p)) > 1][:LABEL_PHRASES]
     with_best = [p for p in phrases if _contains(tokenize(p), best)]
-    if with_best or phrases:
-        return (with_best or phrases)[0]
-    return ", ".join(clean[:2])
+    return with_best[0] if with_best else ", ".join(clean[:2])
 
 
 def _topic_npmi(keyed: list[list[str]], token_docs: Sequence[Sequence[str]]) -> list[float]:
-    """Per topic, NPMI of its top ten terms over the documents (NaN counts as coherent)."""
+    """Per topic, NPMI of its top ten terms over the documents (inf, coherent, when it has no
+    pair of terms)."""
     if not len(token_docs) or not any(keyed):
-        return [0.0] * len(keyed)
+        return [np.inf] * len(keyed)
     scored = [[k for k in top if k] or ["\x00"] for top in keyed]
     _, per_topic = npmi_coherence(scored, token_docs, top_n=10)
-    return [s if np.isfinite(s) else 0.0 for s in per_topic]
+    return [s if np.isfinite(s) else np.inf for s in per_topic]
 
 
 def _contains(tokens: list[str], part: list[str]) -> bool:
