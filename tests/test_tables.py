@@ -129,3 +129,16 @@ def test_keyphrases_as_a_flat_table(tmp_path) -> None:
     assert streamed.exit_code == 0, streamed.output
     assert [k["phrase"] for k in json.loads(streamed.stdout)["keyphrases"]] == \
         [r["phrase"] for r in rows]
+
+
+def test_index_query_dash_prints(tmp_path) -> None:
+    (tmp_path / "names.txt").write_text("New York City\nLos Angeles\n")
+    runner = CliRunner()
+    built = runner.invoke(app, ["index", "build", str(tmp_path / "names.txt"), "-o",
+                                str(tmp_path / "idx"), "-m", "string", "-q"])
+    assert built.exit_code == 0, built.output
+    result = runner.invoke(app, ["index", "query", str(tmp_path / "idx"), "nyc", "-k", "1",
+                                 "-o", "-", "-q"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1].split("\t")[2] == "New York City"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "names.txt"]

@@ -109,14 +109,14 @@ def neighbors_cmd(
         typer.echo(f"{rank}\t{text}\t{score:.4f}")
 
 
-@command(app, "pairs", out="file")
+@command(app, "pairs", out="stream")
 def pairs_cmd(
     model: Annotated[str, typer.Option(
         "--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
     input: Annotated[Path, typer.Argument(
         help="Tab-separated file: sentence A, sentence B per line (no header).")],
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="TSV to write (A, B, score); default stdout.")] = None,
+        "--output", "-o", help="TSV to write (A, B, score); default (or -): stdout.")] = None,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
     quiet: Quiet = False,
@@ -136,6 +136,7 @@ def pairs_cmd(
     for i, r in enumerate(rows, start=1):
         if len(r) < 2 or not r[0].strip() or not r[1].strip():
             raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences")
+    output = None if is_stdout(output) else output
     encoder = load(model)
     pairs = [(r[0], r[1]) for r in rows]
     scores = encoder.predict(pairs, proba=True)
@@ -269,7 +270,7 @@ def index_build_cmd(
     typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}) -> {out}")
 
 
-@command(index_app, "query", out="file")
+@command(index_app, "query", out="stream")
 def index_query_cmd(
     directory: Annotated[Path, typer.Argument(help="Folder written by `phrasekit index build`.")],
     texts: Annotated[list[str] | None, typer.Argument(help="Query texts.")] = None,
@@ -280,7 +281,7 @@ def index_query_cmd(
         help="Query column of a .csv/.tsv queries file.")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
-                            "instead of printing.")] = None,
+                            "instead of printing them (- prints them).")] = None,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
     quiet: Quiet = False,
@@ -303,7 +304,7 @@ def index_query_cmd(
             for i, (q, hits) in enumerate(zip(items, results, strict=True))
             for rank, (name, ident, score) in enumerate(hits, start=1)]
     header = ("query_row", "query", "rank", "name", "id", "score")
-    if out is None:
+    if out is None or is_stdout(out):
         typer.echo("\t".join(header[1:]))
         for row in rows:
             typer.echo("\t".join(str(x) for x in row[1:]))
