@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+import phrasekit
 from phrasekit.cli import app
 from phrasekit.tables import TableError, column_values, only_column, read_table, write_table
 
@@ -142,3 +143,16 @@ def test_index_query_dash_prints(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[1].split("\t")[2] == "New York City"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx", "names.txt"]
+
+
+def test_encode_reads_stdin(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["encode", "-", "-o", str(tmp_path / "v.npy"), "-m",
+                                      "string", "-q"], input="new york\nlos angeles\n")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_allclose(np.load(tmp_path / "v.npy"),
+                               phrasekit.load("string").encode(["new york", "los angeles"]),
+                               atol=1e-6)
+    blank = CliRunner().invoke(app, ["encode", "-", "-o", str(tmp_path / "w.npy"), "-m",
+                                     "string", "-q"], input="a\n\nb\n")
+    assert blank.exit_code == 2 and "stdin:2: blank line" in blank.output
+    assert not (tmp_path / "w.npy").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -101,11 +102,34 @@ def export_cmd(
 ENCODE_WRITES = (".npy", ".parquet", ".pq", ".jsonl")
 
 
+def stdin_lines(skip_blank: bool) -> list[str]:
+    """The lines of standard input (UTF-8), stripped, as ``io.iter_lines`` reads a file: a
+    blank line is refused, naming it, unless ``skip_blank``."""
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"stdin: not valid UTF-8 ({exc})") from None
+    lines = [line.strip() for line in text.removesuffix("\n").split("\n")] if text else []
+    blank = [i for i, line in enumerate(lines, start=1) if not line]
+    if blank and not skip_blank:
+        raise BadInputError(f"stdin:{blank[0]}: blank line (every line must hold a text; "
+                            "--skip-blank drops them)")
+    kept = [line for line in lines if line]
+    if not kept:
+        raise BadInputError("stdin: no lines to read")
+    return kept
+
+
 def encode_input(input_file: Path, column: str | None, skip_blank: bool
                  ) -> tuple[int, Callable[[], Iterator[str]]]:
     """The number of texts to encode and a function that yields them: the cells of one column
     of a CSV, TSV or Parquet table (``column``, or its only column), or the lines of a text
     file; read and checked before any model is loaded."""
+    if is_stdout(input_file):
+        if column is not None:
+            raise BadInputError("--column needs a table input (.csv, .tsv, .parquet), not stdin")
+        texts = stdin_lines(skip_blank)
+        return len(texts), lambda: iter(texts)
     if input_file.suffix.lower() in READ_SUFFIXES:
         table = read_table(input_file)
         name = only_column(table, column)
@@ -124,8 +148,8 @@ def encode_input(input_file: Path, column: str | None, skip_blank: bool
 @with_config(run=ENGINE_OPTIONS)
 def encode_cmd(
     input_file: Annotated[Path, typer.Argument(
-        help="Text file, one phrase per line (UTF-8), or a table (.csv, .tsv, .parquet) with "
-             "a header row: the phrases are the cells of --column.")],
+        help="Text file, one phrase per line (UTF-8; - reads stdin), or a table (.csv, .tsv, "
+             ".parquet) with a header row: the phrases are the cells of --column.")],
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Output: .npy (n x d matrix), .parquet (text and vector columns) "
                             "or .jsonl; - writes JSON lines to stdout.")],
