@@ -158,7 +158,7 @@ def relabel(args: argparse.Namespace) -> None:
     from phrasekit.phrases.extract import load_spacy
     from phrasekit.text import TokenDocs
     from phrasekit.topics.documents import FIT_DOCS, FIT_WORDS
-    from phrasekit.topics.labels import name_topics
+    from phrasekit.topics.labels import candidates, name_topics
     from phrasekit.topics.sampling import sample_corpus
 
     nlp = load_spacy(exclude=("lemmatizer", "parser", "ner"))
@@ -173,7 +173,7 @@ def relabel(args: argparse.Namespace) -> None:
         _, sample, index = sample_corpus(docs, FIT_DOCS, seed, FIT_WORDS)
         labels = arrays["doc_labels"].astype(np.int64)[index]
         vocab = config["vocabulary"]
-        names = name_topics([[w for w, _ in r] for r in config["topics_"]], labels,
+        names = name_topics(candidates(config["topics_"], config["topic_phrases_"]), labels,
                             TokenDocs(d.text for d in sample),
                             vocab["surface"][vocab["n_words"]:])
         misc = arrays["miscellaneous"].astype(bool)

@@ -55,7 +55,7 @@ from phrasekit.text import TokenDocs
 from phrasekit.topics.choose_k import CRITERIA, choose_k
 from phrasekit.topics.explore import NearestDocs, TopicExplorer
 from phrasekit.topics.guided import TopicGuide
-from phrasekit.topics.labels import name_topics
+from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.reshape import TopicReshaper
@@ -395,7 +395,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
         self.topic_sizes_ = [int(x) for x in (scores > 0).sum(axis=1)]
         self._read_terms(scores, ~generic)
-        self.topic_names_ = name_topics([[w for w, _ in r] for r in self.topics_], labels,
+        self.topic_names_ = name_topics(candidates(self.topics_, self.topic_phrases_), labels,
                                         self.token_docs_, vocab.surface[vocab.n_words:])
         self.typical_docs_ = self._typical_docs(d2, labels)  # d2: centres already in order
 

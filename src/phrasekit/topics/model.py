@@ -62,7 +62,7 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.context import contextualise, doc_term_counts, doc_term_weights
-from phrasekit.topics.labels import name_topics
+from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
 
 logger = logging.getLogger(__name__)
@@ -214,7 +214,7 @@ class PhraseTopicModel(BaseEstimator):
         self.timings_ = timings
         self.doc_ids_ = [d.id for d in documents]
         self._describe(V, labels, k, vocab, W)
-        self.topic_names_ = name_topics([[t for t, _ in r] for r in self.topics_],
+        self.topic_names_ = name_topics(candidates(self.topics_, self.topic_phrases_),
                                         self.doc_labels_, TokenDocs(d.text for d in documents),
                                         [p for p in vocab.surface if " " in p])
         logger.info(

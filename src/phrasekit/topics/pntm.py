@@ -40,7 +40,7 @@ from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
-from phrasekit.topics.labels import name_topics
+from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ class PNTM(BaseEstimator):
         t0 = time.perf_counter()
         self.topic_term_rate_ = self._topic_term_rate(presence_matrix(token_docs, vocab.terms))
         self._read_topics()
-        self.topic_names_ = name_topics([[t for t, _ in r] for r in self.topics_], self.labels_,
+        self.topic_names_ = name_topics(candidates(self.topics_, self.topic_phrases_), self.labels_,
                                         token_docs, vocab.surface[vocab.n_words:])
         timings["read"] = time.perf_counter() - t0
         logger.info("PNTM: %d topics, %d terms (%d phrases), %d docs (%s)", self.n_topics,

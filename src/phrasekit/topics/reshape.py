@@ -104,8 +104,10 @@ class TopicReshaper:
         scores = topic_term_scores(P, inside, 2)[:1]  # the node against the other topics
         generic = set(self.generic_terms_)
         allowed = np.asarray([s not in generic for s in vocab.surface])
-        terms = [vocab.surface[j] for j in rank_terms(scores, vocab.terms, CANDIDATES,
-                                                      allowed)[0]]
+        is_word = np.arange(len(vocab)) < vocab.n_words
+        terms = [vocab.surface[j] for mask, n in ((allowed, CANDIDATES),
+                                                  (allowed & ~is_word, CANDIDATES // 2))
+                 for j in rank_terms(scores, vocab.terms, n, mask)[0]]
         return name_topics([terms] + [[]] * int(groups.max()), groups, self.token_docs_,
                            vocab.surface[vocab.n_words:])[0].text()
 

@@ -64,7 +64,7 @@ from phrasekit.phrases.extract import (
 )
 from phrasekit.registry import load_span
 from phrasekit.text import TokenDocs
-from phrasekit.topics.labels import name_topics
+from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.training.uctopic_ccl import LABEL_VIEWS, CCLConfig, ccl_finetune
 from phrasekit.training.uctopic_data import sentence_mentions
 
@@ -242,7 +242,7 @@ class UCTopicModel(BaseEstimator):
             self.ccl_report_ = {}
         self.timings_["ccl"] = time.perf_counter() - t3
         self._describe(documents, sentences, counts, final, centroids, keys, surfaces)
-        self.topic_names_ = name_topics([[t for t, _ in r] for r in self.topics_],
+        self.topic_names_ = name_topics(candidates(self.topics_, self.topic_phrases_),
                                         self.doc_labels_, TokenDocs(d.text for d in documents),
                                         [p for p in self.phrase_surface_ if " " in p])
         return self
