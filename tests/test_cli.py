@@ -94,9 +94,25 @@ def test_models_marks_the_default_and_aligns_descriptions():
     assert lines == format_models(available_models(), TASK_DEFAULTS)
     starred = {ln.split()[1] for ln in lines if ln.startswith("*")}
     assert DEFAULT_MODEL in starred and starred == set(TASK_DEFAULTS)
+    assert lines[0].startswith("# *: the default model") and "dev score" in lines[1]
     lines = format_models({"a": "short name", "a-much-longer-name": "long name"}, {"a": "encode"})
-    assert lines == ["* a                   encode  short name",
-                     "  a-much-longer-name          long name"]
+    assert lines[2:] == ["  model               default of (dev measure)  description",
+                         "* a                   encode                    short name",
+                         "  a-much-longer-name                            long name"]
+
+
+def test_models_json_lists_each_model_with_its_defaults():
+    from phrasekit.registry import DEFAULT_MODEL, TASK_DEFAULTS, available_models
+
+    res = invoke("models", "--json")
+    assert res.exit_code == 0, res.output
+    records = json.loads(res.output)
+    assert [r["name"] for r in records] == list(available_models())
+    by_name = {r["name"]: r for r in records}
+    assert by_name[DEFAULT_MODEL]["default"] and "encode" in by_name[DEFAULT_MODEL]["default_of"]
+    assert by_name["string"] == {"name": "string", "default": False, "default_of": None,
+                                 "description": available_models()["string"]}
+    assert {r["name"] for r in records if r["default"]} == set(TASK_DEFAULTS)
 
 
 def test_quiet_encode_prints_no_progress_bars(tmp_path):

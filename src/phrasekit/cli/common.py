@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import json
 import logging
 import math
 import os
@@ -42,6 +43,8 @@ VectorCache = Annotated[bool, typer.Option(
                                "phrasekit's cache folder, bounded by PHRASEKIT_VECTOR_CACHE_MB, "
                                "2048), so a re-run on the same corpus and model encodes only "
                                "new text.")]
+JsonFlag = Annotated[bool, typer.Option(
+    "--json", help="Print JSON (UTF-8, indented) on stdout instead of the table.")]
 Workers = Annotated[int, typer.Option(
     help="Processes for spaCy's parsing (0: one per CPU core; a corpus of a few hundred "
          "documents is parsed in one); with --engine ray, worker actors (0: one per CPU of "
@@ -91,6 +94,11 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
                             f"{FORMAT_SUFFIXES[suffix]}; name the output "
                             f"{' or '.join(suffixes)}")
     return suffix if suffix in writes else writes[0]
+
+
+def echo_json(obj: Any) -> None:
+    """Print ``obj`` as indented UTF-8 JSON on stdout: what every ``--json`` option writes."""
+    typer.echo(json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False))
 
 
 def vector_cache(cache_dir: Path | None, cache: bool) -> Path | None:

@@ -13,11 +13,13 @@ from phrasekit import models as model_folders
 from phrasekit.cli.common import (
     BadInputError,
     Device,
+    JsonFlag,
     ModelOpt,
     Quiet,
     Verbose,
     check_out_format,
     command,
+    echo_json,
     logger,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
@@ -42,23 +44,41 @@ from phrasekit.tables import (
 app = typer.Typer()
 
 
+#: The lines `phrasekit models` prints above its table.
+MODELS_LEGEND = ("# *: the default model of the commands in the next column (used when no "
+                 "--model is given);",
+                 "#    in brackets, the dev score that chose it.")
+
+
 def format_models(models: dict[str, str], defaults: dict[str, str]) -> list[str]:
-    """One line per model, in aligned columns: a ``*`` for a default, the name, the commands it
-    is the default of, the description."""
-    width = max(map(len, models), default=0)
-    tasks = max((len(v) for v in defaults.values()), default=0)
-    return [f"{'*' if name in defaults else ' '} {name:<{width}}  "
-            f"{defaults.get(name, ''):<{tasks}}  {desc}".rstrip()
-            for name, desc in models.items()]
+    """The legend, a header, then one line per model in aligned columns: a ``*`` for a
+    default, the name, the commands it is the default of, the description."""
+    head = ("model", "default of (dev measure)", "description")
+    width = max(map(len, [*models, head[0]]))
+    tasks = max(len(head[1]), *(len(v) for v in defaults.values()))
+    rows = [(" ", *head)] + [("*" if name in defaults else " ", name, defaults.get(name, ""),
+                              desc) for name, desc in models.items()]
+    return [*MODELS_LEGEND] + [f"{star} {name:<{width}}  {tasks_of:<{tasks}}  {desc}".rstrip()
+                              for star, name, tasks_of, desc in rows]
+
+
+def models_records(models: dict[str, str], defaults: dict[str, str]) -> list[dict[str, Any]]:
+    """`phrasekit models --json`: one object per model (name, default, default_of,
+    description)."""
+    return [{"name": name, "default": name in defaults, "default_of": defaults.get(name),
+             "description": desc} for name, desc in models.items()]
 
 
 @command(app, "models")
-def models_cmd(quiet: Quiet = False) -> None:
+def models_cmd(as_json: JsonFlag = False, quiet: Quiet = False) -> None:
     """List the model names `phrasekit.load` knows; * marks a default, with the commands it is
     the default of.
 
-    Example: phrasekit models
+    Example: phrasekit models --json
     """
+    if as_json:
+        echo_json(models_records(available_models(), TASK_DEFAULTS))
+        return
     for line in format_models(available_models(), TASK_DEFAULTS):
         typer.echo(line)
 
