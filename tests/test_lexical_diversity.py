@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -234,6 +236,13 @@ def test_cli_neighbors(tmp_path) -> None:
     rows = [line.split("\t") for line in res.output.strip().splitlines()]
     assert rows[0] == ["rank", "neighbor", "cosine"] and len(rows) == 3
     assert "heart attack" not in [r[1] for r in rows[1:]]
+    res = runner.invoke(app, ["neighbors", "heart attack", "--vocab", str(vocab), "-k", "2",
+                              "--model", "glove-50d", "--quiet", "--json"])
+    assert res.exit_code == 0, res.output
+    found = json.loads(res.output)
+    assert found["query"] == "heart attack" and found["model"] == "glove-50d"
+    assert [[n["rank"], n["neighbor"], f"{n['cosine']:.4f}"] for n in found["neighbors"]] == [
+        [int(r[0]), r[1], r[2]] for r in rows[1:]]
     bad = runner.invoke(app, ["neighbors", "x", "--vocab", str(vocab), "-k", "0"])
     assert bad.exit_code == 2 and "-k" in bad.output
     bad = runner.invoke(app, ["neighbors", "x", "--vocab", str(tmp_path / "missing.txt")])

@@ -202,6 +202,19 @@ def test_cli_build_and_query(tmp_path):
     rows = list(csv.DictReader((tmp_path / "r.csv").open(encoding="utf-8", newline="")))
     assert len(rows) == 3 * len(_yago()[0])
     assert set(rows[0]) == {"query_row", "query", "rank", "name", "id", "score"}
+    res = runner.invoke(app, ["index", "query", str(out), "Messier 82", "ngc 4414", "-k", "2",
+                              "--json", "--quiet"])
+    assert res.exit_code == 0, res.output
+    found = json.loads(res.output)
+    assert [q["query"] for q in found] == ["Messier 82", "ngc 4414"]
+    assert [q["query_row"] for q in found] == [0, 1]
+    assert [h["rank"] for h in found[0]["hits"]] == [1, 2]
+    assert found[0]["hits"][0]["name"] == "Messier 82" and found[0]["hits"][0]["id"].startswith("E")
+    assert found[0]["hits"][0]["score"] >= found[0]["hits"][1]["score"]
+    both = runner.invoke(app, ["index", "query", str(out), "x", "--json", "--out",
+                               str(tmp_path / "r2.csv")])
+    assert both.exit_code == 2 and "give one" in both.output
+    assert not (tmp_path / "r2.csv").exists()
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,13 @@ from phrasekit.cli.common import (
     BadInputError,
     CsvSafe,
     Device,
+    JsonFlag,
     ModelOpt,
     Quiet,
     Verbose,
     check_out_format,
     command,
+    echo_json,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -84,6 +86,7 @@ def neighbors_cmd(
                                    "queries' in VOCAB.MODEL.queries.npz: a later query "
                                    "encodes only itself, and a query seen before (or one "
                                    "from the vocabulary) loads no model.")] = True,
+    as_json: JsonFlag = False,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -104,6 +107,11 @@ def neighbors_cmd(
         functools.partial(load, model), query, texts, k=k, show_progress=not quiet,
         cache=_vectors_cache(vocab, model) if cache else None,
         query_cache=_vectors_cache(vocab, model, "queries") if cache else None)
+    if as_json:
+        echo_json({"query": query, "model": model, "neighbors": [
+            {"rank": rank, "neighbor": text, "cosine": round(float(score), 6)}
+            for rank, (text, score) in enumerate(hits, start=1)]})
+        return
     typer.echo("rank\tneighbor\tcosine")
     for rank, (text, score) in enumerate(hits, start=1):
         typer.echo(f"{rank}\t{text}\t{score:.4f}")
@@ -282,17 +290,21 @@ def index_query_cmd(
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
                             "instead of printing them (- prints them).")] = None,
+    as_json: JsonFlag = False,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Top-k names for each query text (tab-separated on stdout, or CSV with --out).
+    """Top-k names for each query text (tab-separated on stdout, JSON with --json, or CSV with
+    --out).
 
     Example: phrasekit index query runs/entities "new york city" "NYC" -k 3
     """
     if k < 1:
         raise BadInputError(f"-k must be at least 1, got {k}")
+    if as_json and out is not None and not is_stdout(out):
+        raise BadInputError("--json prints to stdout and --out writes CSV: give one")
     items = list(texts or [])
     if queries is not None:
         items += read_names(queries, column=column)[0]
@@ -303,6 +315,12 @@ def index_query_cmd(
     rows = [(i, q, rank, name, ident, f"{score:.6f}")
             for i, (q, hits) in enumerate(zip(items, results, strict=True))
             for rank, (name, ident, score) in enumerate(hits, start=1)]
+    if as_json:
+        echo_json([{"query_row": i, "query": q, "hits": [
+            {"rank": rank, "name": name, "id": ident, "score": round(score, 6)}
+            for rank, (name, ident, score) in enumerate(hits, start=1)]}
+            for i, (q, hits) in enumerate(zip(items, results, strict=True))])
+        return
     header = ("query_row", "query", "rank", "name", "id", "score")
     if out is None or is_stdout(out):
         typer.echo("\t".join(header[1:]))
