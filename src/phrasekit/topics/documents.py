@@ -287,7 +287,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.n_distinct_ = len(np.unique(np.round(Xc[used], 5), axis=0))
         need = self.n_topics or self.k_range[0]
         if n_used < need + 1:
-            raise ValueError(f"only {n_used} documents have words: too few for {need} topics")
+            raise ValueError(f"only {n_used} documents have words: too few for {need} topics "
+                             "(give a larger corpus, or fewer topics: -k / --k-min)")
         if self.n_distinct_ < need + 1:  # identical documents cannot fill K distinct topics
             raise ValueError(f"only {self.n_distinct_} of the {n_used} documents differ: too "
                              f"few for {need} topics (give a corpus of more distinct "

@@ -189,7 +189,7 @@ class PNTM(BaseEstimator):
         if len(vocab) < self.top_n:
             raise ValueError(
                 f"only {len(vocab)} terms occur in at least {self.min_df} documents; lower "
-                f"min_df or give a larger corpus"
+                "--min-df (min_df) or give a larger corpus"
             )
         timings["vocabulary"] = time.perf_counter() - t0
 
