@@ -57,6 +57,18 @@ def test_every_command_has_example_and_quiet():
         assert res.exit_code == 0 and "Example" in res.output, name
 
 
+def test_help_markup_eats_no_bracketed_words():
+    """typer renders help as rich markup: a bracket that would open a tag (``[ray]``) must be
+    escaped, or ``pip install 'phrasekit[ray]'`` reads ``pip install 'phrasekit'``."""
+    from rich.text import Text
+
+    for name, cmd in _leaf_commands():
+        for text in [cmd.help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]:
+            assert Text.from_markup(text).plain == text.replace("\\[", "["), (name, text)
+    res = runner.invoke(app, ["encode", "--help"], env={"COLUMNS": "100"})
+    assert "'phrasekit[ray]'" in res.output
+
+
 #: Pointers to other documents instead of saying what an option does.
 DOC_POINTER = re.compile(r"\bREADME\b|\bpaper\b|\bTables? [0-9IVX]|\bFigure \d|\bdocs/|"
                          r"\b[\w-]+\.md\b(?<!topics\.md)|\bsee the (docs|documentation)",

@@ -37,8 +37,9 @@ class EngineSettings:
 
 #: ``--engine``, ``--address``, ``--worker-cpus``, ``--work-dir`` (``@with_config(run=...)``).
 ENGINE_OPTIONS = ConfigOptions(EngineSettings, help={
+    # \\[ escapes the bracket from typer's rich markup, which would eat "[ray]"
     "engine": "Where the heavy stages run: local (this process) or ray (actors on a Ray "
-              "cluster, see --address; needs pip install 'phrasekit[ray]'). Both give the "
+              "cluster, see --address; needs pip install 'phrasekit\\[ray]'). Both give the "
               "same results.",
     "address": "--engine ray: the cluster's head as host:port (or auto: the cluster this "
                "machine belongs to). Default: start Ray on this machine for the run.",
