@@ -8,8 +8,6 @@ from typing import Annotated
 import typer
 
 from phrasekit.cli.common import BadInputError, Device, Quiet, Verbose, command
-from phrasekit.eval.aliases import ALIAS_FILE, alias_file, format_alias_table, score_models
-from phrasekit.eval.runner import format_table, parse_tasks, run_benchmark
 from phrasekit.settings import torch_threads
 
 app = typer.Typer()
@@ -49,6 +47,10 @@ def eval_cmd(
     Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
     Real aliases: phrasekit eval -m minilm -m pearl-minilm --aliases runs/pearl-data
     """
+    # imported on use: the runner pulls in torch and scikit-learn, which `eval --help` skips
+    from phrasekit.eval.aliases import ALIAS_FILE, alias_file, format_alias_table, score_models
+    from phrasekit.eval.runner import format_table, parse_tasks, run_benchmark
+
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     parse_tasks(task_list)  # a bad task name fails before any model runs
     if alias_split not in ("dev", "test"):
