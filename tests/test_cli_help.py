@@ -32,6 +32,23 @@ def test_root_help_imports_no_command_module() -> None:
     assert out.stdout.strip() == "[]"
 
 
+#: Commands whose `--help` loads neither torch, spaCy nor scikit-learn (the rest define
+#: options from training configs or topic classes that import them).
+LIGHT_HELP = ("models", "quantize", "export", "encode", "eval", "neighbors", "pairs", "join",
+              "index build", "index query")
+
+
+def test_light_commands_help_imports_no_heavy_library() -> None:
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom phrasekit.cli import app\n"
+            f"for name in {LIGHT_HELP!r}:\n"
+            "    r = CliRunner().invoke(app, [*name.split(), '--help'])\n"
+            "    assert r.exit_code == 0 and 'Example' in r.output, (name, r.output)\n"
+            "print(sorted(m for m in ('torch', 'spacy', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_version() -> None:
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"phrasekit {phrasekit.__version__}"
