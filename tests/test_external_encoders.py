@@ -79,14 +79,17 @@ def test_fuzzy_join_takes_a_model_name() -> None:
 
 @pytest.fixture(scope="module")
 def st_folder(tmp_path_factory: pytest.TempPathFactory):
-    """A sentence-transformers folder of MiniLM with CLS pooling, 16 tokens and Normalize."""
+    """A sentence-transformers folder of MiniLM with CLS pooling, 16 tokens, a Dense layer
+    (384 -> 64, tanh) and Normalize."""
     from sentence_transformers import SentenceTransformer, models
 
     from phrasekit.models.backbones import minilm_path
 
     word = models.Transformer(str(minilm_path()), max_seq_length=16)
     pool = models.Pooling(384, pooling_mode="cls")
-    st = SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu")
+    torch.manual_seed(0)
+    dense = models.Dense(384, 64)
+    st = SentenceTransformer(modules=[word, pool, dense, models.Normalize()], device="cpu")
     path = tmp_path_factory.mktemp("st") / "cls-minilm"
     st.save(str(path))
     return path, st
@@ -98,7 +101,7 @@ def test_sentence_transformers_folder_is_honoured(st_folder) -> None:
              "tokens for certain, with more words after it", "bank"]
     ours = phrasekit.load(str(path)).encode(texts)
     theirs = st.encode(texts)
-    assert (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    assert ours.shape == (2, 64) and (np.sum(ours * theirs, axis=1) > 0.9999).all()
     with pytest.raises(ValueError, match="takes no precision"):
         phrasekit.load(str(path), precision="bf16")
 
