@@ -37,6 +37,7 @@ from phrasekit.pipeline.mentions import MENTIONS_KIND, write_mentions
 from phrasekit.registry import (
     CCL_MODEL,
     DEFAULT_MODEL,
+    DOCUMENTS_MODEL,
     TOPICS_MODEL,
     available_models,
     check_model_name,
@@ -76,8 +77,9 @@ MethodOpt = Annotated[str, typer.Option(
          "`ccl` (UCTopic: noun-chunk instances in context, CCL fine-tuning; -m also takes a "
          "span model folder from `train uctopic`).")]
 TopicsModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm "
-                          "(documents, clusters, pntm) or uctopic-minilm (ccl).")]
+    "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm@auto "
+                          "(documents: bf16 where the CPU has native bfloat16, else fp32), "
+                          "minilm (clusters, pntm) or uctopic-minilm (ccl).")]
 CclSteps = Annotated[int, typer.Option(
     help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's space).")]
 MaxInstances = Annotated[int, typer.Option(
@@ -306,7 +308,8 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     """Run one method with its defaults filled in: (number of topics, model, written paths).
     ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
     sharded stages (None: in-process); ``fit_docs``: the documents method's sample size."""
-    common = {**common, "model": model or (CCL_MODEL if method == "ccl" else TOPICS_MODEL)}
+    default = {"ccl": CCL_MODEL, "documents": DOCUMENTS_MODEL}.get(method, TOPICS_MODEL)
+    common = {**common, "model": model or default}
     if run is not None:
         common.update(sharded_topic_parts(method, common["model"], run))
     if method == "pntm":
