@@ -57,6 +57,15 @@ def test_every_command_has_example_and_quiet():
         assert res.exit_code == 0 and "Example" in res.output, name
 
 
+def test_every_output_option_is_spelled_out_and_o():
+    """One spelling on every command that writes: --out/-o (never --output)."""
+    for name, cmd in _leaf_commands():
+        for param in cmd.params:
+            assert "--output" not in param.opts, name
+            if "-o" in param.opts:
+                assert "--out" in param.opts, (name, param.opts)
+
+
 def test_help_markup_eats_no_bracketed_words():
     """typer renders help as rich markup: a bracket that would open a tag (``[ray]``) must be
     escaped, or ``pip install 'phrasekit[ray]'`` reads ``pip install 'phrasekit'``."""

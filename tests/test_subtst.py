@@ -244,6 +244,11 @@ def test_cli_train_and_score(tmp_path):
     assert res.exit_code == 0, res.output
     lines = [line.split("\t") for line in res.output.strip().splitlines()]
     assert len(lines) == 2 and float(lines[0][2]) > float(lines[1][2])
+    res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs), "--out",
+                              str(tmp_path / "scored.tsv"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    scored = (tmp_path / "scored.tsv").read_text(encoding="utf-8").splitlines()
+    assert [line.split("\t") for line in scored] == lines
     pairs.write_text("only one column\n", encoding="utf-8")
     res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
     assert res.exit_code == 2 and "two non-empty" in res.output

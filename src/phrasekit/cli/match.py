@@ -123,8 +123,8 @@ def pairs_cmd(
         "--model", "-m", help="A trained pair model folder (e.g. from `train subtst`).")],
     input: Annotated[Path, typer.Argument(
         help="Tab-separated file: sentence A, sentence B per line (no header).")],
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="TSV to write (A, B, score); default (or -): stdout.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="TSV to write (A, B, score); default (or -): stdout.")] = None,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
     quiet: Quiet = False,
@@ -144,7 +144,7 @@ def pairs_cmd(
     for i, r in enumerate(rows, start=1):
         if len(r) < 2 or not r[0].strip() or not r[1].strip():
             raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences")
-    output = None if is_stdout(output) else output
+    output = None if is_stdout(out) else out
     encoder = load(model)
     pairs = [(r[0], r[1]) for r in rows]
     scores = encoder.predict(pairs, proba=True)
