@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -21,15 +22,25 @@ def test_short_help_matches_each_command() -> None:
         assert group.get_command(ctx, name).get_short_help_str(limit=300) == SHORT_HELP[name]
 
 
-def test_root_help_imports_no_command_module() -> None:
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom phrasekit.cli import app\n"
-            "r = CliRunner().invoke(app, ['--help'])\nassert r.exit_code == 0, r.output\n"
-            "assert 'keyphrases' in r.output and 'Fuzzy-join' in r.output\n"
-            "print(sorted(m for m in ('torch', 'spacy', 'sklearn', 'phrasekit.cli.topics')"
-            " if m in sys.modules))")
+def heavy_modules_after_help(*commands: str, also: tuple[str, ...] = ()) -> list[str]:
+    """Which of torch, spaCy, scikit-learn (and ``also``) a fresh Python holds after
+    printing ``phrasekit COMMAND --help`` for each of ``commands`` ("" is the root)."""
+    code = ("import json, sys\nfrom typer.testing import CliRunner\n"
+            "from phrasekit.cli import app\n"
+            f"for name in {commands!r}:\n"
+            "    r = CliRunner().invoke(app, [*name.split(), '--help'])\n"
+            "    assert r.exit_code == 0 and ('Example' in r.output or not name), r.output\n"
+            f"print(json.dumps(sorted(m for m in ('torch', 'spacy', 'sklearn', *{also!r}) "
+            "if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    assert out.stdout.strip() == "[]"
+    return json.loads(out.stdout)
+
+
+def test_root_help_imports_no_command_module() -> None:
+    assert heavy_modules_after_help("", also=("phrasekit.cli.topics",)) == []
+    result = CliRunner().invoke(app, ["--help"])
+    assert "keyphrases" in result.output and "Fuzzy-join" in result.output
 
 
 #: Commands whose `--help` loads neither torch, spaCy nor scikit-learn (the rest define
@@ -39,14 +50,7 @@ LIGHT_HELP = ("models", "quantize", "export", "encode", "eval", "neighbors", "pa
 
 
 def test_light_commands_help_imports_no_heavy_library() -> None:
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom phrasekit.cli import app\n"
-            f"for name in {LIGHT_HELP!r}:\n"
-            "    r = CliRunner().invoke(app, [*name.split(), '--help'])\n"
-            "    assert r.exit_code == 0 and 'Example' in r.output, (name, r.output)\n"
-            "print(sorted(m for m in ('torch', 'spacy', 'sklearn') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "[]"
+    assert heavy_modules_after_help(*LIGHT_HELP) == []
 
 
 def test_version() -> None:
