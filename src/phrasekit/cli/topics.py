@@ -16,6 +16,7 @@ from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
     Device,
+    JsonFlag,
     Quiet,
     VectorCache,
     Verbose,
@@ -431,8 +432,7 @@ def facets_cmd(
         "--sentence", help="Use the sentence-level model (the default is the phrase "
                            "model).")] = False,
     n: Annotated[int, typer.Option("-n", help="Nearest words listed per facet.")] = 5,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print JSON instead of the table.")] = False,
+    as_json: JsonFlag = False,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,

@@ -13,6 +13,7 @@ import typer
 from phrasekit.cli.common import (
     BadInputError,
     Device,
+    JsonFlag,
     Quiet,
     VectorCache,
     Verbose,
@@ -83,8 +84,7 @@ def search_cmd(
     model_dir: ModelDir,
     query: Annotated[str, typer.Argument(metavar="QUERY", help="A word, phrase or sentence.")],
     k: Annotated[int, typer.Option("-k", help="Topics listed, best first.")] = 5,
-    as_json: Annotated[bool, typer.Option(
-        "--json", help="Print JSON instead of the table.")] = False,
+    as_json: JsonFlag = False,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
