@@ -68,21 +68,26 @@ def register(
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto")
 
 
+def _at_precision(model: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``precision`` resolved (``auto`` -> this CPU's choice) and the encoder
+    named after it (``minilm``, ``minilm@bf16``), so vectors of two precisions never share a
+    cache or an index."""
+    precision = encoders.resolve_precision(kwargs.get("precision", "fp32"))
+    name = model if precision == "fp32" else f"{model}@{precision}"
+    return {**kwargs, "precision": precision, "name": kwargs.get("name", name)}
+
+
 @register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling",
           precisions=TRANSFORMER_PRECISIONS)
 def _minilm(**kwargs: Any) -> Encoder:
-    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
-    kwargs.setdefault("name", "minilm" if precision == "fp32" else f"minilm@{precision}")
-    return encoders.TransformerEncoder(minilm_path(), **kwargs)
+    return encoders.TransformerEncoder(minilm_path(), **_at_precision("minilm", kwargs))
 
 
 @register("mpnet", "all-mpnet-base-v2 (768d, 110M; extra: phrasekit[mpnet]), mean pooling; "
                    "PEARL's distillation teacher", installed=mpnet_installed,
           precisions=TRANSFORMER_PRECISIONS)
 def _mpnet(**kwargs: Any) -> Encoder:
-    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
-    kwargs.setdefault("name", "mpnet" if precision == "fp32" else f"mpnet@{precision}")
-    return encoders.TransformerEncoder(mpnet_path(), **kwargs)
+    return encoders.TransformerEncoder(mpnet_path(), **_at_precision("mpnet", kwargs))
 
 
 @register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
@@ -142,9 +147,7 @@ def _require_packaged(name: str, train_command: str) -> Path:
           precisions=("fp32", "bf16", "auto"))
 def _pearl_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PEARL_MINILM, "phrasekit train pearl")
-    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
-    name = PEARL_MINILM if precision == "fp32" else f"{PEARL_MINILM}@{precision}"
-    return encoders.PearlEncoder.from_pretrained(path, name=name, **kwargs)
+    return encoders.PearlEncoder.from_pretrained(path, **_at_precision(PEARL_MINILM, kwargs))
 
 
 UCTOPIC_MINILM = "uctopic-minilm"
@@ -166,9 +169,7 @@ PHRASE_BERT_MINILM = "phrase-bert-minilm"
           precisions=("fp32", "bf16", "auto"))
 def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
-    precision = kwargs["precision"] = encoders.resolve_precision(kwargs.get("precision", "fp32"))
-    name = PHRASE_BERT_MINILM if precision == "fp32" else f"{PHRASE_BERT_MINILM}@{precision}"
-    return encoders.load_phrase_bert(path, name=name, **kwargs)
+    return encoders.load_phrase_bert(path, **_at_precision(PHRASE_BERT_MINILM, kwargs))
 
 
 def _register_facet_models() -> None:
