@@ -381,3 +381,25 @@ def test_inspec_dev_sample_in_sane_range(shared_corpora, extractor) -> None:
     assert 20.0 < m["F1@10"] < 60.0
     assert 15.0 < m["F1@5"] < 60.0
     assert np.isfinite(m["seconds"])
+
+
+def test_cli_default_model_is_minilm_at_precision_auto(tmp_path, monkeypatch) -> None:
+    """`keyphrases` with no -m uses the documents default (MiniLM, bf16 only where the CPU has
+    it), like `topics`; -m keeps what the user named."""
+    import phrasekit.cli.keyphrases as cli_kp
+    from phrasekit.registry import DOCUMENTS_MODEL
+
+    seen: list[object] = []
+
+    class Spy(KeyphraseExtractor):
+        def __init__(self, encoder="minilm", **kw):
+            seen.append(encoder)
+            super().__init__(encoder, **kw)
+
+    monkeypatch.setattr(cli_kp, "KeyphraseExtractor", Spy)
+    corpus = _corpus(tmp_path, [ROBOT])
+    for extra in ([], ["-m", "minilm"]):
+        res = runner.invoke(app, ["keyphrases", str(corpus), "-n", "2", "--quiet",
+                                  "--threads", "1", "--no-cache", *extra])
+        assert res.exit_code == 0, res.output
+    assert seen[0] == DOCUMENTS_MODEL == "minilm@auto" and "minilm" in seen

@@ -30,7 +30,7 @@ from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
 from phrasekit.pipeline import sharded_keyphrases
-from phrasekit.registry import TOPICS_MODEL
+from phrasekit.registry import DOCUMENTS_MODEL
 from phrasekit.tables import STDOUT, is_stdout, write_table
 
 app = typer.Typer()
@@ -83,7 +83,7 @@ def keyphrases_cmd(
                             ".parquet, .csv or .tsv; default (or -): JSON lines on stdout.")
     ] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
-    model: ModelOpt = TOPICS_MODEL,
+    model: ModelOpt = DOCUMENTS_MODEL,
     diversity: Annotated[float | None, typer.Option(
         help="MMR diversity in [0, 1]: weight against choosing a phrase similar to those "
              f"already chosen (0: plain ranking by score; default {_KP_DEFAULTS['diversity']}, "
