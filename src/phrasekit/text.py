@@ -105,3 +105,20 @@ def stop_words() -> frozenset[str]:
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(w.lower().replace("\u2019", "'") for w in STOP_WORDS)
+
+
+def snippet(text: str, max_chars: int = 240) -> str:
+    """The start of ``text`` on one line, cut at a word boundary, with "…" when cut.
+
+    A short first line (a title) is set off from the rest with " — ".
+    """
+    head, sep, rest = text.strip().partition("\n")
+    if sep and rest.strip() and len(head) <= 150 and head.strip()[-1:] not in ".:;,":
+        text = f"{head.strip()} — {rest}"
+    flat = " ".join(text.split())
+    if len(flat) <= max_chars:
+        return flat
+    cut = flat.rfind(" ", 0, max_chars)
+    if cut < max_chars // 2:
+        cut = max_chars
+    return flat[:cut].rstrip(" ,;:") + "…"

@@ -16,6 +16,7 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.io import Document, iter_known_documents, write_json, write_text
 from phrasekit.phrases import PhraseExtractor, as_documents
 from phrasekit.tables import write_parquet
+from phrasekit.text import snippet
 from phrasekit.topics.documents import DocumentTopicModel
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
@@ -30,23 +31,6 @@ FORMAT_VERSION = 2
 
 #: How many generic terms (most frequent first) topics.json / topics.md list.
 N_GENERIC_LISTED = 30
-
-
-def snippet(text: str, max_chars: int = 240) -> str:
-    """The start of ``text`` on one line, cut at a word boundary, with "…" when cut.
-
-    A short first line (a title) is set off from the rest with " — ".
-    """
-    head, sep, rest = text.strip().partition("\n")
-    if sep and rest.strip() and len(head) <= 150 and head.strip()[-1:] not in ".:;,":
-        text = f"{head.strip()} — {rest}"
-    flat = " ".join(text.split())
-    if len(flat) <= max_chars:
-        return flat
-    cut = flat.rfind(" ", 0, max_chars)
-    if cut < max_chars // 2:
-        cut = max_chars
-    return flat[:cut].rstrip(" ,;:") + "…"
 
 
 def _typical_texts(model: DocumentTopicModel | PhraseTopicModel,
@@ -303,7 +287,7 @@ def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: 
         write_json(tmp / "topics.json", data, rows=rows)
         write_text(tmp / "topics.md", markdown)
         if report:
-            write_report(model, documents, data, tmp / "report.html", title=title)
+            write_report(model, documents, data, tmp / "report.html", title=title, tables=tables)
     logger.info("wrote %s", ", ".join(str(p) for p in paths.values()))
     return paths
 

@@ -2,8 +2,10 @@
 
 The page holds its data as embedded JSON and draws everything with a few lines of plain
 JavaScript and SVG (no network at view time, no JS library): the run's metrics, an overview of
-the topics (size, top words and phrases, typical documents), a 2-D map of the topics' terms
-(t-SNE of their embeddings) coloured by topic with hover labels, and one section per topic.
+the topics (size, top words and phrases, typical documents), the views of ``report_views``
+(intertopic distance map, term bars, hierarchy, shares over time and per class, document map;
+their script and style are package data), a 2-D map of the topics' terms (t-SNE of their
+embeddings) coloured by topic with hover labels, and one section per topic.
 
 Works for every topic model: ``DocumentTopicModel`` (``--method documents``, where the map
 shows each topic's listed terms, embedded for the map), ``PhraseTopicModel`` (``--method
@@ -24,7 +26,6 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
-from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, write_text
 from phrasekit.phrases import as_documents
 from phrasekit.text import TokenDocs, texts_digest, tokenize
@@ -37,6 +38,7 @@ from phrasekit.topics.metrics import (
 )
 from phrasekit.topics.model import PhraseTopicModel
 from phrasekit.topics.pntm import PNTM
+from phrasekit.topics.report_views import project_2d, report_views, view_assets
 from phrasekit.topics.uctopic import UCTopicModel
 
 TopicModel = DocumentTopicModel | PhraseTopicModel | PNTM | UCTopicModel
@@ -48,33 +50,6 @@ MAX_MAP_POINTS = 1000
 
 
 # ---------------------------------------------------------------- map
-def project_2d(X: np.ndarray, random_state: int = 0) -> np.ndarray:
-    """2-D coordinates in [0, 1] of the rows of ``X``: t-SNE (cosine) after PCA to at most 50
-    dimensions; PCA alone for fewer than 10 rows."""
-    X = np.asarray(X, dtype=np.float64)
-    n = len(X)
-    if n == 0:
-        return np.zeros((0, 2))
-    if n < 3:
-        return np.array([[0.5, 0.5], [0.25, 0.75]])[:n]
-    from sklearn.decomposition import PCA
-
-    X = l2_normalize(X, np.float64)
-    dims = min(50, X.shape[1], n - 1)
-    Z = PCA(n_components=dims, random_state=random_state).fit_transform(X)
-    if n >= 10:
-        from sklearn.manifold import TSNE
-
-        perplexity = float(min(30.0, max(2.0, (n - 1) / 3)))
-        Z = TSNE(n_components=2, perplexity=perplexity, init="pca", metric="cosine",
-                 max_iter=500, random_state=random_state).fit_transform(Z)
-    Z = Z[:, :2]
-    if Z.shape[1] < 2:
-        Z = np.hstack([Z, np.zeros((n, 2 - Z.shape[1]))])
-    lo, hi = Z.min(axis=0), Z.max(axis=0)
-    return (Z - lo) / np.where(hi - lo > 0, hi - lo, 1.0)
-
-
 def _pick(scores: np.ndarray, labels: np.ndarray, k: int, max_points: int) -> np.ndarray:
     """Indices of the best-scoring terms of each topic, at most ``max_points`` in all."""
     per_topic = max(5, max_points // max(k, 1))
@@ -192,9 +167,10 @@ def _json_for_script(obj: Any) -> str:
 
 
 def render_report(data: dict[str, Any], points: Sequence[dict[str, Any]],
-                  metrics: dict[str, Any] | None = None, title: str = "Topics") -> str:
+                  metrics: dict[str, Any] | None = None, title: str = "Topics",
+                  views: dict[str, Any] | None = None) -> str:
     """The HTML page for a ``topics.json`` dict (``topics_to_dict`` / ``pntm_to_dict``), the
-    map ``points`` and the run's ``metrics``."""
+    map ``points``, the run's ``metrics`` and the ``views`` (``report_views``)."""
     payload = {
         "title": title,
         "generated": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -202,8 +178,11 @@ def render_report(data: dict[str, Any], points: Sequence[dict[str, Any]],
         "topics": data["topics"],
         "points": list(points),
         "metrics": metrics or {},
+        "views": views or {},
     }
-    return _page_template().render(title=title, css=Markup(_CSS), js=Markup(_JS),
+    views_js, views_css = view_assets()
+    return _page_template().render(title=title, css=Markup(_CSS + views_css), js=Markup(_JS),
+                                   views_js=Markup(views_js),
                                    data=Markup(_json_for_script(payload)))
 
 
@@ -217,14 +196,17 @@ def _page_template() -> jinja2.Template:
 
 def write_report(model: TopicModel, docs: Iterable[Document | str],
                  data: dict[str, Any], path: str | Path, title: str | None = None,
-                 max_points: int = MAX_MAP_POINTS) -> Path:
-    """Compute the map and metrics of a fitted model and write ``report.html`` atomically.
-    ``docs`` is read only where the metrics need the corpus (``corpus_tokens``)."""
-    points = map_points(model, max_points=max_points,
-                        random_state=int(getattr(model, "random_state", 0) or 0))
+                 max_points: int = MAX_MAP_POINTS,
+                 tables: dict[str, list[dict[str, Any]]] | None = None) -> Path:
+    """Compute the map, metrics and views of a fitted model and write ``report.html``
+    atomically. ``docs`` is read where the metrics need the corpus (``corpus_tokens``) and for
+    the document map's snippets; ``tables``: the run's slice tables (``SliceFields.tables``)."""
+    seed = int(getattr(model, "random_state", 0) or 0)
+    points = map_points(model, max_points=max_points, random_state=seed)
     metrics = run_metrics(model, docs)
+    views = report_views(model, docs, tables, random_state=seed)
     path = Path(path)
-    write_text(path, render_report(data, points, metrics, title or "Topics"))
+    write_text(path, render_report(data, points, metrics, title or "Topics", views))
     logger.info("wrote %s (%d map points)", path, len(points))
     return path
 
@@ -246,6 +228,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <table id="topic-list"><thead><tr><th>#</th><th>topic</th><th>docs</th>
 <th>top words</th><th>top phrases</th><th>NPMI</th></tr></thead><tbody></tbody></table>
 </section>
+<div id="views"></div>
 <section id="map-section"><h2>Map of terms</h2>
 <p class="hint">Each point is one of a topic's best terms (circles: words, squares: multi-word
 phrases), placed by t-SNE of its embedding and coloured by topic. Hover for the term.</p>
@@ -258,6 +241,7 @@ aria-label="2-D map of terms coloured by topic"></svg><div id="tip" hidden></div
 <footer>Made by phrasekit. Self-contained: data and code are in this file.</footer>
 <script type="application/json" id="report-data">{{ data }}</script>
 <script>{{ js }}</script>
+<script>{{ views_js }}</script>
 </body>
 </html>
 """
@@ -470,6 +454,6 @@ _JS = r"""
     }
     box.append(dl); sec.append(box);
   }
-  document.body.setAttribute("data-rendered", "true");
+  window.phrasekitReport = {D: D, colour: colour, el: el, fmt: fmt, focus: focus};
 })();
 """
