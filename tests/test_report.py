@@ -395,6 +395,11 @@ def test_report_views_in_browser(documents_report: Path, documents_model: Docume
     under, text = _hover_tip(browser, "#hierarchy circle")
     row = next(r for r in views["hierarchy"]["rows"] if r["id"] == int(under["node"]))
     assert row["label"] in text
+    for selector, key, table in (("#over-time circle", "timestamp", views["over_time"]),
+                                 ("#per-class rect", "class", views["per_class"])):
+        under, text = _hover_tip(browser, selector)
+        row = table[int(under["row"])]
+        assert text.startswith(row[key]) and ", ".join(row["terms"]) in text
     _assert_clean_load(browser)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report_views.png"

@@ -175,6 +175,13 @@
     s.append(svg);
   }
 
+  // the hover text of a slice table's mark: the slice, the topic, its count and its terms
+  const sliceTip = (rows, mark, key) => {
+    const r = mark.dataset ? rows[mark.dataset.row] : undefined;
+    return r ? r[key] + " \u00b7 " + topicName(r.topic) + " \u2014 " + r.frequency +
+      " documents (" + pct(r.share) + "); terms: " + r.terms.join(", ") : null;
+  };
+
   // ---- topic shares over time
   function overTime() {
     const rows = V.over_time || [];
@@ -198,6 +205,7 @@
       svg.append(svgEl("text", {x: X(i), y: H - B + 14, "text-anchor": "end", class: "tick",
         transform: "rotate(-35 " + X(i) + " " + (H - B + 14) + ")"}, b));
     });
+    const dots = svgEl("g");  // drawn over every line
     for (const t of topics) {
       const xy = bins.map((b, i) => {
         const r = rows[at[t + "|" + b]];
@@ -207,15 +215,12 @@
         stroke: colourOf(t), class: "series"}));
       bins.forEach((b, i) => {
         if (at[t + "|" + b] === undefined) return;
-        svg.append(svgEl("circle", {cx: xy[i][0], cy: xy[i][1], r: 3.5, fill: colourOf(t),
+        dots.append(svgEl("circle", {cx: xy[i][0], cy: xy[i][1], r: 3.5, fill: colourOf(t),
           "data-row": at[t + "|" + b]}));
       });
     }
-    hover(svg, n => {
-      const r = n.dataset ? rows[n.dataset.row] : undefined;
-      return r ? r.timestamp + " \u00b7 " + topicName(r.topic) + " \u2014 " + r.frequency +
-        " documents (" + pct(r.share) + "); terms: " + r.terms.join(", ") : null;
-    });
+    svg.append(dots);
+    hover(svg, n => sliceTip(rows, n, "timestamp"));
     s.append(svg);
   }
 
@@ -247,11 +252,7 @@
         pct(f)));
     }
     svg.append(g);
-    hover(svg, n => {
-      const r = n.dataset ? rows[n.dataset.row] : undefined;
-      return r ? r["class"] + " \u00b7 " + topicName(r.topic) + " \u2014 " + r.frequency +
-        " documents (" + pct(r.share) + "); terms: " + r.terms.join(", ") : null;
-    });
+    hover(svg, n => sliceTip(rows, n, "class"));
     s.append(svg);
   }
 
