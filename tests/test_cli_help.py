@@ -43,10 +43,11 @@ def test_root_help_imports_no_command_module() -> None:
     assert "keyphrases" in result.output and "Fuzzy-join" in result.output
 
 
-#: Commands whose `--help` loads neither torch, spaCy nor scikit-learn (the rest define
-#: options from training configs or topic classes that import them).
+#: Commands whose `--help` loads neither torch, spaCy nor scikit-learn (`train` defines its
+#: options from training configs that import them).
 LIGHT_HELP = ("models", "quantize", "export", "encode", "eval", "neighbors", "pairs", "join",
-              "index build", "index query")
+              "index build", "index query", "phrases", "mentions", "topics", "keyphrases",
+              "facets", "topics apply", "topics search")
 
 
 def test_light_commands_help_imports_no_heavy_library() -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import click
-import torch
 import typer
 from typer.core import TyperCommand
 
@@ -30,7 +29,6 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
-from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
 from phrasekit.io import VECTOR_DTYPES, StreamedCorpus, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.pipeline import LocalEngine, ShardedExtractor
@@ -44,18 +42,6 @@ from phrasekit.registry import (
     check_model_name,
     load,
 )
-from phrasekit.topics import (
-    DocumentTopicModel,
-    UCTopicModel,
-    check_topics_out,
-    format_timings,
-    run_pntm,
-    run_topics,
-    run_uctopic,
-)
-from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
-from phrasekit.topics.slices import check_bins
-from phrasekit.training.uctopic_ccl import LABEL_VIEWS
 
 app = typer.Typer()
 
@@ -135,6 +121,7 @@ SHARDED_METHODS = ("documents", "clusters", "pntm")
 def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
     """The encoder and the phrase extractor of topic ``method`` (documents, clusters, pntm),
     sharded over the run's engine."""
+    from phrasekit.topics import DocumentTopicModel
     base = DocumentTopicModel().phrase_extractor() if method == "documents" \
         else PhraseExtractor()
     return {"model": encoder_for(run, model), "extractor": extractor_for(run, base)}
@@ -237,6 +224,8 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
                          caches: tuple[Path | None, ...] = (),
                          run: dict[str, Any] | None = None) -> None:
     """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
+    from phrasekit.topics import check_topics_out
+    from phrasekit.training.uctopic_ccl import LABEL_VIEWS
     if method not in METHODS:
         raise BadInputError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if run and (run["engine"] != "local" or run["work_dir"] is not None) \
@@ -268,6 +257,7 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
 
 def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
     """``--save-model``: the documents method, a folder that is no input and may be written."""
+    from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
     if save_model is not None:
         if method != "documents":
             raise BadInputError(f"--save-model saves the documents method, not {method}")
@@ -279,6 +269,7 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
                   time_bins: str) -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
+    from phrasekit.topics.slices import check_bins
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")
@@ -294,6 +285,7 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
 
 def set_threads(threads: int | None) -> None:
     """``--threads``: torch's intra-op threads (None: leave torch's own setting)."""
+    import torch
     if threads is not None:
         if threads < 1:
             raise BadInputError(f"--threads must be at least 1, got {threads}")
@@ -309,6 +301,7 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     """Run one method with its defaults filled in: (number of topics, model, written paths).
     ``ccl``: (steps, max instances, label view); ``run``: the engine and shard store for the
     sharded stages (None: in-process); ``fit_docs``: the documents method's sample size."""
+    from phrasekit.topics import UCTopicModel, run_pntm, run_topics, run_uctopic
     default = {"ccl": CCL_MODEL, "documents": DOCUMENTS_MODEL}.get(method, TOPICS_MODEL)
     common = {**common, "model": model or default}
     if run is not None:
@@ -396,6 +389,7 @@ def topics_cmd(
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
               phrasekit topics reviews.jsonl --method ccl --out runs/ccl
     """
+    from phrasekit.topics import format_timings
     cache_dir = vector_cache(cache_dir, cache)
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
@@ -442,6 +436,7 @@ def facets_cmd(
     Example: phrasekit facets "real property" -k 3
              phrasekit facets "the central bank raised interest rates" --sentence -k 10
     """
+    from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
     if n < 1:
         raise BadInputError(f"-n must be at least 1, got {n}")
     if any(not t.strip() for t in texts):
