@@ -132,6 +132,7 @@ def test_hub_id_only_from_the_local_cache() -> None:
 
 
 def test_export_to_sentence_transformers(tmp_path) -> None:
+    import yaml
     from sentence_transformers import SentenceTransformer
     from typer.testing import CliRunner
 
@@ -144,6 +145,11 @@ def test_export_to_sentence_transformers(tmp_path) -> None:
     theirs = SentenceTransformer(str(out), device="cpu").encode(texts)
     ours = phrasekit.load("phrase-bert-minilm").encode(texts)
     assert (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    card = (out / "README.md").read_text(encoding="utf-8")
+    front = yaml.safe_load(card.split("---")[1])
+    assert front["license"] == "apache-2.0" and front["library_name"] == "sentence-transformers"
+    assert front["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "| bird | turney |" in card and "| 68.2 | 53.2 |" in card
     refused = CliRunner().invoke(app, ["export", "pearl-minilm", "--out", str(tmp_path / "p")])
     assert refused.exit_code == 2 and "character CNN" in refused.output
     assert not (tmp_path / "p").exists()

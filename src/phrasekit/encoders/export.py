@@ -2,8 +2,9 @@
 mpnet, Phrase-BERT with its trained weights, a transformer folder) written as a standard
 sentence-transformers folder (Transformer, mean Pooling, Normalize; safetensors), which
 ``SentenceTransformer(folder)``, ``AutoModel.from_pretrained(folder)``, KeyBERT and BERTopic
-load as any other. Models with parts those standard modules cannot hold (PEARL's character
-CNN, facet codebooks, SubTST's topic features) are refused with the reason."""
+load as any other, with a model card (license, base model, benchmark row). Models with parts
+those standard modules cannot hold (PEARL's character CNN, facet codebooks, SubTST's topic
+features) are refused with the reason."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from phrasekit.artifacts import staged_folder
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.model_card import model_card
 
 #: The artefact kind of an exported folder (its manifest lets an export replace an export).
 EXPORT_KIND = "phrasekit-sentence-transformers-export"
@@ -39,4 +41,6 @@ def export_sentence_transformers(encoder: Encoder, out: str | Path) -> Path:
         pool = models.Pooling(encoder.dim, pooling_mode="mean")
         SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu").save(
             str(tmp))
+        card = model_card(encoder.name, encoder.dim, encoder.max_seq_length)
+        (Path(tmp) / "README.md").write_text(card, encoding="utf-8")
     return Path(out)
