@@ -403,3 +403,23 @@ def test_cli_default_model_is_minilm_at_precision_auto(tmp_path, monkeypatch) ->
                                   "--threads", "1", "--no-cache", *extra])
         assert res.exit_code == 0, res.output
     assert seen[0] == DOCUMENTS_MODEL == "minilm@auto" and "minilm" in seen
+
+
+def test_cli_reads_stdin(tmp_path) -> None:
+    """CORPUS `-`: JSON lines (ids kept) or one document per line; errors name stdin:LINE."""
+    jsonl = json.dumps({"id": "svm", "text": SVM_IDS}) + "\n\n" + json.dumps(
+        {"id": "robot", "text": ROBOT}) + "\n"
+    res = runner.invoke(app, ["keyphrases", "-", "-n", "2", "--quiet", "--no-cache"],
+                        input=jsonl)
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(x) for x in res.stdout.strip().splitlines()]
+    assert [r["id"] for r in recs] == ["svm", "robot"]
+    assert all(len(r["keyphrases"]) == 2 for r in recs)
+    plain = runner.invoke(app, ["keyphrases", "-", "-n", "1", "--quiet", "--no-cache"],
+                          input=SVM_IDS.replace("\n", " ") + "\n")
+    assert plain.exit_code == 0 and json.loads(plain.stdout.splitlines()[-1])["id"] == "0"
+    dup = runner.invoke(app, ["keyphrases", "-", "--quiet"],
+                        input='{"id": "a", "text": "x y"}\n{"id": "a", "text": "z"}\n')
+    assert dup.exit_code == 2 and "stdin:2: duplicate document id 'a'" in dup.output
+    empty = runner.invoke(app, ["keyphrases", "-", "--quiet"], input="\n")
+    assert empty.exit_code == 2 and "stdin: no document" in empty.output

@@ -402,29 +402,35 @@ def _corpus_files(path: Path) -> tuple[list[Path], str]:
 def _text_batches(path: Path, is_jsonl: bool, text_field: str, id_field: str,
                   batch_size: int) -> Iterator[list[Document]]:
     """Documents of a JSONL or plain-text file (one per non-empty line), in batches."""
-    batch: list[Document] = []
-    n = 0
-    first_line: dict[str, int] = {}
     try:
         with _open_text(path) as fh:
-            for lineno, line in enumerate(fh, start=1):
-                line = line.strip()
-                if not line:
-                    continue
-                doc = _parse_jsonl_line(path, lineno, line, text_field, id_field) if is_jsonl \
-                    else Document(id=str(n), text=line, meta={})
-                if first_line.setdefault(doc.id, lineno) != lineno:
-                    raise CorpusError(f"{path}:{lineno}: duplicate document id {doc.id!r} "
-                                      f"(first on line {first_line[doc.id]})")
-                batch.append(doc)
-                n += 1
-                if len(batch) == batch_size:
-                    yield batch
-                    batch = []
+            yield from line_documents(fh, str(path), is_jsonl, text_field, id_field, batch_size)
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path}: not valid UTF-8 ({exc})") from exc
     except (OSError, EOFError, zlib.error) as exc:
         raise CorpusError(f"{path}: cannot read ({exc})") from exc
+
+
+def line_documents(lines: Iterable[str], name: str, is_jsonl: bool, text_field: str = "text",
+                   id_field: str = "id", batch_size: int = READ_BATCH
+                   ) -> Iterator[list[Document]]:
+    """Documents of JSONL or plain-text ``lines`` (one per non-empty line) in batches; errors
+    name ``name`` (a file, or ``stdin``) and the line."""
+    batch: list[Document] = []
+    first_line: dict[str, int] = {}
+    for lineno, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line:
+            continue
+        doc = _parse_jsonl_line(name, lineno, line, text_field, id_field) if is_jsonl \
+            else Document(id=str(len(first_line)), text=line, meta={})
+        if first_line.setdefault(doc.id, lineno) != lineno:
+            raise CorpusError(f"{name}:{lineno}: duplicate document id {doc.id!r} "
+                              f"(first on line {first_line[doc.id]})")
+        batch.append(doc)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
     if batch:
         yield batch
 
@@ -465,7 +471,7 @@ def _parquet_batches(files: list[Path], text_field: str, id_field: str, batch_si
 
 
 def _parse_jsonl_line(
-    path: Path, lineno: int, line: str, text_field: str, id_field: str
+    path: str | Path, lineno: int, line: str, text_field: str, id_field: str
 ) -> Document:
     try:
         obj = json_loads(line)

@@ -20,11 +20,12 @@ from phrasekit.cli.common import (
     check_out_format,
     command,
     resolve_workers,
+    stdin_corpus,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
 from phrasekit.cli.options import with_config
-from phrasekit.cli.topics import CorpusArg, TextField, set_threads
+from phrasekit.cli.topics import TextField, set_threads
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
 from phrasekit.io import Document, read_corpus
@@ -73,10 +74,29 @@ def write_keyphrases(out: Path | str, fmt: str, ids: list[str], results: list[Ke
 KEYPHRASE_WRITES = (".jsonl", ".parquet", ".pq", ".csv", ".tsv")
 
 
+def read_documents(corpus: str, text_field: str, split: str | None) -> list[Document]:
+    """The documents of CORPUS (``-``: stdin), of ``split`` when given; empty texts refused."""
+    docs = stdin_corpus(text_field) if is_stdout(corpus) else \
+        read_corpus(resolve_corpus(corpus), text_field=text_field)
+    if split is not None:
+        present = sorted({str(d.meta.get("split")) for d in docs})
+        docs = [d for d in docs if d.meta.get("split") == split]
+        if not docs:
+            raise BadInputError(f"no document has split {split!r} (splits present: "
+                                f"{', '.join(present)})")
+    for d in docs:
+        if not d.text.strip():
+            raise BadInputError(f"document {d.id!r} has an empty {text_field!r}")
+    return docs
+
+
 @command(app, "keyphrases", out="stream")
 @with_config(run=ENGINE_OPTIONS)
 def keyphrases_cmd(
-    corpus: CorpusArg,
+    corpus: Annotated[str, typer.Argument(
+        metavar="CORPUS", help="JSONL(.gz) / Parquet / text corpus, a folder with "
+        "documents.jsonl or Parquet shards, `sample`, or - for stdin (JSON lines, or one "
+        "document per line).")],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per "
                             "document), or a flat table of id, rank, phrase, score as "
@@ -127,16 +147,7 @@ def keyphrases_cmd(
     if suppress_nested is not None:
         options["suppress_nested"] = suppress_nested
     extractor = KeyphraseExtractor(**options)  # validates before the corpus is read
-    docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
-    if split is not None:
-        present = sorted({str(d.meta.get("split")) for d in docs})
-        docs = [d for d in docs if d.meta.get("split") == split]
-        if not docs:
-            raise BadInputError(f"no document has split {split!r} (splits present: "
-                                f"{', '.join(present)})")
-    for d in docs:
-        if not d.text.strip():
-            raise BadInputError(f"document {d.id!r} has an empty {text_field!r}")
+    docs = read_documents(corpus, text_field, split)
     golds = gold_of(docs, gold_field) if gold_field is not None else None
     if golds is not None:  # score at 5 and 10 even when fewer are written
         extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))

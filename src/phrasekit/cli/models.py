@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +20,7 @@ from phrasekit.cli.common import (
     command,
     echo_json,
     logger,
+    stdin_lines,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -120,24 +120,6 @@ def export_cmd(
 
 #: What `encode` writes, by the output's suffix (`-`: JSON lines on stdout).
 ENCODE_WRITES = (".npy", ".parquet", ".pq", ".jsonl")
-
-
-def stdin_lines(skip_blank: bool) -> list[str]:
-    """The lines of standard input (UTF-8), stripped, as ``io.iter_lines`` reads a file: a
-    blank line is refused, naming it, unless ``skip_blank``."""
-    try:
-        text = sys.stdin.buffer.read().decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise BadInputError(f"stdin: not valid UTF-8 ({exc})") from None
-    lines = [line.strip() for line in text.removesuffix("\n").split("\n")] if text else []
-    blank = [i for i, line in enumerate(lines, start=1) if not line]
-    if blank and not skip_blank:
-        raise BadInputError(f"stdin:{blank[0]}: blank line (every line must hold a text; "
-                            "--skip-blank drops them)")
-    kept = [line for line in lines if line]
-    if not kept:
-        raise BadInputError("stdin: no lines to read")
-    return kept
 
 
 def encode_input(input_file: Path, column: str | None, skip_blank: bool
