@@ -290,6 +290,33 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
 
 
 # ---------------------------------------------------------------------- the fit subprocess
+def bertopic_model(seed: int, min_df: int = 1, keybert: bool = False) -> Any:
+    """BERTopic as the protocol runs it: the packaged MiniLM, seeded UMAP, HDBSCAN with
+    ``min_cluster_size=10``, c-TF-IDF over 1-3-grams (``keybert``: KeyBERTInspired on top)."""
+    from bertopic import BERTopic
+    from bertopic.representation import KeyBERTInspired
+    from hdbscan import HDBSCAN
+    from sentence_transformers import SentenceTransformer
+    from sklearn.feature_extraction.text import CountVectorizer
+    from umap import UMAP
+
+    from phrasekit.models.backbones import minilm_path
+
+    return BERTopic(
+        embedding_model=SentenceTransformer(str(minilm_path()), device="cpu"),
+        umap_model=UMAP(n_neighbors=15, n_components=5, min_dist=0.0, metric="cosine",
+                        low_memory=False, random_state=seed),
+        hdbscan_model=HDBSCAN(min_cluster_size=10, metric="euclidean",
+                              cluster_selection_method="eom", prediction_data=True,
+                              core_dist_n_jobs=1),
+        vectorizer_model=CountVectorizer(ngram_range=(1, 3), stop_words="english",
+                                         min_df=min_df),
+        representation_model=KeyBERTInspired() if keybert else None,
+        top_n_words=TOP_N,
+        verbose=True,
+    )
+
+
 def _rss_mb() -> float:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -334,29 +361,8 @@ def worker(spec_path: str) -> None:
     details: dict[str, Any] = {}
 
     if method in BERTOPIC:
-        from bertopic import BERTopic
-        from bertopic.representation import KeyBERTInspired
-        from hdbscan import HDBSCAN
-        from sentence_transformers import SentenceTransformer
-        from sklearn.feature_extraction.text import CountVectorizer
-        from umap import UMAP
-
-        from phrasekit.models.backbones import minilm_path
-
         embeddings = np.load(folder / "docs.npy")
-        model = BERTopic(
-            embedding_model=SentenceTransformer(str(minilm_path()), device="cpu"),
-            umap_model=UMAP(n_neighbors=15, n_components=5, min_dist=0.0, metric="cosine",
-                            low_memory=False, random_state=seed),
-            hdbscan_model=HDBSCAN(min_cluster_size=10, metric="euclidean",
-                                  cluster_selection_method="eom", prediction_data=True,
-                                  core_dist_n_jobs=1),
-            vectorizer_model=CountVectorizer(ngram_range=(1, 3), stop_words="english",
-                                             min_df=spec["bertopic_min_df"]),
-            representation_model=KeyBERTInspired() if method == "bertopic_kbi" else None,
-            top_n_words=TOP_N,
-            verbose=True,
-        )
+        model = bertopic_model(seed, spec["bertopic_min_df"], method == "bertopic_kbi")
 
         def fit() -> tuple[list[int], list[list[str]]]:
             labels, _ = model.fit_transform(texts, embeddings=embeddings)
