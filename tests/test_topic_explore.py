@@ -96,3 +96,16 @@ def test_cli_saves_the_model_it_fitted(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     back = DocumentTopicModel.load(tmp_path / "model")
     assert back.n_topics_ == 4 and len(back.doc_ids_) == 80
+
+
+def test_a_registered_encoder_is_saved_by_its_name_with_precision() -> None:
+    """``run_topics`` (and the CLI) fit with a loaded ``minilm@auto``: its folder alone would be
+    loaded back at fp32 and refused, so the saved spec is the name with its precision."""
+    from types import SimpleNamespace
+
+    from phrasekit.topics.explore import _encoder_spec
+
+    enc = SimpleNamespace(name="minilm@bf16", model_path=Path("site-packages/minilm/model"))
+    assert _encoder_spec(SimpleNamespace(encoder=enc, encoder_=enc)) == "minilm@bf16"
+    own = SimpleNamespace(name="model", model_path=Path("runs/my-encoder"))
+    assert _encoder_spec(SimpleNamespace(encoder=own, encoder_=own)) == "runs/my-encoder"

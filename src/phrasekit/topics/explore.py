@@ -23,6 +23,7 @@ from phrasekit.artifacts import staged_folder, verify_folder
 from phrasekit.encoders.cache import encode_documents, encoder_identity
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, as_documents, atomic_write, read_json_object, write_json
+from phrasekit.registry import available_models
 from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.labels import TopicName
@@ -215,10 +216,14 @@ class TopicExplorer:
 
 
 def _encoder_spec(model: Any) -> str:
-    """How ``load`` finds the encoder again: the model name given, else the encoder's folder
-    or registered name."""
+    """How ``load`` finds the encoder again: the model name given, else the encoder's
+    registered name (``minilm@bf16``: its folder alone would load it at another precision),
+    else its folder."""
     if isinstance(model.encoder, str | Path):
         return str(model.encoder)
+    name = str(model.encoder_.name)
+    if name.partition("@")[0] in available_models():
+        return name
     folder = getattr(model.encoder_, "model_path", None)
     return str(folder) if folder is not None else str(model.encoder_.name)
 
