@@ -106,7 +106,20 @@ def part_persist(root: Path, out: Path) -> dict:
             "differ_student": int((differ & ~in_sample).sum()),
             "apply_output": run.stdout.strip(), "apply_s": round(apply_s, 1),
             "topics_json_keys_differing": sorted(k for k in set(fit_json) | set(applied)
-                                                 if fit_json.get(k) != applied.get(k))}
+                                                 if fit_json.get(k) != applied.get(k)),
+            **doc_differences(fit_json["doc_topics"], applied["doc_topics"], in_sample)}
+
+
+def doc_differences(fit: list[dict], applied: list[dict], in_sample: np.ndarray) -> dict:
+    """How many documents of ``topics.json`` differ between fit and apply: in topic, in any
+    field, and in any field among the fit's sample."""
+    if [d["id"] for d in fit] != [d["id"] for d in applied]:
+        raise RuntimeError("fit and apply list other documents")
+    other = np.array([a != b for a, b in zip(fit, applied, strict=True)])
+    topic = np.array([a["topic"] != b["topic"] for a, b in zip(fit, applied, strict=True)])
+    return {"apply_docs_topic_differs": int(topic.sum()),
+            "apply_docs_differ": int(other.sum()),
+            "apply_docs_differ_in_sample": int((other & in_sample).sum())}
 
 
 def part_reduce_and_search(root: Path, out: Path, parts: set[str]) -> dict:
@@ -234,10 +247,13 @@ def tables(res: dict) -> str:
     """Markdown tables of the parts measured."""
     lines: list[str] = []
     if p := res.get("persist"):
-        lines += ["| corpus | docs (sample) | K | transform differs (sample / student-placed) "
-                  "| `topics apply` topics.json keys differing |", "|---|---|---|---|---|",
+        lines += ["| corpus | docs (sample) | K | transform: topic differs (sample / "
+                  "student-placed) | apply: doc_topics topic differs / any field (sample) | "
+                  "apply: topics.json keys differing |", "|---|---|---|---|---|---|",
                   f"| {p['corpus']} | {p['n_docs']} ({p['n_sample']}) | {p['n_topics']} | "
                   f"{p['differ']} ({p['differ_in_sample']} / {p['differ_student']}) | "
+                  f"{p['apply_docs_topic_differs']} / {p['apply_docs_differ']} "
+                  f"({p['apply_docs_differ_in_sample']}) | "
                   f"{', '.join(p['topics_json_keys_differing']) or 'none'} |", "",
                   f"`topics apply`: {p['apply_output']}", ""]
     if rows := res.get("reduce"):
