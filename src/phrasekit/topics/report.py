@@ -240,8 +240,8 @@ aria-label="2-D map of terms coloured by topic"></svg><div id="tip" hidden></div
 </main>
 <footer>Made by phrasekit. Self-contained: data and code are in this file.</footer>
 <script type="application/json" id="report-data">{{ data }}</script>
-<script>{{ js }}</script>
-<script>{{ views_js }}</script>
+<script>{{ js }}
+{{ views_js }}</script>
 </body>
 </html>
 """
