@@ -156,3 +156,24 @@ def test_auto_precision_never_picks_bf16_without_the_cpu_flags(monkeypatch, flag
         assert transformer.resolve_precision("fp32") == "fp32"
     finally:
         transformer._auto_precision.cache_clear()
+
+
+def test_long_texts_are_batched_by_a_token_budget_on_the_cpu(minilm, monkeypatch):
+    """Batches of long texts stay under ``tokens_per_batch`` on the CPU (large activations
+    leave the caches); short texts still fill ``batch_size``; rows keep their order."""
+    sizes: list[int] = []
+    real = minilm._encode_batch
+
+    def spy(texts):
+        sizes.append(len(texts))
+        return real(texts)
+
+    monkeypatch.setattr(minilm, "_encode_batch", spy)
+    texts = [f"word{i} " + "word " * 200 for i in range(20)] + PHRASES[:7]  # ~252 tokens
+    vecs = minilm.encode(texts, batch_size=64)
+    per_batch = minilm.tokens_per_batch // 254
+    assert per_batch < 20 and sizes == [per_batch] * (27 // per_batch) + [27 % per_batch]
+    monkeypatch.setattr(minilm, "device", "cuda")  # on a GPU the batch size alone counts
+    assert [len(b) for b in minilm._batches(texts, 64, "t", False)] == [len(texts)]
+    monkeypatch.setattr(minilm, "device", "cpu")
+    np.testing.assert_allclose(vecs, minilm.encode(texts, batch_size=1), atol=1e-5)

@@ -90,6 +90,9 @@ class TransformerEncoder(Encoder):
     """
 
     default_batch_size = 128
+    #: measured on a 2-core AMD EPYC (bf16 and fp32): 8-16 windows of 150 words per batch beat
+    #: 32 by 15% and 256 by 2x; short phrases still fill a batch of 128.
+    tokens_per_batch = 2048
 
     def __init__(
         self,
