@@ -233,3 +233,19 @@ def test_sample_by_words_is_seeded_ordered_and_bounded() -> None:
     assert 200 <= words < 200 + 50
     assert sample_by_words(docs, None) == docs
     assert sample_by_words(docs, 10**6) == docs
+
+
+def test_worker_processes_find_what_one_process_finds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces parsed in worker processes (which return occurrences only) give the same
+    mentions, in the same order, as parsing in this process; shares keep the pieces' order."""
+    import phrasekit.phrases.extract as extract
+    from phrasekit.phrases.parallel import shares
+
+    docs = read_corpus(FIXTURE)[:24]
+    one = PhraseExtractor(chunker="pos", entities=False).mentions(docs)
+    monkeypatch.setattr(extract, "MIN_PIECES_PER_PROCESS", 2)
+    two = PhraseExtractor(chunker="pos", entities=False, n_process=2).mentions(docs)
+    assert two == one and sum(map(len, one)) > 50
+    pieces = [("x" * n, (n, 0)) for n in (5, 50, 5, 5, 40, 10)]
+    cut = shares(pieces, 3)
+    assert [p for s in cut for p in s] == pieces and all(cut) and len(cut) <= 3

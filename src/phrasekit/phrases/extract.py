@@ -22,6 +22,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.io import Document, as_documents
+from phrasekit.phrases.parallel import pooled_occurrences
 from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
 
 logger = logging.getLogger(__name__)
@@ -346,12 +347,24 @@ class PhraseExtractor:
         # would otherwise grow with every new word); only plain Python values leave it
         with nlp.memory_zone(), bar:
             for group, batch_size, processes in self._size_classes(pieces):
-                stream = nlp.pipe(group, as_tuples=True, batch_size=batch_size,
-                                  n_process=pipe_processes(len(group), processes))
-                for sdoc, (i, offset) in stream:
-                    found[i][offset] = self._occurrences_of(sdoc, offset, positions, strings)
+                for (i, offset), occ in self._group_occurrences(
+                        group, batch_size, processes, positions, strings):
+                    found[i][offset] = occ
                     bar.update()
         return [[m for offset in sorted(parts) for m in parts[offset]] for parts in found]
+
+    def _group_occurrences(self, group: list[tuple[str, tuple[int, int]]], batch_size: int,
+                           processes: int, positions: bool, strings: dict[str, str]
+                           ) -> Iterator[tuple[tuple[int, int], list[Any]]]:
+        """``((document row, offset), occurrences)`` of each piece of ``group``: in worker
+        processes that return occurrences only (``phrases/parallel.py``) where there are
+        enough pieces and the pipeline is loaded by name, else in this process."""
+        n = pipe_processes(len(group), processes)
+        if n > 1 and isinstance(self.spacy_model, str):
+            yield from pooled_occurrences(self, group, batch_size, n, positions, strings)
+            return
+        for sdoc, (i, offset) in self.nlp.pipe(group, as_tuples=True, batch_size=batch_size):
+            yield (i, offset), self._occurrences_of(sdoc, offset, positions, strings)
 
     def _occurrences_of(self, sdoc: Any, offset: int, positions: bool,
                         strings: dict[str, str]) -> list[Any]:
