@@ -423,3 +423,16 @@ def test_cli_reads_stdin(tmp_path) -> None:
     assert dup.exit_code == 2 and "stdin:2: duplicate document id 'a'" in dup.output
     empty = runner.invoke(app, ["keyphrases", "-", "--quiet"], input="\n")
     assert empty.exit_code == 2 and "stdin: no document" in empty.output
+
+
+def test_worker_processes_find_the_same_candidates(minilm, monkeypatch) -> None:
+    """Candidates found in worker processes (which return them, not parsed documents) equal
+    those found in this process, documents split into pieces included."""
+    import phrasekit.phrases.keyphrases as kp
+
+    texts = [SVM_IDS, ROBOT, NEURAL, INSTANTON, BRACKETS] * 2
+    texts[1] = " ".join([ROBOT] * 400)  # over spaCy's 100,000-character piece: split
+    one = KeyphraseExtractor(minilm).find_candidates(texts)
+    monkeypatch.setattr(kp, "pipe_processes", lambda n, p: p)
+    two = KeyphraseExtractor(minilm, n_process=2).find_candidates(texts)
+    assert two == one and max(one[1].counts) >= 800  # "mobile robot(s)" in both pieces

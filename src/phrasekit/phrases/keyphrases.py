@@ -90,6 +90,7 @@ from phrasekit.phrases.keyphrase_candidates import (
     surface,
     unpaired_brackets,
 )
+from phrasekit.phrases.parallel import TASKS_PER_WORKER, pooled, shares
 from phrasekit.registry import as_encoder, check_model_name
 
 logger = logging.getLogger(__name__)
@@ -257,21 +258,37 @@ class KeyphraseExtractor:
     def find_candidates(
         self, texts: Sequence[str], show_progress: bool = False
     ) -> list[DocCandidates]:
-        """Step 1-2: the grouped candidates of every text (and its embedding windows)."""
+        """Step 1-2: the grouped candidates of every text (and its embedding windows); with
+        ``n_process`` > 1, in worker processes that return the candidates only."""
         nlp = self.nlp
         limit = max(100, min(100_000, int(nlp.max_length) - 1))
         pieces: list[tuple[str, int]] = []
         for i, text in enumerate(texts):
             pieces.extend((p, i) for p in split_long_text(text, limit) if p.strip())
         out = [DocCandidates() for _ in texts]
-        index: list[dict[str, int]] = [{} for _ in texts]
-        offset = [0] * len(texts)
-        stream = nlp.pipe(pieces, as_tuples=True, batch_size=64,
-                          n_process=pipe_processes(len(pieces), self.n_process))
-        bar = tqdm(stream, total=len(pieces), desc="keyphrases[spaCy]", unit="doc",
-                   disable=not show_progress, leave=False)
-        for sdoc, i in bar:
-            offset[i] = self._add_doc(sdoc, out[i], index[i], offset[i])
+        n = pipe_processes(len(pieces), self.n_process)
+        if n > 1 and isinstance(self.spacy_model, str):
+            tasks = shares(pieces, n * TASKS_PER_WORKER, unit=lambda p: p[1])
+            done = pooled(self, tasks, KeyphraseExtractor._candidates_of, n)
+        else:
+            done = iter([self._candidates_of(pieces)])
+        with tqdm(total=len(texts), desc="keyphrases[spaCy]", unit="doc",
+                  disable=not show_progress, leave=False) as bar:
+            for found in done:
+                for i, cands in found.items():
+                    out[i] = cands
+                bar.update(len(found))
+        return out
+
+    def _candidates_of(self, pieces: list[tuple[str, int]]) -> dict[int, DocCandidates]:
+        """The candidates of the documents ``pieces`` hold (``(text, document row)``, a
+        document's pieces together and in order)."""
+        out: dict[int, DocCandidates] = {}
+        index: dict[int, dict[str, int]] = {}
+        offset: dict[int, int] = {}
+        for sdoc, i in self.nlp.pipe(pieces, as_tuples=True, batch_size=64):
+            cands = out.setdefault(i, DocCandidates())
+            offset[i] = self._add_doc(sdoc, cands, index.setdefault(i, {}), offset.get(i, 0))
         return out
 
     def _add_doc(self, sdoc, cands: DocCandidates, index: dict[str, int], offset: int) -> int:

@@ -1,28 +1,61 @@
-"""Phrase extraction over worker processes that return occurrences, not parsed documents.
+"""spaCy over worker processes that return what the caller keeps, not parsed documents.
 
-spaCy's own ``nlp.pipe(n_process=N)`` tokenizes and serializes every document in the calling
+spaCy's own ``nlp.pipe(n_process=N)`` tokenizes and serializes every text in the calling
 process and sends back whole parsed ``Doc`` objects, which that process reads again: on two
-cores the calling process is the bottleneck (1,000 bbc_news articles: 15.9 s with two
-workers against 21.0 s with none). Here each worker tokenizes, tags and finds the phrases of
-its own share of the pieces, and returns only the occurrence tuples.
+cores the calling process is the bottleneck (1,000 bbc_news articles, tagger only: 15.9 s
+with two workers against 21.0 s with none). Here each forked worker tokenizes, parses and
+reads its own share of the texts, and returns only the small results (phrase occurrences,
+keyphrase candidates).
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any
+from typing import Any, TypeVar
 
 #: Tasks per worker: smaller shares balance the workers and move the progress bar.
 TASKS_PER_WORKER = 4
 
-Piece = tuple[str, tuple[int, int]]
+Piece = tuple[str, Any]
+R = TypeVar("R")
+T = TypeVar("T")
 
 
-def _shard_occurrences(extractor: Any, pieces: list[Piece], batch_size: int,
-                       positions: bool) -> list[tuple[tuple[int, int], list[Any]]]:
-    """One worker's share: every piece's ``(key, occurrences)`` (see ``PhraseExtractor``)."""
+def shares(pieces: Sequence[Piece], n: int,
+           unit: Callable[[Piece], Hashable] | None = None) -> list[list[Piece]]:
+    """``pieces`` (``(text, key)``) cut into at most ``n`` runs of about equal characters, in
+    order; with ``unit``, never between two pieces of the same unit (one document's parts)."""
+    total = sum(len(p[0]) for p in pieces)
+    out: list[list[Piece]] = [[]]
+    done = 0
+    for piece in pieces:
+        full = done >= total * len(out) / n and out[-1]
+        if full and (unit is None or unit(piece) != unit(out[-1][-1])):
+            out.append([])
+        out[-1].append(piece)
+        done += len(piece[0])
+    return out
+
+
+def pooled(owner: Any, tasks: Sequence[T], work: Callable[[Any, T], R], n_process: int
+           ) -> Iterator[R]:
+    """``work(owner, task)`` of every task, in ``n_process`` forked workers (each inherits
+    ``owner``'s loaded spaCy pipeline), in the order the tasks finish."""
+    owner.nlp  # loaded here, so that forked workers inherit it  # noqa: B018
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(n_process, mp_context=ctx) as pool:
+        futures = [pool.submit(work, owner, task) for task in tasks]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _occurrences_task(extractor: Any, task: tuple[list[Piece], int, bool]
+                      ) -> list[tuple[tuple[int, int], list[Any]]]:
+    """One worker's share for ``PhraseExtractor``: every piece's ``(key, occurrences)``."""
+    pieces, batch_size, positions = task
     nlp = extractor.nlp
     strings: dict[str, str] = {}
     with nlp.memory_zone():
@@ -30,32 +63,14 @@ def _shard_occurrences(extractor: Any, pieces: list[Piece], batch_size: int,
                 for sdoc, key in nlp.pipe(pieces, as_tuples=True, batch_size=batch_size)]
 
 
-def shares(pieces: Sequence[Piece], n: int) -> list[list[Piece]]:
-    """``pieces`` cut into ``n`` runs of about equal characters, in order."""
-    total = sum(len(p[0]) for p in pieces)
-    out: list[list[Piece]] = [[]]
-    done = 0
-    for piece in pieces:
-        if done >= total * len(out) / n and out[-1]:
-            out.append([])
-        out[-1].append(piece)
-        done += len(piece[0])
-    return out
-
-
 def pooled_occurrences(extractor: Any, pieces: Sequence[Piece], batch_size: int,
                        n_process: int, positions: bool, strings: dict[str, str]
                        ) -> Iterator[tuple[tuple[int, int], list[Any]]]:
-    """``(key, occurrences)`` of every piece, parsed in ``n_process`` forked workers (each
-    inherits the loaded spaCy pipeline); equal strings are stored once, in ``strings``."""
-    extractor.nlp  # loaded here, so that forked workers inherit it  # noqa: B018
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    tasks = shares(pieces, n_process * TASKS_PER_WORKER)
-    with ProcessPoolExecutor(n_process, mp_context=ctx) as pool:
-        futures = [pool.submit(_shard_occurrences, extractor, task, batch_size, positions)
-                   for task in tasks]
-        for future in as_completed(futures):
-            for key, found in future.result():
-                yield key, [tuple(strings.setdefault(t, t) if isinstance(t, str) else t
-                                  for t in m) for m in found]
+    """``(key, occurrences)`` of every piece of a ``PhraseExtractor``, parsed in
+    ``n_process`` workers; equal strings are stored once, in ``strings``."""
+    tasks = [(task, batch_size, positions)
+             for task in shares(pieces, n_process * TASKS_PER_WORKER)]
+    for done in pooled(extractor, tasks, _occurrences_task, n_process):
+        for key, found in done:
+            yield key, [tuple(strings.setdefault(t, t) if isinstance(t, str) else t
+                              for t in m) for m in found]
