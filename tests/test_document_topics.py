@@ -16,7 +16,7 @@ from phrasekit.io import Document, StreamedCorpus
 from phrasekit.phrases import PhraseVocabulary
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import DocumentTopicModel, write_topic_outputs
-from phrasekit.topics.choose_k import best_k, choose_k
+from phrasekit.topics.choose_k import best_k, choose_k, stability_scores
 from phrasekit.topics.metrics import labels_nmi
 from phrasekit.topics.output import topics_to_dict, topics_to_markdown
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
@@ -116,6 +116,19 @@ def test_choose_k_finds_separated_groups() -> None:
     for criterion in ("stability", "silhouette"):
         k, scores = choose_k(X, range(2, 8), criterion)
         assert k == 4, (criterion, scores)
+
+
+def test_stability_runs_on_principal_components() -> None:
+    """In 384 dimensions with the groups in a 3-d subspace, the stability step on 64
+    principal components finds the 4 groups, as on all dimensions."""
+    rng = np.random.default_rng(1)
+    basis = np.linalg.qr(rng.normal(size=(384, 3)))[0].T
+    centres = rng.normal(size=(4, 3)) * 4
+    X = np.vstack([(c + rng.normal(size=(80, 3))) @ basis + 0.05 * rng.normal(size=(80, 384))
+                   for c in centres]).astype(np.float32)
+    for dims in (64, None):
+        scores = stability_scores(X, range(2, 8), dims=dims)
+        assert best_k(scores, "stability") == 4, (dims, scores)
 
 
 def test_reading_functions() -> None:
