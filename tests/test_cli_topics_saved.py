@@ -79,7 +79,7 @@ def test_applied_to_places_documents_as_transform(small_corpus: list[Document]) 
     model = DocumentTopicModel(encoder="glove-50d", n_topics=4, min_df=2, fit_docs=50).fit(
         small_corpus)
     new = small_corpus[:30]
-    applied = model.applied_to(new)
+    applied = model.applied_to(new, placement="encoder")
     np.testing.assert_allclose(applied.doc_topics_, model.transform(new), atol=1e-6)
     assert applied.doc_ids_ == [d.id for d in new]
     assert sum(applied.topic_doc_counts_) == 30 and model.topic_doc_counts_ != \
@@ -90,3 +90,23 @@ def test_applied_to_places_documents_as_transform(small_corpus: list[Document]) 
     fitted_docs = [small_corpus[i] for i in in_sample]
     np.testing.assert_array_equal(model.applied_to(fitted_docs).doc_labels_,
                                   model.doc_labels_[in_sample])
+
+
+def test_applied_to_the_fitted_corpus_gives_the_fit(small_corpus: list[Document],
+                                                    tmp_path: Path) -> None:
+    """Placed as the fit placed them (the sample by the encoder, the rest by the student),
+    the fitted corpus gets the fit's topics, shares and sizes, after save and load too; with
+    ``placement="encoder"`` some of the student's documents move."""
+    model = DocumentTopicModel(encoder="glove-50d", n_topics=4, min_df=2, fit_docs=50).fit(
+        small_corpus)
+    assert len(model.sample_index_) < len(small_corpus)
+    loaded = DocumentTopicModel.load(model.save(tmp_path / "model"))
+    for m in (model, loaded):
+        applied = m.applied_to(small_corpus)
+        np.testing.assert_array_equal(applied.doc_labels_, model.doc_labels_)
+        np.testing.assert_allclose(applied.doc_topics_, model.doc_topics_, atol=1e-5)
+        assert applied.topic_doc_counts_ == model.topic_doc_counts_
+    moved = model.applied_to(small_corpus, placement="encoder").doc_labels_ != model.doc_labels_
+    assert moved.any() and not moved[model.sample_index_].any()
+    with pytest.raises(ValueError, match="placement must be one of"):
+        model.applied_to(small_corpus, placement="student")

@@ -57,24 +57,30 @@ def apply_cmd(
     text_field: TextField = "text",
     report: Annotated[bool, typer.Option(
         "--report/--no-report", help="Also write report.html.")] = True,
+    placement: Annotated[str, typer.Option(
+        help="fit: as the fit placed documents (those of the fitted sample encoded, the others "
+             "by the fit's word-based student), so the fitted corpus gets the fit's topics; "
+             "encoder: every document encoded and put in its nearest topic.")] = "fit",
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Place a corpus in the topics of a saved model, without refitting, and write the outputs
-    of `phrasekit topics`: each document goes to its nearest topic as DocumentTopicModel's
-    transform places it.
+    of `phrasekit topics`: by default each document is placed as the fit placed it, so on the
+    fitted corpus the outputs are the fit's.
 
     Example: phrasekit topics apply runs/model new.jsonl --out runs/new
     """
     from phrasekit.topics import apply_topics
 
+    if placement not in ("fit", "encoder"):
+        raise BadInputError(f"--placement must be fit or encoder, got {placement!r}")
     cache_dir = resolve_cache(cache_dir, cache)
     path = existing_corpus(corpus)
     t0 = time.perf_counter()
     applied, paths = apply_topics(saved_model_dir(model_dir), path, out, encoder=model,
                                   cache_dir=cache_dir, text_field=text_field, report=report,
-                                  quiet=quiet)
+                                  quiet=quiet, placement=placement)
     typer.echo(f"{len(applied.doc_ids_)} documents placed in {applied.n_topics_} topics in "
                f"{time.perf_counter() - t0:.1f}s -> {paths.get('report', paths['markdown'])}")
 

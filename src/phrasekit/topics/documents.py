@@ -53,7 +53,7 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, s
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.choose_k import CRITERIA, choose_k
-from phrasekit.topics.explore import NearestDocs, TopicExplorer
+from phrasekit.topics.explore import NearestDocs, TopicExplorer, sample_keys
 from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
@@ -252,6 +252,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
                 f"than the {len(ids)} given; re-extract it or pass the same corpus")
         self._fit_sample(sample, vocabulary, show_progress)
+        self.sample_keys_ = sample_keys([d.text for d in sample])
         self._name_guided_topics()
         self.doc_ids_ = ids
         self.sample_index_ = index

@@ -11,9 +11,10 @@ places new documents as ``transform`` does, by the same encoder, which ``load`` 
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,19 @@ KIND = "phrasekit-document-topics"
 FORMAT_VERSION = 2
 CONFIG, ARRAYS = "config.json", "arrays.safetensors"
 #: Fitted attributes kept as JSON, as they are.
+#: How ``applied_to`` places documents (see there).
+APPLY_PLACEMENTS = ("fit", "encoder")
+
 _JSON_ATTRS = ("n_topics_", "topics_", "topic_words_", "topic_phrases_", "topic_doc_counts_",
                "topic_sizes_", "generic_terms_")
+
+
+def sample_keys(texts: Sequence[str]) -> np.ndarray:
+    """An 8-byte digest of each text (as unsigned integers): how a saved model knows the
+    documents it was fitted on without keeping their texts."""
+    return np.asarray([int.from_bytes(hashlib.blake2b(
+        t.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") for t in texts],
+        dtype=np.uint64)
 
 
 class NearestDocs:
@@ -114,22 +126,37 @@ class TopicExplorer:
 
     # ------------------------------------------------------------------ apply
     def applied_to(self, docs: Iterable[Document | str], cache_dir: str | Path | None = None,
-                   show_progress: bool = False) -> Any:
-        """A copy of the model whose documents are ``docs``: every one placed as ``transform``
-        places it (encoded, then its nearest topic), with shares, term counts, sizes and
-        typical documents; the topics themselves (terms, labels, centres) are not refitted.
-        What ``write_topic_outputs`` writes for it is the fit's outputs on ``docs``.
+                   show_progress: bool = False, placement: str = "fit") -> Any:
+        """A copy of the model whose documents are ``docs``, placed in the fitted topics, with
+        shares, term counts, sizes and typical documents; the topics themselves (terms,
+        labels, centres) are not refitted. ``placement="fit"`` places them as the fit did:
+        documents of the fitted sample (by text) encoded and given their nearest topic, every
+        other one by the fit's student where it had one, so on the fitted corpus the outputs
+        are the fit's; ``"encoder"`` encodes every document (as ``transform``).
         ``cache_dir``: the vector cache (the same vectors as encoding afresh)."""
         self._check_fitted()
+        if placement not in APPLY_PLACEMENTS:
+            raise ValueError(f"placement must be one of {APPLY_PLACEMENTS}, got {placement!r}")
         documents = as_documents(docs)
         texts = [d.text for d in documents]
         t0 = time.perf_counter()
-        X = encode_documents(self.encoder_, texts, self.chunk_size, self.max_chunks, cache_dir,
-                             show_progress)
-        used, d2, shares = self._place(X)
-        labels = np.where(used, shares.argmax(axis=1), -1).astype(np.int64)
+        student, keys = getattr(self, "student_", None), getattr(self, "sample_keys_", None)
+        encoded = np.ones(len(texts), dtype=bool)
+        if placement == "fit" and student is not None and keys is not None:
+            encoded = np.isin(sample_keys(texts), keys)
+        rows, rest = np.flatnonzero(encoded), np.flatnonzero(~encoded)
+        X = encode_documents(self.encoder_, [texts[i] for i in rows], self.chunk_size,
+                             self.max_chunks, cache_dir, show_progress)
+        used_rows, d2, row_shares = self._place(X)
+        shares = np.zeros((len(texts), self.n_topics_), dtype=np.float32)
+        shares[rows] = row_shares
+        labels = np.full(len(texts), -1, dtype=np.int64)
+        labels[rows[used_rows]] = row_shares[used_rows].argmax(axis=1)
+        if len(rest):
+            shares[rest] = student.predict_proba([texts[i] for i in rest])
+            labels[rest] = np.where(shares[rest].any(axis=1), shares[rest].argmax(axis=1), -1)
         nearest = NearestDocs(self.n_topics_, self.n_typical)
-        nearest.add(np.arange(len(texts)), labels, d2)
+        nearest.add(rows, labels[rows], d2)
         token_docs = TokenDocs(texts)
         P = presence_matrix(token_docs, self.vocabulary_.terms, "csr")
         new = copy.copy(self)
@@ -160,6 +187,8 @@ class TopicExplorer:
                        "doc_mean": np.asarray(self.doc_mean_, np.float32),
                        "miscellaneous": np.asarray(self.miscellaneous_, np.int8),
                        "doc_labels": np.asarray(self.doc_labels_, np.int32)})
+        if getattr(self, "sample_keys_", None) is not None:
+            arrays["sample_keys"] = np.asarray(self.sample_keys_, np.uint64)
         vocab = self.vocabulary_
         config = {
             "format": KIND, "version": FORMAT_VERSION,
@@ -255,6 +284,7 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     model.miscellaneous_ = arrays["miscellaneous"].astype(bool)
     model.doc_labels_ = arrays["doc_labels"].astype(np.int64)
     model.doc_ids_ = [str(d) for d in config["doc_ids"]]
+    model.sample_keys_ = arrays.get("sample_keys")
     model.timings_ = {}
     if len(model.doc_ids_) != len(model.doc_labels_):
         raise ValueError(f"{len(model.doc_ids_)} document ids but {len(model.doc_labels_)} "

@@ -125,16 +125,19 @@ def apply_topics(
     id_field: str = "id",
     report: bool = True,
     quiet: bool = False,
+    placement: str = "fit",
 ) -> tuple[DocumentTopicModel, dict[str, Path]]:
-    """Place ``corpus`` in the topics of a saved ``DocumentTopicModel`` (no refit: every
-    document placed as ``transform`` places it) and write the outputs ``run_topics`` writes.
-    ``encoder``: the encoder to place with (default the saved one; another is refused).
-    Returns the model applied to the corpus (``applied_to``) and the paths written."""
+    """Place ``corpus`` in the topics of a saved ``DocumentTopicModel`` (no refit; placed as
+    the fit placed documents, or every one encoded with ``placement="encoder"``: see
+    ``applied_to``) and write the outputs ``run_topics`` writes. ``encoder``: the encoder to
+    place with (default the saved one; another is refused). Returns the model applied to the
+    corpus and the paths written."""
     check_topics_out(out_dir, caches=(cache_dir,))
     fitted = DocumentTopicModel.load(model_dir, encoder=encoder)
     docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
     logger.info("read %d documents from %s", len(docs), corpus)
-    applied = fitted.applied_to(docs, cache_dir=cache_dir, show_progress=not quiet)
+    applied = fitted.applied_to(docs, cache_dir=cache_dir, show_progress=not quiet,
+                                placement=placement)
     paths = write_topic_outputs(applied, docs, out_dir, report=report,
                                 title=_title(corpus, "document topics of a saved model"))
     return applied, paths
