@@ -110,3 +110,17 @@ def test_applied_to_the_fitted_corpus_gives_the_fit(small_corpus: list[Document]
     assert moved.any() and not moved[model.sample_index_].any()
     with pytest.raises(ValueError, match="placement must be one of"):
         model.applied_to(small_corpus, placement="student")
+
+
+def test_applied_to_a_new_corpus_uses_the_student(small_corpus: list[Document]) -> None:
+    """Documents outside the fitted sample are placed by the student, as the fit placed its
+    own; with none encoded, typical documents are those of the highest shares."""
+    model = DocumentTopicModel(encoder="glove-50d", n_topics=4, min_df=2, fit_docs=50).fit(
+        small_corpus)
+    new = [Document(f"n{i}", d.text + " again", {}) for i, d in enumerate(small_corpus)]
+    applied = model.applied_to(new)
+    shares = model.student_.predict_proba([d.text for d in new])
+    np.testing.assert_allclose(applied.doc_topics_, shares, atol=1e-6)
+    assert applied.n_fit_docs_ == len(model.sample_index_) < len(new)
+    for t, typical in enumerate(applied.typical_docs_):
+        assert typical and all(applied.doc_labels_[d] == t for d, _ in typical)

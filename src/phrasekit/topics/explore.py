@@ -156,7 +156,10 @@ class TopicExplorer:
             shares[rest] = student.predict_proba([texts[i] for i in rest])
             labels[rest] = np.where(shares[rest].any(axis=1), shares[rest].argmax(axis=1), -1)
         nearest = NearestDocs(self.n_topics_, self.n_typical)
-        nearest.add(rows, labels[rows], d2)
+        if len(rows):  # typical documents are judged on transformer vectors where there are
+            nearest.add(rows, labels[rows], d2)
+        else:  # none encoded (a new corpus): the student's highest shares
+            nearest.add(rest, labels[rest], 1.0 - shares[rest])
         token_docs = TokenDocs(texts)
         P = presence_matrix(token_docs, self.vocabulary_.terms, "csr")
         new = copy.copy(self)
@@ -171,6 +174,7 @@ class TopicExplorer:
                                                              minlength=self.n_topics_)]
         new.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
                              for t in range(self.n_topics_)]
+        new.n_fit_docs_ = len(keys) if keys is not None else None
         new.timings_ = {"placing": time.perf_counter() - t0}
         return new
 

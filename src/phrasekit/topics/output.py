@@ -117,7 +117,8 @@ def topics_head(
         "params": json_params(model),
         "encoder": model.encoder_name,
         "n_docs": len(model.doc_ids_),
-        "n_fit_docs": len(getattr(model, "sample_index_", model.doc_ids_)),
+        "n_fit_docs": getattr(model, "n_fit_docs_", None)
+        or len(getattr(model, "sample_index_", model.doc_ids_)),
         "n_terms": len(model.terms_),
         "n_words": vocab.n_words,
         "n_phrases": len(vocab) - vocab.n_words,
