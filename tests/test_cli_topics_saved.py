@@ -97,16 +97,17 @@ def test_applied_to_the_fitted_corpus_gives_the_fit(small_corpus: list[Document]
     """Placed as the fit placed them (the sample by the encoder, the rest by the student),
     the fitted corpus gets the fit's topics, shares and sizes, after save and load too; with
     ``placement="encoder"`` some of the student's documents move."""
+    corpus = small_corpus + [Document(f"again-{d.id}", d.text, {}) for d in small_corpus[:20]]
     model = DocumentTopicModel(encoder="glove-50d", n_topics=4, min_df=2, fit_docs=50).fit(
-        small_corpus)
-    assert len(model.sample_index_) < len(small_corpus)
+        corpus)  # a duplicate text may be sampled while its twin is placed by the student
+    assert len(model.sample_index_) < len(corpus)
     loaded = DocumentTopicModel.load(model.save(tmp_path / "model"))
     for m in (model, loaded):
-        applied = m.applied_to(small_corpus)
+        applied = m.applied_to(corpus)
         np.testing.assert_array_equal(applied.doc_labels_, model.doc_labels_)
         np.testing.assert_allclose(applied.doc_topics_, model.doc_topics_, atol=1e-5)
         assert applied.topic_doc_counts_ == model.topic_doc_counts_
-    moved = model.applied_to(small_corpus, placement="encoder").doc_labels_ != model.doc_labels_
+    moved = model.applied_to(corpus, placement="encoder").doc_labels_ != model.doc_labels_
     assert moved.any() and not moved[model.sample_index_].any()
     with pytest.raises(ValueError, match="placement must be one of"):
         model.applied_to(small_corpus, placement="student")

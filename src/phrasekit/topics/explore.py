@@ -44,12 +44,13 @@ _JSON_ATTRS = ("n_topics_", "topics_", "topic_words_", "topic_phrases_", "topic_
                "topic_sizes_", "generic_terms_")
 
 
-def sample_keys(texts: Sequence[str]) -> np.ndarray:
-    """An 8-byte digest of each text (as unsigned integers): how a saved model knows the
-    documents it was fitted on without keeping their texts."""
+def sample_keys(documents: Sequence[Document]) -> np.ndarray:
+    """An 8-byte digest of each document's id and text (as unsigned integers): how a saved
+    model knows the documents it was fitted on without keeping their texts (the id tells
+    apart a sampled document from its duplicate outside the sample)."""
     return np.asarray([int.from_bytes(hashlib.blake2b(
-        t.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") for t in texts],
-        dtype=np.uint64)
+        f"{d.id}\0{d.text}".encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+        "little") for d in documents], dtype=np.uint64)
 
 
 class NearestDocs:
@@ -130,7 +131,7 @@ class TopicExplorer:
         """A copy of the model whose documents are ``docs``, placed in the fitted topics, with
         shares, term counts, sizes and typical documents; the topics themselves (terms,
         labels, centres) are not refitted. ``placement="fit"`` places them as the fit did:
-        documents of the fitted sample (by text) encoded and given their nearest topic, every
+        documents of the fitted sample (by id and text) encoded and given their nearest topic, every
         other one by the fit's student where it had one, so on the fitted corpus the outputs
         are the fit's; ``"encoder"`` encodes every document (as ``transform``).
         ``cache_dir``: the vector cache (the same vectors as encoding afresh)."""
@@ -143,7 +144,7 @@ class TopicExplorer:
         student, keys = getattr(self, "student_", None), getattr(self, "sample_keys_", None)
         encoded = np.ones(len(texts), dtype=bool)
         if placement == "fit" and student is not None and keys is not None:
-            encoded = np.isin(sample_keys(texts), keys)
+            encoded = np.isin(sample_keys(documents), keys)
         rows, rest = np.flatnonzero(encoded), np.flatnonzero(~encoded)
         X = encode_documents(self.encoder_, [texts[i] for i in rows], self.chunk_size,
                              self.max_chunks, cache_dir, show_progress)
@@ -175,6 +176,7 @@ class TopicExplorer:
         new.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
                              for t in range(self.n_topics_)]
         new.n_fit_docs_ = len(keys) if keys is not None else None
+        new.cache_dir = None if cache_dir is None else str(cache_dir)  # the one used here
         new.timings_ = {"placing": time.perf_counter() - t0}
         return new
 
