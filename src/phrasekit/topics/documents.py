@@ -252,7 +252,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
                 f"than the {len(ids)} given; re-extract it or pass the same corpus")
         self._fit_sample(sample, vocabulary, show_progress)
-        self.sample_keys_ = sample_keys([d.text for d in sample])
+        self.sample_keys_ = sample_keys(sample)
         self._name_guided_topics()
         self.doc_ids_ = ids
         self.sample_index_ = index
