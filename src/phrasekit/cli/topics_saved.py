@@ -72,9 +72,11 @@ def apply_cmd(
     Example: phrasekit topics apply runs/model new.jsonl --out runs/new
     """
     from phrasekit.topics import apply_topics
+    from phrasekit.topics.explore import APPLY_PLACEMENTS
 
-    if placement not in ("fit", "encoder"):
-        raise BadInputError(f"--placement must be fit or encoder, got {placement!r}")
+    if placement not in APPLY_PLACEMENTS:
+        raise BadInputError(f"--placement must be one of {', '.join(APPLY_PLACEMENTS)}, "
+                            f"got {placement!r}")
     cache_dir = resolve_cache(cache_dir, cache)
     path = existing_corpus(corpus)
     t0 = time.perf_counter()

@@ -121,8 +121,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         n_jobs: spaCy worker processes for the phrases.
         phrase_words: spaCy reads a seeded sample of documents holding about this many
             words (None: every document); phrases are counted in all of them. 150,000
-            left every topic's top 20 terms as 300,000 did on three development corpora, at
-            half the time (``benchmarks/topics_settings.py``).
+            left every topic's top 20 terms as 300,000 did on the five development corpora,
+            at half the time on long documents (``benchmarks/topics_settings.py``).
         extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
         fit_docs: at most this many documents (a seeded sample of a larger corpus) are
             encoded, clustered and read for terms; every other one is then placed in a topic

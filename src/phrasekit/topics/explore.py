@@ -36,10 +36,9 @@ logger = logging.getLogger(__name__)
 KIND = "phrasekit-document-topics"
 FORMAT_VERSION = 2
 CONFIG, ARRAYS = "config.json", "arrays.safetensors"
-#: Fitted attributes kept as JSON, as they are.
 #: How ``applied_to`` places documents (see there).
 APPLY_PLACEMENTS = ("fit", "encoder")
-
+#: Fitted attributes kept as JSON, as they are.
 _JSON_ATTRS = ("n_topics_", "topics_", "topic_words_", "topic_phrases_", "topic_doc_counts_",
                "topic_sizes_", "generic_terms_")
 
@@ -131,9 +130,9 @@ class TopicExplorer:
         """A copy of the model whose documents are ``docs``, placed in the fitted topics, with
         shares, term counts, sizes and typical documents; the topics themselves (terms,
         labels, centres) are not refitted. ``placement="fit"`` places them as the fit did:
-        documents of the fitted sample (by id and text) encoded and given their nearest topic, every
-        other one by the fit's student where it had one, so on the fitted corpus the outputs
-        are the fit's; ``"encoder"`` encodes every document (as ``transform``).
+        documents of the fitted sample (by id and text) encoded and given their nearest topic,
+        every other one by the fit's student where it had one, so on the fitted corpus the
+        outputs are the fit's; ``"encoder"`` encodes every document (as ``transform``).
         ``cache_dir``: the vector cache (the same vectors as encoding afresh)."""
         self._check_fitted()
         if placement not in APPLY_PLACEMENTS:
