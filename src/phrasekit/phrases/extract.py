@@ -73,15 +73,19 @@ HEAD_POS = frozenset({"NOUN", "PROPN"})
 
 @functools.lru_cache(maxsize=4)
 def load_spacy(name: str = DEFAULT_SPACY_MODEL, exclude: tuple[str, ...] = ("lemmatizer",)):
-    """Load (and cache) a spaCy pipeline, excluding pipes not needed for phrase extraction."""
+    """Load (and cache) a spaCy pipeline, excluding pipes not needed for phrase extraction, with
+    the faster matrix products and POS ruler of :mod:`phrasekit.phrases.spacy_speed`."""
     import spacy
 
+    from phrasekit.phrases.spacy_speed import choose_ops, speed_up
+
+    choose_ops()
     try:
-        return spacy.load(name, exclude=list(exclude))
+        return speed_up(spacy.load(name, exclude=list(exclude)))
     except OSError as exc:
         if name == DEFAULT_SPACY_MODEL:
             try:
-                return spacy.load("en_core_web_sm", exclude=list(exclude))
+                return speed_up(spacy.load("en_core_web_sm", exclude=list(exclude)))
             except OSError:
                 pass
         raise OSError(

@@ -46,10 +46,17 @@ def pooled(owner: Any, tasks: Sequence[T], work: Callable[[Any, T], R], n_proces
     owner.nlp  # loaded here, so that forked workers inherit it  # noqa: B018
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    with ProcessPoolExecutor(n_process, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(n_process, mp_context=ctx, initializer=_one_blas_thread) as pool:
         futures = [pool.submit(work, owner, task) for task in tasks]
         for future in as_completed(futures):
             yield future.result()
+
+
+def _one_blas_thread() -> None:
+    """Each worker multiplies on one thread: the workers already use every core."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
 
 
 def _occurrences_task(extractor: Any, task: tuple[list[Piece], int, bool]
