@@ -27,6 +27,10 @@ Usage::
     python benchmarks/corpus_throughput.py --corpus 20newsgroups \\
         --runs bertopic,topics,topics_pntm,keyphrases --baseline bertopic --replicate 1,4,10
 
+``--repeats N`` runs every command N times, in rounds (each round runs them all in turn, so a
+slow spell of a shared machine falls on every run alike); the table gives each run's median
+round and lists every round's wall seconds.
+
 Results: ``OUT/throughput.json`` (every run) and ``OUT/throughput.md`` (the table).
 """
 
@@ -207,6 +211,20 @@ def topic_scores(corpus: str, work: Path, n_docs: int | None) -> dict:
             "unassigned": round(got["unassigned"], 4)}
 
 
+def median_rounds(records: list[dict]) -> list[dict]:
+    """One record per run and size: the round with the median wall time (the lower middle
+    one for an even count), with every round's wall seconds in ``rounds_s``."""
+    groups: dict[tuple[int, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["times"], r["run"]), []).append(r)
+    out = []
+    for group in groups.values():
+        ranked = sorted(group, key=lambda r: r["wall_s"])
+        out.append({**ranked[(len(ranked) - 1) // 2],
+                    "rounds_s": [r["wall_s"] for r in group]})
+    return out
+
+
 def table(records: list[dict], baseline: str) -> str:
     """Markdown table of the runs, ratios against ``baseline`` of the same corpus size."""
     base = {r["n_docs"]: r["wall_s"] for r in records if r["run"] == baseline and r["rc"] == 0}
@@ -219,6 +237,8 @@ def table(records: list[dict], baseline: str) -> str:
                   if r["run"] in one else "-")
         status = "" if r["rc"] == 0 else f" (rc {r['rc']}{', timed out' if r['timed_out'] else ''})"
         st = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
+        if len(r.get("rounds_s", [])) > 1:
+            st = f"rounds {'/'.join(f'{w:.1f}' for w in r['rounds_s'])}; " + st
         if r.get("scores"):
             st += "; " + ", ".join(f"{k} {v}" for k, v in r["scores"].items())
         rows.append(f"| {r['run']}{status} | {r['times']} | {r['n_docs']} | {r['wall_s']:.1f} "
@@ -239,6 +259,9 @@ def main() -> None:
                     help="score topics runs against the corpus' gold labels (NMI, NPMI)")
     ap.add_argument("--extra", default="", help="options added to every phrasekit command "
                                                  "(e.g. '--fit-docs 3000')")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of every run (each round runs them all in turn); the table "
+                         "gives each run's median round")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -254,17 +277,18 @@ def main() -> None:
     for times in (int(x) for x in args.replicate.split(",")):
         name = f"{src.name}-{args.n_docs or 'all'}-x{times}"
         corpus, n_docs = write_corpus(src, out / "data" / f"{name}.jsonl", args.n_docs, times)
-        for run in runs:
+        rounds = [(rep, run) for rep in range(args.repeats) for run in runs]
+        for rep, run in rounds:
             work = out / name / run
             work.mkdir(parents=True, exist_ok=True)
-            print(f"[{name}] {run} ...", flush=True)
+            print(f"[{name}] {run} (round {rep + 1}) ...", flush=True)
             cache = out / name / f"vectors-{run.removesuffix('_again')}"
             if not run.endswith("_again"):
                 shutil.rmtree(cache, ignore_errors=True)  # cold: an empty vector cache
             env = {**os.environ, "PHRASEKIT_VECTOR_CACHE": str(cache)}
             rec = timed(command(run, corpus, work, shlex.split(args.extra)), work / "log.txt",
                         args.timeout, env)
-            rec.update(run=run, times=times, n_docs=n_docs, corpus=name,
+            rec.update(run=run, times=times, n_docs=n_docs, corpus=name, round=rep + 1,
                        stages=stages(run, work))
             if args.score and run.startswith("topics") and times == 1:
                 rec["scores"] = topic_scores(args.corpus, work, args.n_docs)
@@ -272,6 +296,7 @@ def main() -> None:
             print(f"[{name}] {run}: {rec['wall_s']:.1f}s rc {rec['rc']} "
                   f"peak {rec['peak_mb']:.0f} MB {rec['stages']}", flush=True)
             (out / "throughput.json").write_text(json.dumps(records, indent=1))
+    records = median_rounds(records)
     md = f"CPU: {cpu_name()}\n\n" + table(records, args.baseline)
     (out / "throughput.md").write_text(md + "\n")
     print(md)

@@ -1,6 +1,6 @@
 """Keyphrases per document: noun-phrase candidates ranked by embedding similarity (EmbedRank).
 
-``KeyphraseExtractor(encoder="minilm", top_n=10).extract(docs)`` returns, for every document,
+``KeyphraseExtractor(top_n=10).extract(docs)`` returns, for every document,
 its ``top_n`` keyphrases as ``(phrase, score)`` pairs, highest score first. The method is
 EmbedRank++ (Bennani-Smires et al., 2018) with the phrasekit encoder and a small position prior
 (PositionRank, SIFRank+). Every default was chosen on the Inspec *dev* split, never on test
@@ -91,7 +91,7 @@ from phrasekit.phrases.keyphrase_candidates import (
     unpaired_brackets,
 )
 from phrasekit.phrases.parallel import TASKS_PER_WORKER, pooled, shares
-from phrasekit.registry import as_encoder, check_model_name
+from phrasekit.registry import DOCUMENTS_MODEL, as_encoder, check_model_name
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +106,9 @@ class KeyphraseExtractor:
 
     Args:
         encoder: a registered model name (see ``phrasekit models``), a model folder, or a
-            loaded :class:`~phrasekit.encoders.base.Encoder` (loaded on first use when a name).
+            loaded :class:`~phrasekit.encoders.base.Encoder` (loaded on first use when a name);
+            default ``minilm@auto``, MiniLM in bf16 where the CPU computes it natively, as the
+            CLI.
         top_n: keyphrases returned per document (fewer when a document has fewer candidates).
         diversity: 0 ranks by score alone; in (0, 1] selects by Maximal Marginal Relevance
             with this weight on redundancy (EmbedRank++).
@@ -131,7 +133,7 @@ class KeyphraseExtractor:
 
     def __init__(
         self,
-        encoder: str | Encoder = "minilm",
+        encoder: str | Encoder = DOCUMENTS_MODEL,
         top_n: int = 10,
         diversity: float = 0.2,
         candidates: str = "both",

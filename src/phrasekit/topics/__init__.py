@@ -10,7 +10,7 @@ Example::
     from phrasekit.topics import DocumentTopicModel, write_topic_outputs
 
     docs = read_corpus("corpus.jsonl")
-    model = DocumentTopicModel(encoder="minilm").fit(docs, show_progress=True)
+    model = DocumentTopicModel().fit(docs, show_progress=True)
     write_topic_outputs(model, docs, "out/")
 """
 

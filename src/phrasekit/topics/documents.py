@@ -1,6 +1,6 @@
 """Document topics: k-means on document embeddings, named by their words and phrases.
 
-``DocumentTopicModel(encoder="minilm").fit(docs)`` (``phrasekit topics --method documents``,
+``DocumentTopicModel().fit(docs)`` (``phrasekit topics --method documents``,
 the default) runs these steps:
 
 1. **Embed documents**: the encoder over word windows of each document, averaged by words
@@ -50,7 +50,7 @@ from phrasekit.encoders.cache import encode_documents, iter_document_vectors
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, iter_known_documents
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
-from phrasekit.registry import as_encoder
+from phrasekit.registry import DOCUMENTS_MODEL, as_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.choose_k import CRITERIA, choose_k
 from phrasekit.topics.explore import NearestDocs, TopicExplorer, sample_keys
@@ -99,7 +99,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
-        encoder: registered model name, local model folder or ``Encoder``.
+        encoder: registered model name, local model folder or ``Encoder`` (default
+            ``minilm@auto``: MiniLM in bf16 where the CPU computes it natively, as the CLI).
         n_topics: fixed number of topics; None chooses K in ``k_range`` by ``k_criterion``.
         k_range: ``(k_min, k_max)`` searched when ``n_topics`` is None.
         k_criterion: ``"stability"`` or ``"silhouette"`` (see ``topics.choose_k``).
@@ -142,7 +143,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
 
     def __init__(
         self,
-        encoder: str | Encoder = "minilm",
+        encoder: str | Encoder = DOCUMENTS_MODEL,
         n_topics: int | None = None,
         k_range: tuple[int, int] = (4, 30),
         k_criterion: str = "stability",
