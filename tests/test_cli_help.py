@@ -24,12 +24,14 @@ def test_short_help_matches_each_command() -> None:
 
 def heavy_modules_after_help(*commands: str, also: tuple[str, ...] = ()) -> list[str]:
     """Which of torch, spaCy, scikit-learn (and ``also``) a fresh Python holds after
-    printing ``phrasekit COMMAND --help`` for each of ``commands`` ("" is the root)."""
+    printing ``phrasekit COMMAND --help`` for each of ``commands`` ("" is the root; a group's
+    help lists its commands, a command's shows its example)."""
     code = ("import json, sys\nfrom typer.testing import CliRunner\n"
             "from phrasekit.cli import app\n"
             f"for name in {commands!r}:\n"
             "    r = CliRunner().invoke(app, [*name.split(), '--help'])\n"
-            "    assert r.exit_code == 0 and ('Example' in r.output or not name), r.output\n"
+            "    assert r.exit_code == 0 and ('Example' in r.output or 'Commands' in r.output), "
+            "r.output\n"
             f"print(json.dumps(sorted(m for m in ('torch', 'spacy', 'sklearn', *{also!r}) "
             "if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -43,15 +45,27 @@ def test_root_help_imports_no_command_module() -> None:
     assert "keyphrases" in result.output and "Fuzzy-join" in result.output
 
 
-#: Commands whose `--help` loads neither torch, spaCy nor scikit-learn (`train` defines its
-#: options from training configs that import them).
+#: Commands whose `--help` loads neither torch, spaCy nor scikit-learn.
 LIGHT_HELP = ("models", "quantize", "export", "encode", "eval", "neighbors", "pairs", "join",
               "index build", "index query", "phrases", "mentions", "topics", "keyphrases",
               "facets", "topics apply", "topics search")
 
+#: The `train` subcommands: their options come from the training configs, kept apart from the
+#: trainers (torch, scikit-learn), which a command imports only when it runs.
+TRAIN_HELP = ("pearl-data", "pearl-reaverage", "soup", "pearl", "subtst", "phrase-bert-data",
+              "phrase-bert", "facets-data", "facets", "uctopic-data", "uctopic")
+
 
 def test_light_commands_help_imports_no_heavy_library() -> None:
     assert heavy_modules_after_help(*LIGHT_HELP) == []
+
+
+def test_train_help_imports_no_heavy_library() -> None:
+    root = typer.main.get_command(app)
+    group = root.get_command(click.Context(root), "train")
+    assert sorted(TRAIN_HELP) == sorted(group.commands)  # every train subcommand is checked
+    train = ("train", *(f"train {name}" for name in TRAIN_HELP))
+    assert heavy_modules_after_help(*train, also=("transformers",)) == []
 
 
 def test_version() -> None:

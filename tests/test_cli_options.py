@@ -12,7 +12,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from phrasekit.cli import app, train, train_options
+from phrasekit.cli import app, train_options
 from phrasekit.cli.options import ConfigOptions, with_config
 from phrasekit.training.facets import FacetTrainingConfig
 from phrasekit.training.pearl_config import PearlTrainingConfig
@@ -103,20 +103,23 @@ def test_every_generated_train_option_has_a_help_text():
     assert [(src, s.name) for src, s in specs if not s.help.strip()] == []
 
 
-def _capture(monkeypatch, name: str, report: dict[str, Any]) -> list[Any]:
+def _capture(monkeypatch, target: str, report: dict[str, Any]) -> list[Any]:
+    """Replace the trainer ``target`` (``module.function``; the command imports it when it runs)
+    with one that records its config and returns ``report``."""
     seen: list[Any] = []
 
     def fake(cfg: Any) -> dict[str, Any]:
         seen.append(cfg)
         return report
 
-    monkeypatch.setattr(train, name, fake)
+    monkeypatch.setattr(target, fake)
     return seen
 
 
 def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, "train_pearl", {"steps": 1, "train_minutes": 0, "alpha": 1,
-                                                 "alpha_proj": 1, "model_mb": 1, "model_dir": "m"})
+    seen = _capture(monkeypatch, "phrasekit.training.pearl.train_pearl",
+                    {"steps": 1, "train_minutes": 0, "alpha": 1, "alpha_proj": 1, "model_mb": 1,
+                     "model_dir": "m"})
     args = ["train", "pearl", "--out", tmp_path / "o", "--data", tmp_path, "--shared", tmp_path]
     res = runner.invoke(app, [*map(str, args), "-q"])
     assert res.exit_code == 0, res.output
@@ -144,7 +147,7 @@ def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
 
 
 def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, "train_phrase_bert",
+    seen = _capture(monkeypatch, "phrasekit.training.phrase_bert.train_phrase_bert",
                     {"seconds_per_step": {}, "steps": 1, "total_steps": 1, "train_minutes": 0,
                      "alpha": 1, "model_mb": 1, "model_dir": "m"})
     args = ["train", "phrase-bert", "--out", str(tmp_path / "o"), "--data", str(tmp_path), "-q"]
@@ -159,8 +162,10 @@ def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_pat
 
 
 @pytest.mark.parametrize(("command", "fn", "config", "extra"), [
-    ("facets", "train_facets", FacetTrainingConfig, ["-k", "3", "--minutes", "5"]),
-    ("uctopic", "train_uctopic", UCTopicConfig, ["--minutes", "5", "--threads", "2"]),
+    ("facets", "phrasekit.training.facets.train_facets", FacetTrainingConfig,
+     ["-k", "3", "--minutes", "5"]),
+    ("uctopic", "phrasekit.training.uctopic.train_uctopic", UCTopicConfig,
+     ["--minutes", "5", "--threads", "2"]),
 ])
 def test_train_facets_and_uctopic_options(monkeypatch, tmp_path, command, fn, config, extra):
     (tmp_path / "meta.json").write_text("{}", encoding="utf-8")

@@ -1,7 +1,9 @@
 """The `train` commands: PEARL, Phrase-BERT, SubTST, multi-facet and UCTopic models and data.
 
 The hyper-parameter options come from the training configs (``train_options``); the options
-written out here are the command line's own (folders, repeatable lists, --quiet).
+written out here are the command line's own (folders, repeatable lists, --quiet). The trainers
+(torch, scikit-learn) are imported when their command runs, so that `train --help` and each
+`train <method> --help` start without them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from phrasekit.cli import train_options as opts
 from phrasekit.cli.common import BadInputError, Quiet, Verbose, command
 from phrasekit.cli.options import parse_list, with_config
 from phrasekit.datasets import resolve_corpus
-from phrasekit.encoders.subtst import SubTSTConfig
+from phrasekit.encoders.subtst_config import SubTSTConfig
 from phrasekit.eval.aliases import alias_file
 from phrasekit.eval.pairs import load_pair_task, task_kind
 from phrasekit.io import read_corpus, write_json
@@ -27,22 +29,18 @@ from phrasekit.training.aliases import (
     build_alias_dataset,
     check_redirects,
 )
-from phrasekit.training.facets import FacetTrainingConfig, train_facets
+from phrasekit.training.facets_config import FacetTrainingConfig
 from phrasekit.training.facets_data import FacetDataConfig, build_facet_dataset, corpus_specs
-from phrasekit.training.pearl import train_pearl
-from phrasekit.training.pearl_averaging import reaverage_pearl
 from phrasekit.training.pearl_config import PearlTrainingConfig
-from phrasekit.training.pearl_data import build_pearl_dataset
-from phrasekit.training.phrase_bert import PhraseBertTrainingConfig, train_phrase_bert
+from phrasekit.training.phrase_bert_config import PhraseBertTrainingConfig
 from phrasekit.training.phrase_bert_data import (
     CONTEXT_FILE,
     LABELLED_SOURCES,
     PARAPHRASE_SOURCES,
     build_phrase_bert_dataset,
 )
-from phrasekit.training.soup import soup_models
-from phrasekit.training.subtst import SubTSTTrainingConfig, prepare_features, train_subtst
-from phrasekit.training.uctopic import UCTopicConfig, train_uctopic
+from phrasekit.training.subtst_config import SubTSTTrainingConfig
+from phrasekit.training.uctopic_config import UCTopicConfig
 from phrasekit.training.uctopic_data import build_uctopic_dataset
 
 app = typer.Typer(help="Train phrasekit's models (CPU, resumable).", no_args_is_help=True)
@@ -82,6 +80,8 @@ def train_pearl_data_cmd(
     Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared \\
                --redirects redirects.tsv.gz
     """
+    from phrasekit.training.pearl_data import build_pearl_dataset
+
     if aliases_only and redirects is None:
         raise BadInputError("--aliases-only needs --redirects FILE")
     if redirects is not None:
@@ -125,6 +125,8 @@ def train_pearl_reaverage_cmd(
     Example: phrasekit train pearl-reaverage -m runs/pearl/model -o runs/pearl-re \\
                --proj-alphas 0,0.25,0.5,1
     """
+    from phrasekit.training.pearl_averaging import reaverage_pearl
+
     report = reaverage_pearl(model, out, dev_data_dir=_dev_data(shared),
                              alphas=parse_list(alphas, "--alphas"),
                              proj_alphas=parse_list(proj_alphas, "--proj-alphas"),
@@ -157,6 +159,8 @@ def train_soup_cmd(
     Example: phrasekit train soup runs/pb/model runs/pb-seed1/model -o runs/pb-soup
     (PEARL runs must share --seed and differ in --data-seed.)
     """
+    from phrasekit.training.soup import soup_models
+
     report = soup_models(models, out, dev_data_dir=_dev_data(shared),
                          alphas=parse_list(alphas, "--alphas"),
                          proj_alphas=parse_list(proj_alphas, "--proj-alphas"),
@@ -181,6 +185,9 @@ def train_pearl_cmd(
 
     Example: phrasekit train pearl --out runs/pearl   (the shipped pearl-minilm recipe)
     """
+    from phrasekit.training.pearl import train_pearl
+    from phrasekit.training.pearl_data import build_pearl_dataset
+
     root = Path(shared) if shared else shared_dir()
     data_dir = data or out / "data"
     if data is None and not (data_dir / "phrases.jsonl.gz").is_file():
@@ -219,6 +226,8 @@ def train_subtst_cmd(
 
     Example: phrasekit train subtst --task msrp --pooling mean --train-topics --out runs/subtst-msrp
     """
+    from phrasekit.training.subtst import prepare_features, train_subtst
+
     config = SubTSTConfig(kind=task_kind(task), **model_settings)
     optimisation = SubTSTTrainingConfig(**training)
     data = load_pair_task(task, data_dir or default_data_dir())
@@ -311,6 +320,8 @@ def train_phrase_bert_cmd(
     Example: phrasekit train phrase-bert --out runs/phrase-bert-minilm \\
                --data runs/phrase-bert-data --max-context 20000 --threads 2
     """
+    from phrasekit.training.phrase_bert import train_phrase_bert
+
     if not (settings["use_paraphrase"] or settings["use_context"]):
         raise BadInputError("--no-paraphrase and --no-context together leave nothing to "
                             "train on")
@@ -370,6 +381,8 @@ def train_facets_cmd(
     Example: phrasekit train facets --data runs/facets/data-phrase -k 10 --minutes 60 \\
                --out runs/facets/phrase-k10
     """
+    from phrasekit.training.facets import train_facets
+
     if not data.is_dir():
         raise BadInputError(f"--data {data} is not a folder")
     cfg = FacetTrainingConfig(data_dir=str(data), out_dir=str(out), **settings,
@@ -422,6 +435,8 @@ def train_uctopic_cmd(
     Example: phrasekit train uctopic --data runs/uctopic/data --out runs/uctopic/pretrain \\
                --minutes 80
     """
+    from phrasekit.training.uctopic import train_uctopic
+
     if not data.is_dir():
         raise BadInputError(f"--data {data} is not a folder")
     cfg = UCTopicConfig(data_dir=str(data), out_dir=str(out), **settings,

@@ -3,19 +3,23 @@
 Per config: a help text per field, the fields that are no options (set by the command itself,
 or internal knobs) and the option names that differ from the field names. Defaults are those of
 the config dataclasses (or the builder functions' keyword defaults).
+
+Only the light modules that hold the configs (and the data builders, which import torch,
+scikit-learn and spaCy where they use them) are imported here, so that `phrasekit train
+--help` and each `train <method> --help` load none of them.
 """
 
 from __future__ import annotations
 
 from phrasekit.cli.options import ConfigOptions
-from phrasekit.encoders.subtst import SubTSTConfig
-from phrasekit.training.facets import FacetTrainingConfig
+from phrasekit.encoders.subtst_config import SubTSTConfig
+from phrasekit.training.facets_config import FacetTrainingConfig
 from phrasekit.training.facets_data import FacetDataConfig
 from phrasekit.training.pearl_config import PearlTrainingConfig
-from phrasekit.training.phrase_bert import PhraseBertTrainingConfig
+from phrasekit.training.phrase_bert_config import PhraseBertTrainingConfig
 from phrasekit.training.phrase_bert_data import build_phrase_bert_dataset
-from phrasekit.training.subtst import SubTSTTrainingConfig
-from phrasekit.training.uctopic import UCTopicConfig
+from phrasekit.training.subtst_config import SubTSTTrainingConfig
+from phrasekit.training.uctopic_config import UCTopicConfig
 from phrasekit.training.uctopic_data import build_uctopic_dataset
 
 THREADS = "torch threads."

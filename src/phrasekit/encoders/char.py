@@ -11,42 +11,14 @@ cost is negligible next to the transformer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
+from phrasekit.encoders.pearl_config import CharCNNConfig
+
 PAD, BOS, EOS = 256, 257, 258
 VOCAB = 259
-
-
-@dataclass(frozen=True)
-class CharCNNConfig:
-    """Shape of the character encoder (saved in the model's config.json)."""
-
-    emb_dim: int = 48
-    widths: tuple[int, ...] = (2, 3, 4, 5)
-    filters: int = 96
-    max_chars: int = 64
-    out_linear: bool = False  # a final linear layer, so the output can take any sign (mimicry)
-
-    @property
-    def out_dim(self) -> int:
-        """Size of the output vector: one max-pooled feature per filter and width."""
-        return self.filters * len(self.widths)
-
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        d = asdict(self)
-        d["widths"] = list(self.widths)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> CharCNNConfig:
-        """Inverse of ``to_dict``."""
-        d = dict(d)
-        d["widths"] = tuple(d.get("widths", cls.widths))
-        return cls(**d)
 
 
 def bytes_batch(texts: Sequence[str], max_chars: int) -> torch.Tensor:

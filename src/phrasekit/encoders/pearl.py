@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,9 @@ import torch
 from torch import nn
 
 from phrasekit.encoders.base import Encoder, cap_chars, validate_texts
-from phrasekit.encoders.char import CharCNN, CharCNNConfig, bytes_batch
+from phrasekit.encoders.char import CharCNN, bytes_batch
+from phrasekit.encoders.pearl_config import TYPE_HEAD_INPUTS as TYPE_HEAD_INPUTS  # re-exported
+from phrasekit.encoders.pearl_config import PearlConfig
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.encoders.transformer import cast_model, resolve_precision
 from phrasekit.io import write_json
@@ -54,50 +55,6 @@ logger = logging.getLogger(__name__)
 
 FORMAT = PEARL_FORMAT
 FORMAT_VERSION = 1
-
-
-TYPE_HEAD_INPUTS = ("features", "output")
-
-
-@dataclass
-class PearlConfig:
-    """Everything needed to rebuild a ``PearlModel`` (saved as JSON)."""
-
-    backbone: str = "minilm"
-    max_seq_length: int = 32
-    use_char: bool = True
-    char: CharCNNConfig = field(default_factory=CharCNNConfig)
-    types: list[str] = field(default_factory=list)
-    type_loss: bool = True
-    type_head_on: str = "features"  # "features" ([p; c]) or "output" (the final embedding)
-    supersenses: list[str] = field(default_factory=list)  # labels of the supersense head
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.type_head_on not in TYPE_HEAD_INPUTS:
-            raise ValueError(f"type_head_on must be one of {TYPE_HEAD_INPUTS}, "
-                             f"got {self.type_head_on!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form."""
-        return {
-            "backbone": self.backbone, "max_seq_length": self.max_seq_length,
-            "use_char": self.use_char, "char": self.char.to_dict(), "types": list(self.types),
-            "type_loss": self.type_loss, "type_head_on": self.type_head_on,
-            "supersenses": list(self.supersenses), "extra": self.extra,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PearlConfig:
-        """Inverse of ``to_dict``; unknown keys are an error (a newer format)."""
-        d = dict(d)
-        char = CharCNNConfig.from_dict(d.pop("char", {}))
-        known = {"backbone", "max_seq_length", "use_char", "types", "type_loss", "type_head_on",
-                 "supersenses", "extra"}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown PEARL config keys {sorted(unknown)}")
-        return cls(char=char, **d)
 
 
 class PearlModel(nn.Module):

@@ -21,9 +21,6 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import KMeans
-from sklearn.metrics import normalized_mutual_info_score
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.base import Task, embed_unique, percent, read_tsv, std_percent
@@ -44,6 +41,8 @@ def load_mentions(path: Path) -> tuple[list[str], list[str]]:
 
 def cluster_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Share of items whose cluster maps to their gold label under the best one-to-one mapping."""
+    from scipy.optimize import linear_sum_assignment  # importing the task needs no scipy
+
     t_labels, t = np.unique(y_true, return_inverse=True)
     p_labels, p = np.unique(y_pred, return_inverse=True)
     counts = np.zeros((len(p_labels), len(t_labels)), dtype=np.int64)
@@ -54,6 +53,9 @@ def cluster_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 def kmeans_scores(emb: np.ndarray, gold: list[str], seeds: tuple[int, ...]) -> dict[str, float]:
     """NMI and Hungarian accuracy of KMeans (k = #gold types) averaged over ``seeds``."""
+    from sklearn.cluster import KMeans  # importing the task needs no scikit-learn
+    from sklearn.metrics import normalized_mutual_info_score
+
     y = np.unique(np.asarray(gold), return_inverse=True)[1]
     k = int(y.max()) + 1
     nmis, accs = [], []

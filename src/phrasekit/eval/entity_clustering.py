@@ -35,8 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.metrics import normalized_mutual_info_score
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import l2_normalize
@@ -245,6 +243,8 @@ def load_sentences(name: str, data_dir: str | Path, split: str = "test") -> list
 # ---------------------------------------------------------------------------------- metrics
 def nmi(y_true: Sequence[Any], y_pred: Sequence[Any]) -> float:
     """Normalised mutual information (arithmetic mean normalisation), in [0, 1]."""
+    from sklearn.metrics import normalized_mutual_info_score  # the loaders need no sklearn
+
     return float(normalized_mutual_info_score(np.asarray(y_true), np.asarray(y_pred)))
 
 
@@ -261,6 +261,8 @@ def kmeans_labels(emb: np.ndarray, k: int, seed: int = 0, n_init: int = N_INIT
     x = l2_normalize(np.asarray(emb, dtype=np.float32))
     if len(x) < k:
         raise ValueError(f"cannot make {k} clusters of {len(x)} rows")
+    from sklearn.cluster import KMeans  # the loaders (training data) need no sklearn
+
     km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(x)
     return km.labels_.astype(np.int64), km.cluster_centers_.astype(np.float32)
 

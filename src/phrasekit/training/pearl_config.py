@@ -1,4 +1,8 @@
-"""PEARL's training settings and the model they build (shared by training and averaging)."""
+"""PEARL's training settings and the model they build (shared by training and averaging).
+
+torch is imported only where a model is built or a GPU is checked, so that the settings (and
+``phrasekit train pearl --help``, whose options they define) load without it.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,20 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from phrasekit.encoders.char import CharCNNConfig
-from phrasekit.encoders.pearl import TYPE_HEAD_INPUTS, PearlConfig, PearlModel
+from phrasekit.encoders.pearl_config import TYPE_HEAD_INPUTS, CharCNNConfig, PearlConfig
 from phrasekit.eval.aliases import ALIAS_FILE
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.training.aliases import KINDS
-from phrasekit.training.averaging import CliffGuard
+from phrasekit.training.cliff_guard import CliffGuard
 from phrasekit.training.config import budget_checks, config_hash, raise_failed
+
+if TYPE_CHECKING:
+    import torch
+
+    from phrasekit.encoders.pearl import PearlModel
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +179,8 @@ def device_checks(device: str) -> list[tuple[bool, str]]:
     found = re.fullmatch(r"cuda(?::(\d+))?", device)
     if not found:
         return [(False, f"device must be cpu, cuda or cuda:N, got {device!r}")]
+    import torch  # only for a GPU request: the settings and `--help` need no torch
+
     if not torch.cuda.is_available():
         return [(False, f"device {device}: no CUDA GPU is available here")]
     index, count = int(found.group(1) or 0), torch.cuda.device_count()
@@ -181,6 +189,8 @@ def device_checks(device: str) -> list[tuple[bool, str]]:
 
 def build_model(cfg: PearlTrainingConfig) -> PearlModel:
     """A fresh PEARL model (equal to its backbone) configured for training."""
+    from phrasekit.encoders.pearl import PearlModel  # torch: only when a model is built
+
     pcfg = PearlConfig(backbone=cfg.backbone, max_seq_length=cfg.max_seq_length,
                        use_char=cfg.use_char, types=list(PHRASE_TYPES),
                        type_loss=cfg.use_type, type_head_on=cfg.type_head_on,

@@ -15,7 +15,7 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,29 +34,10 @@ from phrasekit.encoders.subword_lda import SubwordLDA
 from phrasekit.eval.pairs import MAIN_METRIC, PairExample, pair_metrics, task_kind
 from phrasekit.training.checkpoint import checkpoint_folder
 from phrasekit.training.config import config_hash
+from phrasekit.training.subtst_config import SubTSTTrainingConfig
 from phrasekit.training.trainer import Trainer, step_seed, warmup_linear
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class SubTSTTrainingConfig:
-    """Optimisation settings (shared by all variants of a comparison)."""
-
-    epochs: int = 8
-    batch_size: int = 32
-    lr: float = 1e-3
-    layer_lr: float = 2e-5
-    weight_decay: float = 0.01
-    warmup: float = 0.1
-    seed: int = 0
-    lda_max_iter: int = 10
-
-    def __post_init__(self) -> None:
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError("epochs and batch_size must be >= 1")
-        if not 0.0 <= self.warmup < 1.0:
-            raise ValueError(f"warmup must be in [0, 1), got {self.warmup}")
 
 
 def seed_everything(seed: int) -> None:

@@ -5,6 +5,7 @@ coding.
 
 - ``words``: the word space (packaged GloVe 6B 50d) and its tokenizer;
 - ``data``: training examples from the shared corpora (phrase windows, neighbour sentences);
+- ``config``: the model's architecture settings and the NNSC solvers (no torch);
 - ``model``: the sequence-to-embeddings network and its model folder;
 - ``loss``: the NNSC loss (Eq. 1-2);
 - ``train``: the resumable CPU training loop;

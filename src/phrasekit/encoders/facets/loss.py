@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import torch
 
-METHODS = ("pgd", "rmsprop")
+from phrasekit.encoders.facets.config import METHODS
+
 DEFAULT_LAMBDA = 0.4
 DEFAULT_STEPS = 30
 
