@@ -44,10 +44,11 @@ JOIN_HOWS = ("inner", "left")
 MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "score")
 #: Default ``--threshold`` per model: the cosine in 0.00, 0.01, ..., 1.00 that maximised the
 #: F1 of top-1 matches on the dev half of AutoFJ (right rows 0, 2, 4, ... of all 50 tables;
-#: ``benchmarks/join_threshold_dev.py``): minilm (the default) 0.70, dev F1 68.8 (P 72.9,
+#: ``benchmarks/join_threshold_dev.py``): minilm 0.70, dev F1 68.8 (P 72.9,
 #: R 65.2) against 67.7 without a threshold, the held-out half 69.5 against 68.4;
-#: pearl-minilm 0.76, dev F1 66.3 against 65.4, held-out 67.2 against 66.2.
-DEFAULT_THRESHOLDS: dict[str, float] = {"minilm": 0.70, "pearl-minilm": 0.76}
+#: pearl-minilm (the default of `join`) 0.73, dev F1 68.7 (P 73.1, R 64.8) against 67.6, the
+#: held-out half 69.6 against 68.4.
+DEFAULT_THRESHOLDS: dict[str, float] = {"minilm": 0.70, "pearl-minilm": 0.73}
 
 
 #: A search function: (index over the left vectors, left vectors, right vectors, k) ->
