@@ -238,7 +238,8 @@ def table(records: list[dict], baseline: str) -> str:
         status = "" if r["rc"] == 0 else f" (rc {r['rc']}{', timed out' if r['timed_out'] else ''})"
         st = ", ".join(f"{k} {v}" for k, v in r["stages"].items())
         if len(r.get("rounds_s", [])) > 1:
-            st = f"rounds {'/'.join(f'{w:.1f}' for w in r['rounds_s'])}; " + st
+            rounds = f"rounds {'/'.join(f'{w:.1f}' for w in r['rounds_s'])}"
+            st = f"{rounds}; {st}" if st else rounds
         if r.get("scores"):
             st += "; " + ", ".join(f"{k} {v}" for k, v in r["scores"].items())
         rows.append(f"| {r['run']}{status} | {r['times']} | {r['n_docs']} | {r['wall_s']:.1f} "
