@@ -88,6 +88,22 @@ def test_outputs(model: DocumentTopicModel, docs: list[Document], tmp_path: Path
                    for t, share in ((int(t), s) for t, s in nested["distribution"].items()))
 
 
+def test_topics_json_is_the_same_whatever_the_vector_cache(model: DocumentTopicModel,
+                                                           docs: list[Document],
+                                                           tmp_path: Path) -> None:
+    """The vector cache's folder (a path of this machine) is not written into topics.json."""
+    written = []
+    for cache in ("cache-a", "cache-b"):
+        model.cache_dir = str(tmp_path / cache)
+        paths = write_topic_outputs(model, docs, tmp_path / f"out-{cache}")
+        data = json.loads(paths["json"].read_text(encoding="utf-8"))
+        data.pop("timings_s", None)
+        written.append(data)
+    model.cache_dir = None
+    assert "cache_dir" not in written[0]["params"] and written[0]["params"]["n_topics"] == 6
+    assert written[0] == written[1]
+
+
 def test_k_chosen_from_range(docs: list[Document], small_corpus_phrases: PhraseVocabulary,
                              glove) -> None:
     m = DocumentTopicModel(encoder=glove, k_range=(2, 5), min_df=2).fit(

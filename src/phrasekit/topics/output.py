@@ -465,9 +465,13 @@ def write_uctopic_outputs(model: UCTopicModel, docs: Iterable[Document | str],
 
 
 def json_params(model: Any) -> dict[str, Any]:
-    """``get_params()`` made JSON-ready (encoder and extractor given by name / settings)."""
+    """``get_params()`` made JSON-ready (encoder and extractor given by name / settings), without
+    ``cache_dir``: where vectors are cached is a path of this machine, not a setting of the
+    topics, and the same run with another cache must write the same ``topics.json``."""
     out: dict[str, Any] = {}
     for key, value in model.get_params(deep=False).items():
+        if key == "cache_dir":
+            continue
         if isinstance(value, Encoder):
             value = value.name
         elif isinstance(value, PhraseExtractor):
