@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 RULER_ATTRS = ("POS", "TAG", "DEP")
 #: Token attributes a :class:`PosRuler` pattern may test, in the order of ``doc.to_array``.
 _TESTED = ("TAG", "LOWER", "DEP", "IS_SPACE")
+_COLUMN = {attr: i for i, attr in enumerate(_TESTED)}
 #: Distinct token rows a :class:`PosRuler` remembers the matching rules of.
 MEMO_ROWS = 200_000
 #: A tok2vec-shaped product (tokens x width*3 times width*3 x width*3 of the small pipeline).
@@ -123,8 +124,8 @@ class PosRuler:
         self.source = [dict(rule) for rule in rules]
         for rule in rules:
             self._add(rule["pattern"], int(rule.get("index", 0)), rule["attrs"])
-        self.multi = [i for i, rule in enumerate(self.rules) if len(rule[0]) > 1]
-        self._memo: dict[tuple[Any, ...], tuple[tuple[int, dict[str, Any]], ...]] = {}
+        self._memo: dict[tuple[Any, ...], tuple[tuple[tuple[int, dict[str, Any]], ...],
+                                                tuple[int, ...]]] = {}
 
     def _key(self, attr: str) -> Callable[[Any], Any]:
         if attr == "IS_SPACE":
@@ -169,38 +170,32 @@ class PosRuler:
             logger.debug("keeping spaCy's attribute ruler: %s", exc)
             return None
 
-    def _single(self, row: tuple[Any, ...]) -> tuple[tuple[int, dict[str, Any]], ...]:
-        """The one-token rules matching a token with these attribute values, in rule order, with
-        what they set (memoised: a corpus has few distinct rows)."""
+    def _at(self, row: tuple[Any, ...]) -> tuple[tuple[tuple[int, dict[str, Any]], ...],
+                                                 tuple[int, ...]]:
+        """For a token with these attribute values: the one-token rules it matches, with what
+        they set, and the longer rules whose first token it matches, both in rule order
+        (memoised: a corpus has few distinct rows)."""
         hit = self._memo.get(row)
         if hit is None:
             values = dict(zip(_TESTED, row, strict=True))
             ids = set(self.unindexed)
             for attr in _TESTED:
                 ids.update(self.index.get((attr, values[attr]), ()))
-            hit = tuple((i, self.rules[i][2]) for i in sorted(ids) if len(self.rules[i][0]) == 1
-                        and all(test(values[a]) for a, test in self.rules[i][0][0].items()))
+            first = [i for i in sorted(ids)
+                     if all(test(values[a]) for a, test in self.rules[i][0][0].items())]
+            hit = (tuple((i, self.rules[i][2]) for i in first if len(self.rules[i][0]) == 1),
+                   tuple(i for i in first if len(self.rules[i][0]) > 1))
             if len(self._memo) > MEMO_ROWS:
                 self._memo.clear()
             self._memo[row] = hit
         return hit
 
-    def _multi(self, rows: list[tuple[Any, ...]]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
-        """Matches of the rules longer than one token: target token -> (rule, attributes)."""
-        out: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-        if not self.multi:
-            return out
-        for start in range(len(rows)):
-            for rule_id in self.multi:
-                tokens, index, attrs = self.rules[rule_id]
-                end = start + len(tokens)
-                if end <= len(rows) and all(
-                    test(rows[start + k][_TESTED.index(a)])
-                    for k, tests in enumerate(tokens) for a, test in tests.items()
-                ):
-                    target = (start if index >= 0 else end) + index
-                    out.setdefault(target, []).append((rule_id, attrs))
-        return out
+    def _rest_matches(self, rule_id: int, rows: list[tuple[Any, ...]], start: int) -> bool:
+        """Whether the tokens after ``start`` match the rest of a longer rule."""
+        tokens = self.rules[rule_id][0]
+        return start + len(tokens) <= len(rows) and all(
+            test(rows[start + k][_COLUMN[a]])
+            for k, tests in enumerate(tokens) if k for a, test in tests.items())
 
     def __call__(self, doc: Any) -> Any:
         from spacy.attrs import DEP, IS_SPACE, LOWER, POS, TAG
@@ -210,14 +205,21 @@ class PosRuler:
             return doc
         rows = [(t, lo, d, bool(sp)) for t, lo, d, sp in
                 doc.to_array([TAG, LOWER, DEP, IS_SPACE]).tolist()]
-        multi = self._multi(rows)
+        hits = []
+        longer: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        for start, row in enumerate(rows):
+            single, starts = self._at(row)
+            hits.append(single)
+            for rule_id in starts:
+                if self._rest_matches(rule_id, rows, start):
+                    tokens, index, attrs = self.rules[rule_id]
+                    target = (start if index >= 0 else start + len(tokens)) + index
+                    longer.setdefault(target, []).append((rule_id, attrs))
         pos = doc.to_array([POS])
-        for i, row in enumerate(rows):
-            hits = self._single(row)
-            if i in multi:
-                hits = tuple(sorted(hits + tuple(multi[i]), key=lambda h: h[0]))
+        for i, single in enumerate(hits):
+            found = sorted(single + tuple(longer[i])) if i in longer else single
             attrs: dict[str, Any] = {}
-            for _, sets in hits:  # the ruler's precedence: later rules win
+            for _, sets in found:  # the ruler's precedence: later rules win
                 attrs.update(sets)
             if "POS" in attrs:
                 pos[i] = IDS[attrs.pop("POS")]
