@@ -177,3 +177,49 @@ def test_long_texts_are_batched_by_a_token_budget_on_the_cpu(minilm, monkeypatch
     assert [len(b) for b in minilm._batches(texts, 64, "t", False)] == [len(texts)]
     monkeypatch.setattr(minilm, "device", "cpu")
     np.testing.assert_allclose(vecs, minilm.encode(texts, batch_size=1), atol=1e-5)
+
+
+def test_keep_freed_memory_sets_glibc_thresholds_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """glibc gets both thresholds, once per process; ``PHRASEKIT_MALLOC=default`` or another C
+    library leaves the allocator alone."""
+    from phrasekit.encoders import allocator
+
+    calls: list[tuple[int, int]] = []
+
+    class FakeLibc:
+        def mallopt(self, param: int, value: int) -> int:
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(allocator.ctypes, "CDLL", lambda name: FakeLibc())
+    monkeypatch.setattr(allocator.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(allocator.platform, "libc_ver", lambda: ("glibc", "2.36"))
+    monkeypatch.delenv("PHRASEKIT_MALLOC", raising=False)
+    allocator.keep_freed_memory.cache_clear()
+    try:
+        assert allocator.keep_freed_memory() and allocator.keep_freed_memory()
+        assert calls == [(allocator.M_MMAP_THRESHOLD, 32 << 20),
+                         (allocator.M_TRIM_THRESHOLD, 256 << 20)]
+        calls.clear()
+        allocator.keep_freed_memory.cache_clear()
+        monkeypatch.setenv("PHRASEKIT_MALLOC", "default")
+        assert allocator.keep_freed_memory() is False
+        allocator.keep_freed_memory.cache_clear()
+        monkeypatch.delenv("PHRASEKIT_MALLOC")
+        monkeypatch.setattr(allocator.platform, "libc_ver", lambda: ("musl", "1.2"))
+        assert allocator.keep_freed_memory() is False and calls == []
+    finally:
+        allocator.keep_freed_memory.cache_clear()
+
+
+def test_cpu_torch_encoders_tune_the_allocator(monkeypatch: pytest.MonkeyPatch, minilm,
+                                               glove) -> None:
+    """A transformer encoding on the CPU sets the allocator up; word vectors (no torch) do not."""
+    import phrasekit.encoders.base as base
+
+    calls: list[bool] = []
+    monkeypatch.setattr(base, "keep_freed_memory", lambda: calls.append(True) or True)
+    glove.encode(["interest rate"])
+    assert calls == []
+    minilm.encode(["interest rate"])
+    assert calls == [True]

@@ -436,3 +436,20 @@ def test_worker_processes_find_the_same_candidates(minilm, monkeypatch) -> None:
     monkeypatch.setattr(kp, "pipe_processes", lambda n, p: p)
     two = KeyphraseExtractor(minilm, n_process=2).find_candidates(texts)
     assert two == one and max(one[1].counts) >= 800  # "mobile robot(s)" in both pieces
+
+
+def test_workers_receive_settings_not_the_loaded_encoder(monkeypatch) -> None:
+    """The encoder loads in this process while the workers parse, and a pickled extractor (what
+    each worker task receives) leaves it out: the keyphrases equal those of one process."""
+    import pickle
+
+    import phrasekit.phrases.keyphrases as kp
+
+    texts = [SVM_IDS, ROBOT, NEURAL, INSTANTON, BRACKETS]
+    one = KeyphraseExtractor("minilm").extract(texts)
+    monkeypatch.setattr(kp, "pipe_processes", lambda n, p: p)
+    two = KeyphraseExtractor("minilm", n_process=2)
+    assert two.extract(texts) == one
+    assert two._encoder is not None  # loaded meanwhile, in this process
+    assert len(pickle.dumps(two)) < 10_000
+    assert pickle.loads(pickle.dumps(two))._encoder is None

@@ -249,3 +249,30 @@ def test_worker_processes_find_what_one_process_finds(monkeypatch: pytest.Monkey
     pieces = [("x" * n, (n, 0)) for n in (5, 50, 5, 5, 40, 10)]
     cut = shares(pieces, 3)
     assert [p for s in cut for p in s] == pieces and all(cut) and len(cut) <= 3
+
+
+class _Owner:
+    """A picklable stand-in for an extractor: ``pooled`` sends it to the workers."""
+
+    nlp = None
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def work(self, task: int) -> int:
+        return task * 2
+
+
+def test_pooled_runs_meanwhile_after_forking_and_unfreezes() -> None:
+    """``meanwhile`` runs once, in this process, while the workers work; the objects frozen
+    for the workers are unfrozen when the pool is done."""
+    import gc
+
+    from phrasekit.phrases.parallel import pooled
+
+    owner = _Owner()
+    got = sorted(pooled(owner, [1, 2, 3], _Owner.work, 2,
+                        meanwhile=lambda: owner.seen.append("loaded")))
+    assert got == [2, 4, 6]
+    assert owner.seen == ["loaded"]
+    assert gc.get_freeze_count() == 0

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.allocator import keep_freed_memory
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.settings import torch_threads
 
@@ -227,6 +228,8 @@ class Encoder(ABC):
                     ) -> np.ndarray:
         """``encode`` of validated texts: batches of similar length, unit rows in order."""
         out = np.empty((len(items), self.dim), dtype=np.float32)
+        if self.device == "cpu" and self.torch_modules():
+            keep_freed_memory()  # activations reuse freed heap instead of fresh pages
         with torch_threads(self.num_threads):
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
                 out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))

@@ -1,17 +1,19 @@
 """Keyphrase candidates: span cleaning, bracket pairing, stemmed grouping keys and
-containment suppression (steps 1, 2 and 4 of :mod:`phrasekit.phrases.keyphrases`)."""
+containment suppression (steps 1, 2 and 4 of :mod:`phrasekit.phrases.keyphrases`), and
+the checks of its documents and settings."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from phrasekit.phrases.extract import DEFAULT_REJECT_PATTERN, LEADING_STRIP_WORDS
+from phrasekit.io import Document
+from phrasekit.phrases.extract import DEFAULT_REJECT_PATTERN, LEADING_STRIP_WORDS, as_documents
 
 #: POS tags that start no keyphrase (stripped from the front of a candidate span).
 _LEADING_POS = frozenset({"DET", "PRON", "CCONJ", "SCONJ", "ADP", "PART", "NUM", "SYM", "PUNCT",
@@ -141,3 +143,34 @@ def is_content(tok) -> bool:
 def surface(tokens: Sequence[Any]) -> str:
     text = "".join(t.text_with_ws for t in tokens[:-1]) + tokens[-1].text
     return " ".join(text.lower().split()).replace("’", "'")
+
+
+# ---------------------------------------------------------------------------- validation
+def validate_docs(docs: Iterable[Document | str]) -> list[str]:
+    """The texts of ``docs`` (strings or Documents); None, non-strings and empty texts raise."""
+    documents = as_documents(docs)
+    texts = []
+    for i, d in enumerate(documents):
+        if not isinstance(d.text, str):
+            raise TypeError(f"docs[{i}] has no text (got {type(d.text).__name__})")
+        if not d.text.strip():
+            raise ValueError(f"docs[{i}] is empty or whitespace only; it has no keyphrases")
+        texts.append(d.text)
+    return texts
+
+
+def check_int(name: str, value: Any, minimum: int) -> None:
+    """An integer setting of at least ``minimum`` (TypeError / ValueError naming it)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+
+
+def check_float(name: str, value: Any, lo: float, hi: float | None) -> None:
+    """A finite number setting in ``[lo, hi]`` (TypeError / ValueError naming it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not np.isfinite(value) or value < lo or (hi is not None and value > hi):
+        bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{name} must be {bound}, got {value}")

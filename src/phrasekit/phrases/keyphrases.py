@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,7 +73,6 @@ from phrasekit.io import Document
 from phrasekit.phrases.extract import (
     DEFAULT_SPACY_MODEL,
     HEAD_POS,
-    as_documents,
     load_spacy,
     pattern_spans,
     pipe_processes,
@@ -83,12 +82,15 @@ from phrasekit.phrases.keyphrase_candidates import (
     REJECT_RE,
     DocCandidates,
     brackets_balanced,
+    check_float,
+    check_int,
     is_content,
     phrase_key,
     strip_leading,
     suppress_contained,
     surface,
     unpaired_brackets,
+    validate_docs,
 )
 from phrasekit.phrases.parallel import TASKS_PER_WORKER, pooled, shares
 from phrasekit.registry import DOCUMENTS_MODEL, as_encoder, check_model_name
@@ -96,6 +98,10 @@ from phrasekit.registry import DOCUMENTS_MODEL, as_encoder, check_model_name
 logger = logging.getLogger(__name__)
 
 CANDIDATE_KINDS = ("noun_chunks", "pos", "both")
+
+#: Texts per spaCy batch: 32 parsed 1,000 bbc_news articles with 9% less CPU than 64 (smaller
+#: activations; ``benchmarks/keyphrase_candidates_speed.py``).
+SPACY_BATCH = 32
 
 Keyphrases = list[tuple[str, float]]
 
@@ -155,16 +161,16 @@ class KeyphraseExtractor:
                 raise TypeError(f"encoder must be a model name, an Encoder or an object with "
                                 f"encode, got {type(encoder).__name__}")
             encoder = as_encoder(encoder)
-        _check_int("top_n", top_n, 1)
-        _check_int("max_words", max_words, 1)
-        _check_int("n_process", n_process, 1)
+        check_int("top_n", top_n, 1)
+        check_int("max_words", max_words, 1)
+        check_int("n_process", n_process, 1)
         if doc_window_words is not None:
-            _check_int("doc_window_words", doc_window_words, 16)
+            check_int("doc_window_words", doc_window_words, 16)
         if batch_size is not None:
-            _check_int("batch_size", batch_size, 1)
-        _check_float("diversity", diversity, 0.0, 1.0)
-        _check_float("position_weight", position_weight, 0.0, None)
-        _check_float("frequency_weight", frequency_weight, 0.0, None)
+            check_int("batch_size", batch_size, 1)
+        check_float("diversity", diversity, 0.0, 1.0)
+        check_float("position_weight", position_weight, 0.0, None)
+        check_float("frequency_weight", frequency_weight, 0.0, None)
         if not isinstance(suppress_nested, bool | np.bool_):
             raise TypeError(
                 f"suppress_nested must be a bool, got {type(suppress_nested).__name__}"
@@ -188,6 +194,14 @@ class KeyphraseExtractor:
         self.n_process = int(n_process)
         self.cache_dir = None if cache_dir is None else str(cache_dir)
         self._encoder: Encoder | None = encoder if isinstance(encoder, Encoder) else None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings, without an encoder loaded from a name: spaCy's worker processes
+        receive the extractor with every task and never encode."""
+        state = dict(self.__dict__)
+        if isinstance(self.encoder, str):
+            state["_encoder"] = None
+        return state
 
     # ------------------------------------------------------------------ sklearn-style params
     def get_params(self) -> dict[str, Any]:
@@ -252,16 +266,20 @@ class KeyphraseExtractor:
         texts = validate_docs(docs)
         if not texts:
             return []
-        cands = self.find_candidates(texts, show_progress=show_progress)
+        # the encoder loads while spaCy's workers parse
+        cands = self.find_candidates(texts, show_progress=show_progress,
+                                     meanwhile=lambda: self.encoder_)
         doc_vecs, cand_vecs = self.embed(cands, show_progress=show_progress)
         return [self.rank(c, d, v) for c, d, v in zip(cands, doc_vecs, cand_vecs, strict=True)]
 
     # ------------------------------------------------------------------ steps
     def find_candidates(
-        self, texts: Sequence[str], show_progress: bool = False
+        self, texts: Sequence[str], show_progress: bool = False,
+        meanwhile: Callable[[], object] | None = None,
     ) -> list[DocCandidates]:
         """Step 1-2: the grouped candidates of every text (and its embedding windows); with
-        ``n_process`` > 1, in worker processes that return the candidates only."""
+        ``n_process`` > 1, in worker processes that return the candidates only, while this
+        process runs ``meanwhile`` (if given)."""
         nlp = self.nlp
         limit = max(100, min(100_000, int(nlp.max_length) - 1))
         pieces: list[tuple[str, int]] = []
@@ -271,7 +289,7 @@ class KeyphraseExtractor:
         n = pipe_processes(len(pieces), self.n_process)
         if n > 1 and isinstance(self.spacy_model, str):
             tasks = shares(pieces, n * TASKS_PER_WORKER, unit=lambda p: p[1])
-            done = pooled(self, tasks, KeyphraseExtractor._candidates_of, n)
+            done = pooled(self, tasks, KeyphraseExtractor._candidates_of, n, meanwhile)
         else:
             done = iter([self._candidates_of(pieces)])
         with tqdm(total=len(texts), desc="keyphrases[spaCy]", unit="doc",
@@ -288,7 +306,7 @@ class KeyphraseExtractor:
         out: dict[int, DocCandidates] = {}
         index: dict[int, dict[str, int]] = {}
         offset: dict[int, int] = {}
-        for sdoc, i in self.nlp.pipe(pieces, as_tuples=True, batch_size=64):
+        for sdoc, i in self.nlp.pipe(pieces, as_tuples=True, batch_size=SPACY_BATCH):
             cands = out.setdefault(i, DocCandidates())
             offset[i] = self._add_doc(sdoc, cands, index.setdefault(i, {}), offset.get(i, 0))
         return out
@@ -374,8 +392,7 @@ class KeyphraseExtractor:
         if not text.strip():
             return []
         limit = self.doc_window_words
-        n_words = sum(1 for t in sdoc if not (t.is_punct or t.is_space))
-        if limit is None or n_words <= limit:
+        if limit is None or sum(1 for t in sdoc if not (t.is_punct or t.is_space)) <= limit:
             return [text]
         windows: list[str] = []
         cur: list[str] = []
@@ -469,32 +486,3 @@ class KeyphraseExtractor:
             chosen = self.select(s, cand_vecs, sims)
         chosen.sort(key=lambda i: -s[i])
         return [(cands.phrases[i], float(s[i])) for i in chosen]
-
-
-# ---------------------------------------------------------------------------- validation
-def validate_docs(docs: Iterable[Document | str]) -> list[str]:
-    """The texts of ``docs`` (strings or Documents); None, non-strings and empty texts raise."""
-    documents = as_documents(docs)
-    texts = []
-    for i, d in enumerate(documents):
-        if not isinstance(d.text, str):
-            raise TypeError(f"docs[{i}] has no text (got {type(d.text).__name__})")
-        if not d.text.strip():
-            raise ValueError(f"docs[{i}] is empty or whitespace only; it has no keyphrases")
-        texts.append(d.text)
-    return texts
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-
-
-def _check_float(name: str, value: Any, lo: float, hi: float | None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not np.isfinite(value) or value < lo or (hi is not None and value > hi):
-        bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be {bound}, got {value}")

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.allocator import keep_freed_memory
 from phrasekit.settings import torch_threads
 from phrasekit.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 
@@ -116,6 +117,7 @@ class Trainer:
             Path(self.out_dir).mkdir(parents=True, exist_ok=True)
         for group in task.optimizer.param_groups:
             group.setdefault("base_lr", group["lr"])
+        keep_freed_memory()  # each step's activations reuse the heap, not fresh pages
         with torch_threads(self.num_threads):
             start, result = self._resume(task)
             return self._loop(task, start, result)
