@@ -14,6 +14,8 @@ Methods (``--methods``):
   concatenated document per *topic*, so ``min_df`` counts topics: any value above 1 would drop
   every n-gram specific to a single topic. ``--bertopic-min-df`` changes it.
 - ``bertopic_kbi``: the same with ``KeyBERTInspired()`` as representation model.
+- ``bertopic_pk``: the same with phrasekit's naming, ``phrasekit.integrations.
+  KeyphraseRepresentation("minilm")``, as representation model (each topic's keyphrases).
 - ``lda``: scikit-learn's online LDA (``phrasekit.topics.LDATopics``), K = 20, 20 passes, over
   phrasekit's word vocabulary (words in more than five documents, at most half of them).
 - ``pntm`` / ``pntm50``: phrasekit's PNTM with MiniLM, K = 20 / K = 50, default settings.
@@ -101,11 +103,12 @@ import numpy as np
 
 CORPORA = ("bbc_news", "restaurant_reviews_absa14", "ag_news_test", "20newsgroups",
            "arxiv_abstracts_cc0")
-METHODS = ("bertopic", "bertopic_kbi", "lda", "pntm", "pntm50", "pntm_g", "pntm50_g", "clusters",
-           "documents", "kmeans")
+METHODS = ("bertopic", "bertopic_kbi", "bertopic_pk", "lda", "pntm", "pntm50", "pntm_g",
+           "pntm50_g", "clusters", "documents", "kmeans")
 NAMES = {
     "bertopic": "BERTopic (c-TF-IDF 1-3grams)",
     "bertopic_kbi": "BERTopic + KeyBERTInspired",
+    "bertopic_pk": "BERTopic + phrasekit naming",
     "lda": "LDA K=20 (sklearn)",
     "pntm": "phrasekit PNTM K=20",
     "pntm50": "phrasekit PNTM K=50",
@@ -118,7 +121,7 @@ NAMES = {
 PHRASEKIT = ("pntm", "pntm50", "pntm_g", "pntm50_g", "clusters", "documents")
 #: Methods fitted on the full spaCy phrase vocabulary that the preparation extracts.
 PHRASE_METHODS = ("pntm", "pntm50", "pntm_g", "pntm50_g", "clusters")
-BERTOPIC = ("bertopic", "bertopic_kbi")
+BERTOPIC = ("bertopic", "bertopic_kbi", "bertopic_pk")
 PNTM_K = {"pntm": 20, "pntm50": 50, "pntm_g": 20, "pntm50_g": 50}
 #: PNTM's ``grounding`` for the ``_g`` variants, chosen on the bundled arXiv sample corpus
 #: (not one of the four corpora here) by NPMI; see the README.
@@ -290,11 +293,11 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
 
 
 # ---------------------------------------------------------------------- the fit subprocess
-def bertopic_model(seed: int, min_df: int = 1, keybert: bool = False) -> Any:
+def bertopic_model(seed: int, min_df: int = 1, naming: str = "bertopic") -> Any:
     """BERTopic as the protocol runs it: the packaged MiniLM, seeded UMAP, HDBSCAN with
-    ``min_cluster_size=10``, c-TF-IDF over 1-3-grams (``keybert``: KeyBERTInspired on top)."""
+    ``min_cluster_size=10``, c-TF-IDF over 1-3-grams (``naming``: ``bertopic_kbi`` puts
+    KeyBERTInspired on top, ``bertopic_pk`` phrasekit's KeyphraseRepresentation)."""
     from bertopic import BERTopic
-    from bertopic.representation import KeyBERTInspired
     from hdbscan import HDBSCAN
     from sentence_transformers import SentenceTransformer
     from sklearn.feature_extraction.text import CountVectorizer
@@ -311,10 +314,23 @@ def bertopic_model(seed: int, min_df: int = 1, keybert: bool = False) -> Any:
                               core_dist_n_jobs=1),
         vectorizer_model=CountVectorizer(ngram_range=(1, 3), stop_words="english",
                                          min_df=min_df),
-        representation_model=KeyBERTInspired() if keybert else None,
+        representation_model=representation_model(naming),
         top_n_words=TOP_N,
         verbose=True,
     )
+
+
+def representation_model(naming: str) -> Any:
+    """BERTopic's representation model for a ``bertopic*`` method (None: c-TF-IDF alone)."""
+    if naming == "bertopic_kbi":
+        from bertopic.representation import KeyBERTInspired
+
+        return KeyBERTInspired()
+    if naming == "bertopic_pk":
+        from phrasekit.integrations import KeyphraseRepresentation
+
+        return KeyphraseRepresentation("minilm")
+    return None
 
 
 def _rss_mb() -> float:
@@ -362,7 +378,7 @@ def worker(spec_path: str) -> None:
 
     if method in BERTOPIC:
         embeddings = np.load(folder / "docs.npy")
-        model = bertopic_model(seed, spec["bertopic_min_df"], method == "bertopic_kbi")
+        model = bertopic_model(seed, spec["bertopic_min_df"], method)
 
         def fit() -> tuple[list[int], list[list[str]]]:
             labels, _ = model.fit_transform(texts, embeddings=embeddings)

@@ -150,6 +150,41 @@ def test_export_to_sentence_transformers(tmp_path) -> None:
     assert front["license"] == "apache-2.0" and front["library_name"] == "sentence-transformers"
     assert front["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert "| bird | turney |" in card and "| 68.2 | 53.2 |" in card
-    refused = CliRunner().invoke(app, ["export", "pearl-minilm", "--out", str(tmp_path / "p")])
-    assert refused.exit_code == 2 and "character CNN" in refused.output
-    assert not (tmp_path / "p").exists()
+    refused = CliRunner().invoke(app, ["export", "facets-phrase-k3", "--out",
+                                       str(tmp_path / "f")])
+    assert refused.exit_code == 2 and "only transformer and PEARL" in refused.output
+    assert not (tmp_path / "f").exists()
+
+
+def test_export_pearl_with_its_character_cnn(tmp_path) -> None:
+    """PEARL leaves with its character CNN and projection as phrasekit's installed
+    sentence-transformers modules: SentenceTransformer encodes as phrasekit, typos and case
+    included, offline."""
+    import json
+
+    import yaml
+    from sentence_transformers import SentenceTransformer
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    out = tmp_path / "pearl"
+    result = CliRunner().invoke(app, ["export", "pearl-minilm", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    kinds = [m["type"] for m in json.loads((out / "modules.json").read_text())]
+    assert kinds[0] == "phrasekit.encoders.st_modules.PearlTransformer"
+    assert "phrasekit.encoders.st_modules.PearlProjection" in kinds
+    assert not list(out.rglob("*.bin")) and not list(out.rglob("*.pt"))
+    texts = ["The New York Times", "NYTimes", "nytmies", "heart attack", "sodium chloride",
+             "Université Paris-Saclay", "a" * 300]
+    # sentence-transformers 6 asks for trust_remote_code for any module class outside its own
+    # package, an installed one included; the folder itself holds no code
+    assert not list(out.rglob("*.py"))
+    model = SentenceTransformer(str(out), device="cpu", local_files_only=True,
+                                trust_remote_code=True)
+    theirs = model.encode(texts, batch_size=3)
+    ours = phrasekit.load("pearl-minilm").encode(texts)
+    assert (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    front = yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---")[1])
+    assert front["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "DBpedia" in (out / "README.md").read_text(encoding="utf-8")

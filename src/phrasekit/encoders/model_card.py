@@ -38,6 +38,18 @@ CARDS: dict[str, dict[str, Any]] = {
                  "benchmark strings removed; several seeds averaged.",
         "benchmark": (68.2, 53.2, 94.1, 64.6, 38.3, 58.1, 66.7, 63.3),
     },
+    "pearl-minilm": {
+        "base_model": _MINILM, "license": "apache-2.0", "datasets": [],
+        "about": "PEARL (Chen, Varoquaux, Suchanek) trained by phrasekit on all-MiniLM-L6-v2: "
+                 "the mean-pooled vector and a byte-level character CNN, projected and "
+                 "normalised; contrastive training on phrases from phrasekit's corpora, PPDB "
+                 "paraphrases and DBpedia redirect pairs (DBpedia, CC BY-SA 3.0), benchmark "
+                 "strings removed. The character CNN and projection load as phrasekit's "
+                 "sentence-transformers modules: `pip install phrasekit` where the folder is "
+                 "used. The type and supersense heads stay in phrasekit.",
+        "vector": "Mean pooling over the last layer and the character CNN, projected",
+        "benchmark": (69.0, 53.9, 94.7, 66.0, 41.9, 60.2, 71.0, 65.2),
+    },
 }
 
 
@@ -55,7 +67,8 @@ def model_card(name: str, dim: int, max_seq_length: int) -> str:
     front = "\n".join(f"{k}: {json.dumps(v)}" for k, v in meta.items())  # JSON is valid YAML
     lines = ["---", front, "---", "", f"# {name} (exported from phrasekit)", "",
              info.get("about", "A transformer model exported from phrasekit."), "",
-             f"Mean pooling over the last layer, L2-normalised, {dim} dimensions, at most "
+             f"{info.get('vector', 'Mean pooling over the last layer')}, L2-normalised, "
+             f"{dim} dimensions, at most "
              f"{max_seq_length} tokens; `SentenceTransformer(folder).encode(texts)` gives the "
              "vectors `phrasekit.load(...).encode(texts)` gives (cosine >= 0.9999).", ""]
     if "benchmark" in info:
