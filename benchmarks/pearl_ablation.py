@@ -49,8 +49,8 @@ def main() -> None:
     from phrasekit.encoders.pearl import PearlEncoder
     from phrasekit.eval.runner import run_benchmark
     from phrasekit.io import write_json
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ def main() -> None:
     from phrasekit.io import write_json
     from phrasekit.settings import data_dir
     from phrasekit.training.averaging import CliffGuard, select_alphas
-    from phrasekit.training.pearl_averaging import averaged_initial_weights, recover_finetuned_pearl
+    from phrasekit.training.pearl.averaging import averaged_initial_weights, recover_finetuned_pearl
 
     try:
         cfg, model, training = recover_finetuned_pearl(args.model)

@@ -16,8 +16,8 @@ import tempfile
 import torch
 
 from phrasekit.phrases.types import PHRASE_TYPES
-from phrasekit.training.pearl import PearlData, PearlTask
-from phrasekit.training.pearl_config import PearlTrainingConfig, build_model
+from phrasekit.training.pearl.config import PearlTrainingConfig, build_model
+from phrasekit.training.pearl.task import PearlData, PearlTask
 from phrasekit.training.trainer import Trainer
 
 VARIANTS: dict[str, dict[str, object]] = {

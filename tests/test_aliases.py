@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from phrasekit.eval.aliases import AliasScorer, read_alias_split, sample_queries
-from phrasekit.training.aliases import (
+from phrasekit.training.leakage import BenchmarkStringFilter
+from phrasekit.training.pearl.redirects import (
     ALIAS_FILE,
     alias_kind,
     filter_redirects,
@@ -19,7 +20,6 @@ from phrasekit.training.aliases import (
     split_of,
     write_aliases,
 )
-from phrasekit.training.leakage import BenchmarkStringFilter
 
 #: Real lines of the redirects file (DBpedia, CC BY-SA 3.0), plus two made-up faults.
 REDIRECTS = """alias\tcanonical\tn_tokens
@@ -167,8 +167,8 @@ def test_alias_scorer_per_kind_and_mean(tmp_path):
 def test_alias_term_trains_and_is_recorded(tmp_path):
     from test_pearl import _NO_WORDNET, _tiny_dataset
 
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
     _alias_file(tmp_path / "data", split="train")
@@ -214,8 +214,8 @@ def test_eval_scores_aliases(tmp_path):
 
 
 def test_dev_selection_scores_aliases_when_the_data_folder_has_them(tmp_path, shared_data):
-    from phrasekit.training.pearl_averaging import dev_scorer
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.averaging import dev_scorer
+    from phrasekit.training.pearl.config import PearlTrainingConfig
 
     _alias_file(tmp_path)
     cfg = PearlTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "run"))

@@ -72,8 +72,8 @@ def test_select_alphas_searches_the_grid_of_both_groups():
 
 
 def test_pearl_averaging_groups_tie_the_projection_when_asked():
-    from phrasekit.training.pearl_averaging import averaging_groups
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.averaging import averaging_groups
+    from phrasekit.training.pearl.config import PearlTrainingConfig
 
     cfg = PearlTrainingConfig(data_dir="d", out_dir="o", proj_alphas=(0.0, 0.5, 1.0))
     groups = averaging_groups(cfg)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from phrasekit.cli import app, train_options
 from phrasekit.cli.options import ConfigOptions, with_config
 from phrasekit.training.facets import FacetTrainingConfig
-from phrasekit.training.pearl_config import PearlTrainingConfig
+from phrasekit.training.pearl.config import PearlTrainingConfig
 from phrasekit.training.phrase_bert import PhraseBertTrainingConfig
 from phrasekit.training.uctopic import UCTopicConfig
 
@@ -117,7 +117,7 @@ def _capture(monkeypatch, target: str, report: dict[str, Any]) -> list[Any]:
 
 
 def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, "phrasekit.training.pearl.train_pearl",
+    seen = _capture(monkeypatch, "phrasekit.training.pearl.task.train_pearl",
                     {"steps": 1, "train_minutes": 0, "alpha": 1, "alpha_proj": 1, "model_mb": 1,
                      "model_dir": "m"})
     args = ["train", "pearl", "--out", tmp_path / "o", "--data", tmp_path, "--shared", tmp_path]

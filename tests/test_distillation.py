@@ -14,13 +14,13 @@ import torch
 
 from phrasekit.encoders.string import CharNgramEncoder
 from phrasekit.phrases.types import PHRASE_TYPES
-from phrasekit.training.distillation import (
+from phrasekit.training.losses import SimilarityDistillationLoss
+from phrasekit.training.pearl.distillation import (
     TransferSet,
     name_variants,
     select_transfer_texts,
     teacher_vectors,
 )
-from phrasekit.training.losses import SimilarityDistillationLoss
 
 NAMES = ["University of Chicago", "World Health Organization", "The Beatles", "John Smith",
          "Paris (film)", "Bank of England", "New York Stock Exchange", "Albert Einstein",
@@ -109,8 +109,8 @@ def _dataset(out: Path) -> None:
 
 
 def test_training_with_a_teacher_records_the_term_and_resumes_bit_exact(tmp_path):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _dataset(tmp_path / "data")
 

@@ -148,8 +148,8 @@ def _assert_same_checkpoint(a: Path, b: Path) -> None:
 
 
 def test_training_resumes_to_the_same_model(tmp_path):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
 
@@ -180,8 +180,8 @@ def test_training_resumes_to_the_same_model(tmp_path):
 
 def test_training_with_memory_resumes_to_the_same_model(tmp_path):
     """The negatives memory is part of the checkpoint, so a resumed run matches a straight one."""
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
 
@@ -206,7 +206,7 @@ def test_training_with_memory_resumes_to_the_same_model(tmp_path):
 
 
 def test_training_validates_before_work(tmp_path):
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
 
     with pytest.raises(FileNotFoundError, match="build the dataset"):
         PearlTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "o")).validate()
@@ -224,8 +224,8 @@ def test_training_validates_before_work(tmp_path):
 
 def test_training_only_the_top_layers_leaves_the_lower_ones_as_the_backbone(tmp_path):
     from phrasekit.models.backbones import load_backbone
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig, build_model
+    from phrasekit.training.pearl.config import PearlTrainingConfig, build_model
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
     cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "t"),
@@ -245,9 +245,9 @@ def test_training_only_the_top_layers_leaves_the_lower_ones_as_the_backbone(tmp_
 
 
 def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_averaging import reaverage_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.averaging import reaverage_pearl
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
 
@@ -274,9 +274,9 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
 
 
 def test_soup_of_runs_that_differ_in_data_seed(tmp_path):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_averaging import recover_finetuned_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.averaging import recover_finetuned_pearl
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
     from phrasekit.training.soup import soup_models
 
     _tiny_dataset(tmp_path / "data")
@@ -322,7 +322,7 @@ def _tiny_phrases(tmp_path: Path) -> list[str]:
 
 def test_char_mimicry_pulls_the_char_encoder_towards_the_backbone(tmp_path):
     from phrasekit.encoders.char import CharCNNConfig, bytes_batch
-    from phrasekit.training.char_mimic import CharMimicConfig, backbone_targets, pretrain_char
+    from phrasekit.training.pearl.char_mimic import CharMimicConfig, backbone_targets, pretrain_char
 
     texts = _tiny_phrases(tmp_path)
     model = PearlModel(PearlConfig(types=["A"], char=CharCNNConfig(out_linear=True)))
@@ -345,8 +345,8 @@ def test_char_mimicry_pulls_the_char_encoder_towards_the_backbone(tmp_path):
 
 
 def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path, monkeypatch):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
 
@@ -362,7 +362,7 @@ def test_training_with_char_mimicry_resumes_without_repeating_it(tmp_path, monke
     def repeated(*args, **kwargs):
         raise AssertionError("a resumed run repeated the char mimicry")
 
-    monkeypatch.setattr("phrasekit.training.pearl.pretrain_char", repeated)
+    monkeypatch.setattr("phrasekit.training.pearl.task.pretrain_char", repeated)
     resumed = train_pearl(cfg("b", 4))
     assert straight["char_mimicry"]["history"][-1]["step"] == 5
     assert (tmp_path / "a" / "char_mimicry" / "checkpoint.safetensors").is_file()
@@ -408,8 +408,8 @@ def test_similarity_preservation_loss_is_zero_only_for_the_same_geometry():
 
 
 def test_preservation_keeps_the_trained_model_near_the_backbone_geometry(tmp_path):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     phrases = _tiny_phrases(tmp_path)[:40]  # also writes the dataset
 
@@ -450,8 +450,8 @@ def test_length_covariance_counts_only_length_information_beyond_the_reference()
 
 
 def test_training_with_the_length_term_runs_and_is_recorded(tmp_path):
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
     cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "r"),

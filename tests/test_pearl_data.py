@@ -20,7 +20,7 @@ from phrasekit.phrases.types import (
     lexical_class,
     type_index,
 )
-from phrasekit.training import pearl_data, phrase_bert_data
+from phrasekit.training import phrase_bert_data
 from phrasekit.training.data_sources import (
     detokenize,
     jsonl_lines,
@@ -32,9 +32,14 @@ from phrasekit.training.data_sources import (
     write_gz_text,
 )
 from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
-from phrasekit.training.mining import mine_hard_negatives, paraphrase_neighbourhood, variant_key
-from phrasekit.training.pearl_data import build_pearl_dataset
-from phrasekit.training.word_synonyms import negation, spelling_variant
+from phrasekit.training.pearl import data as pearl_data
+from phrasekit.training.pearl.data import build_pearl_dataset
+from phrasekit.training.pearl.mining import (
+    mine_hard_negatives,
+    paraphrase_neighbourhood,
+    variant_key,
+)
+from phrasekit.training.pearl.word_synonyms import negation, spelling_variant
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PEARL = FIXTURES / "pearl"

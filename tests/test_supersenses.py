@@ -86,8 +86,8 @@ def test_soft_label_loss_ignores_unlabelled_rows():
 
 def test_pearl_trains_and_saves_a_supersense_head(tmp_path):
     from phrasekit.encoders.pearl import PearlEncoder
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_config import PearlTrainingConfig
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.pearl.task import train_pearl
 
     data = tmp_path / "data"
     data.mkdir()

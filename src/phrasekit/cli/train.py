@@ -23,15 +23,15 @@ from phrasekit.eval.pairs import load_pair_task, task_kind
 from phrasekit.io import read_corpus, write_json
 from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
-from phrasekit.training.aliases import (
+from phrasekit.training.facets_config import FacetTrainingConfig
+from phrasekit.training.facets_data import FacetDataConfig, build_facet_dataset, corpus_specs
+from phrasekit.training.pearl.config import PearlTrainingConfig
+from phrasekit.training.pearl.redirects import (
     ALIAS_FILE,
     ALIAS_REPORT,
     build_alias_dataset,
     check_redirects,
 )
-from phrasekit.training.facets_config import FacetTrainingConfig
-from phrasekit.training.facets_data import FacetDataConfig, build_facet_dataset, corpus_specs
-from phrasekit.training.pearl_config import PearlTrainingConfig
 from phrasekit.training.phrase_bert_config import PhraseBertTrainingConfig
 from phrasekit.training.phrase_bert_data import (
     CONTEXT_FILE,
@@ -80,7 +80,7 @@ def train_pearl_data_cmd(
     Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared \\
                --redirects redirects.tsv.gz
     """
-    from phrasekit.training.pearl_data import build_pearl_dataset
+    from phrasekit.training.pearl.data import build_pearl_dataset
 
     if aliases_only and redirects is None:
         raise BadInputError("--aliases-only needs --redirects FILE")
@@ -125,7 +125,7 @@ def train_pearl_reaverage_cmd(
     Example: phrasekit train pearl-reaverage -m runs/pearl/model -o runs/pearl-re \\
                --proj-alphas 0,0.25,0.5,1
     """
-    from phrasekit.training.pearl_averaging import reaverage_pearl
+    from phrasekit.training.pearl.averaging import reaverage_pearl
 
     report = reaverage_pearl(model, out, dev_data_dir=_dev_data(shared),
                              alphas=parse_list(alphas, "--alphas"),
@@ -185,8 +185,8 @@ def train_pearl_cmd(
 
     Example: phrasekit train pearl --out runs/pearl   (the shipped pearl-minilm recipe)
     """
-    from phrasekit.training.pearl import train_pearl
-    from phrasekit.training.pearl_data import build_pearl_dataset
+    from phrasekit.training.pearl.data import build_pearl_dataset
+    from phrasekit.training.pearl.task import train_pearl
 
     root = Path(shared) if shared else shared_dir()
     data_dir = data or out / "data"

@@ -15,7 +15,7 @@ from phrasekit.cli.options import ConfigOptions
 from phrasekit.encoders.subtst_config import SubTSTConfig
 from phrasekit.training.facets_config import FacetTrainingConfig
 from phrasekit.training.facets_data import FacetDataConfig
-from phrasekit.training.pearl_config import PearlTrainingConfig
+from phrasekit.training.pearl.config import PearlTrainingConfig
 from phrasekit.training.phrase_bert_config import PhraseBertTrainingConfig
 from phrasekit.training.phrase_bert_data import build_phrase_bert_dataset
 from phrasekit.training.subtst_config import SubTSTTrainingConfig

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from phrasekit.models.folders import PEARL_FORMAT, PHRASE_BERT_FORMAT, model_folder_format
-from phrasekit.training.pearl_averaging import soup_pearl
+from phrasekit.training.pearl.averaging import soup_pearl
 from phrasekit.training.phrase_bert import soup_phrase_bert
 
 

@@ -28,7 +28,7 @@ from phrasekit.training.averaging import (
     undo_interpolation,
 )
 from phrasekit.training.config import portable_path, portable_settings
-from phrasekit.training.pearl_config import PearlTrainingConfig, alias_path, build_model
+from phrasekit.training.pearl.config import PearlTrainingConfig, alias_path, build_model
 
 logger = logging.getLogger(__name__)
 

@@ -42,12 +42,6 @@ from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.registry import load as load_model
 from phrasekit.settings import data_dir as shared_data_dir
 from phrasekit.settings import torch_threads
-from phrasekit.training.char_mimic import CharMimicConfig, pretrain_char
-from phrasekit.training.distillation import (
-    TransferSet,
-    select_transfer_texts,
-    teacher_vectors,
-)
 from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
 from phrasekit.training.losses import (
     CrossBatchMemory,
@@ -58,12 +52,18 @@ from phrasekit.training.losses import (
     SoftLabelLoss,
     TypeClassificationLoss,
 )
-from phrasekit.training.pearl_aliases import AliasPositives
-from phrasekit.training.pearl_averaging import (
+from phrasekit.training.pearl.alias_pairs import AliasPositives
+from phrasekit.training.pearl.averaging import (
     finish_pearl,
     pearl_dev_dir,
 )
-from phrasekit.training.pearl_config import PearlTrainingConfig, alias_path, build_model
+from phrasekit.training.pearl.char_mimic import CharMimicConfig, pretrain_char
+from phrasekit.training.pearl.config import PearlTrainingConfig, alias_path, build_model
+from phrasekit.training.pearl.distillation import (
+    TransferSet,
+    select_transfer_texts,
+    teacher_vectors,
+)
 from phrasekit.training.trainer import Trainer
 
 __all__ = [

@@ -23,9 +23,9 @@
   ``max_pairs_per_synset`` pairs per synset) or ``ppdb`` / ``ppdb_filtered`` (positive train
   pairs, each unordered pair once).
 * ``word_synonyms.json.gz`` — ``{word: [synonyms]}`` for token-level augmentation (see
-  :func:`phrasekit.training.word_synonyms.build_word_synonyms`).
+  :func:`phrasekit.training.pearl.word_synonyms.build_word_synonyms`).
 * ``hard_negatives.jsonl.gz`` — ``{"text", "negatives"}`` for the phrases with at least one
-  mined negative (:func:`phrasekit.training.mining.mine_hard_negatives`, MiniLM embeddings;
+  mined negative (:func:`phrasekit.training.pearl.mining.mine_hard_negatives`, MiniLM embeddings;
   paraphrases and paraphrases of paraphrases are never negatives).
 * ``report.json`` — counts, timings, parameters and the test-string filter.
 
@@ -83,12 +83,12 @@ from phrasekit.training.data_sources import (
     write_gz_text,
 )
 from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
-from phrasekit.training.mining import (
+from phrasekit.training.pearl.mining import (
     mine_hard_negatives,
     paraphrase_neighbourhood,
     surface_tokens,
 )
-from phrasekit.training.word_synonyms import build_word_synonyms
+from phrasekit.training.pearl.word_synonyms import build_word_synonyms
 
 __all__ = [
     "ALL_SOURCES",
