@@ -4,8 +4,8 @@ Why bytes: no vocabulary to ship or to go out of, any script works, and typos, a
 morphology ("NYTimes", "Timse") stay visible where WordPiece splits them unpredictably.
 Architecture: byte embedding -> parallel 1-D convolutions (several widths) -> max over time ->
 highway layer (optionally a linear output layer, which the LOVE-style mimicry pre-training in
-``training/pearl/char_mimic.py`` needs: the highway output is never negative). About 0.2M parameters;
-cost is negligible next to the transformer.
+``training/pearl/char_mimic.py`` needs: the highway output is never negative). About 0.2M
+parameters; cost is negligible next to the transformer.
 """
 
 from __future__ import annotations
