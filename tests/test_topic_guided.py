@@ -22,10 +22,14 @@ def _gold(docs: list[Document], model: DocumentTopicModel, topic: int) -> Counte
                    if t == topic)
 
 
-def test_seeded_topics_gather_their_archives_and_keep_k(small_corpus: list[Document]) -> None:
-    kwargs = {"encoder": "glove-50d", "min_df": 2, "k_range": (3, 6)}
+@pytest.mark.parametrize(("encoder", "pull"), [("minilm", {}), ("glove-50d", {"seed_pull": 0.25})])
+def test_seeded_topics_gather_their_archives_and_keep_k(small_corpus: list[Document],
+                                                        encoder: str, pull: dict) -> None:
+    """MiniLM's seeds hold their topics at the default pull (0: they only start them); GloVe's
+    weaker vectors need the documents pulled toward the seeds."""
+    kwargs = {"encoder": encoder, "min_df": 2, "k_range": (3, 6)}
     plain = DocumentTopicModel(**kwargs).fit(small_corpus)
-    seeded = DocumentTopicModel(seed_topics=SEEDS, **kwargs).fit(small_corpus)
+    seeded = DocumentTopicModel(seed_topics=SEEDS, **pull, **kwargs).fit(small_corpus)
     assert seeded.n_topics_ == plain.n_topics_ and seeded.k_scores_ == plain.k_scores_
     astro, bio = seeded.seeded_topics_
     assert astro != bio
@@ -76,7 +80,33 @@ def test_zero_shot_extremes(small_corpus: list[Document],
     ({"zero_shot_topics": ["a", "a"]}, "twice"),
     ({"zero_shot_topics": ["a"], "zero_shot_min_similarity": 2}, r"\[-1, 1\]"),
     ({"zero_shot_topics": ["a"], "seed_topics": [["b"]]}, "not both"),
+    ({"seed_topics": [["b"]], "seed_pull": 1.5}, r"seed_pull must be in \[0, 1\]"),
 ])
 def test_bad_guidance_is_refused(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DocumentTopicModel(**kwargs).check_params()
+
+
+@pytest.mark.parametrize("pull", [0.0, 0.25])
+def test_seed_pull_moves_the_clustered_vectors_only_when_asked(
+        small_corpus: list[Document], monkeypatch: pytest.MonkeyPatch, pull: float) -> None:
+    """k-means clusters the documents' own vectors at ``seed_pull=0`` (the seeds only start the
+    topics) and vectors moved toward the seeds above it; the topics' centres and the stored
+    document vectors are the documents' own either way."""
+    import phrasekit.topics.guided as guided
+
+    seen: list[np.ndarray] = []
+
+    class Recording(guided.KMeans):
+        def fit(self, X, y=None, sample_weight=None):
+            seen.append(np.array(X))
+            return super().fit(X, y, sample_weight)
+
+    monkeypatch.setattr(guided, "KMeans", Recording)
+    kwargs = {"encoder": "glove-50d", "min_df": 2, "k_range": (3, 6)}
+    model = DocumentTopicModel(seed_topics=SEEDS, seed_pull=pull, **kwargs).fit(small_corpus)
+    X = model.doc_embeddings_
+    clustered = seen[-1]
+    assert clustered.shape == X.shape
+    assert np.allclose(clustered, X, atol=1e-6) == (pull == 0.0)
+    assert len(set(model.seeded_topics_)) == len(SEEDS)

@@ -135,7 +135,12 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         placement: how documents outside the sample are placed: ``"student"`` (tf-idf and
             complement naive Bayes trained on the sample's topics, ``topics.student``; no
             transformer pass) or ``"encoder"`` (encoded, then their nearest topic).
-        seed_topics: lists of seed phrases, each pulling one topic toward it (``guided``).
+        seed_topics: lists of seed phrases, each starting one topic at its vector (``guided``).
+        seed_pull: share of the way each document is moved toward its most similar seed before
+            k-means (BERTopic's nudge). 0 (default) only starts the topics at the seeds: the
+            only pull that lowered NMI on neither of two development corpora
+            (``benchmarks/topics_seed_pull.py``; 0.25 cost 0.009-0.046). Weak vectors (GloVe)
+            may need 0.25 for a seed to hold its topic.
         zero_shot_topics, zero_shot_min_similarity: topic names; documents at least this
             cosine from a name go to it, the rest are clustered (``guided``; 0.1 chosen on
             bbc_news).
@@ -166,6 +171,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         fit_docs: int | str = "auto",
         placement: str = "student",
         seed_topics: list[list[str]] | None = None,
+        seed_pull: float = 0.0,
         zero_shot_topics: list[str] | None = None,
         zero_shot_min_similarity: float = 0.1,
     ) -> None:
@@ -192,6 +198,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.fit_docs = fit_docs
         self.placement = placement
         self.seed_topics = seed_topics
+        self.seed_pull = seed_pull
         self.zero_shot_topics = zero_shot_topics
         self.zero_shot_min_similarity = zero_shot_min_similarity
 
