@@ -11,13 +11,10 @@ Each run is a fresh process that loads MiniLM at ``--precision`` and encodes the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 
-from corpus_throughput import add_corpus_args, corpus_source, cpu_name
+from corpus_throughput import add_corpus_args, child_json, corpus_source, cpu_name
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -41,9 +38,7 @@ SETTINGS = {"glibc": "default", "phrasekit": ""}
 
 def run(setting: str, source: str, n_docs: int, precision: str) -> dict:
     env = {**os.environ, "PHRASEKIT_MALLOC": SETTINGS[setting]}
-    out = subprocess.run([sys.executable, "-c", CHILD, source, str(n_docs), precision],
-                         env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return child_json(CHILD, [source, str(n_docs), precision], env)
 
 
 def main() -> None:

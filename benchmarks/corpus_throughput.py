@@ -85,6 +85,14 @@ def corpus_source(name: str) -> Path:
     return Path(name) if Path(name).exists() else corpora_dir() / name
 
 
+def child_json(code: str, args: list[str], env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh Python process with ``args`` and read the JSON object it prints
+    last (a cold measurement, unaffected by what this process has loaded)."""
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def cpu_name() -> str:
     """The CPU's model name and the flags that decide the arithmetic (``lscpu``'s words)."""
     model, flags = "unknown CPU", set()

@@ -18,13 +18,10 @@ candidate step and the workers' CPU seconds, and the ratio to the first variant.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 
-from corpus_throughput import add_corpus_args, corpus_source, cpu_name
+from corpus_throughput import add_corpus_args, child_json, corpus_source, cpu_name
 
 CHILD = r"""
 import gc, json, os, sys, time
@@ -52,9 +49,7 @@ def run(variant: str, source: str, n_docs: int, workers: int) -> dict:
     env = dict(os.environ)
     if "malloc" in variant:
         env["PHRASEKIT_MALLOC"] = "default"
-    out = subprocess.run([sys.executable, "-c", CHILD, variant, source, str(n_docs),
-                          str(workers)], env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return child_json(CHILD, [variant, source, str(n_docs), str(workers)], env)
 
 
 def main() -> None:
