@@ -453,3 +453,15 @@ def test_workers_receive_settings_not_the_loaded_encoder(monkeypatch) -> None:
     assert two._encoder is not None  # loaded meanwhile, in this process
     assert len(pickle.dumps(two)) < 10_000
     assert pickle.loads(pickle.dumps(two))._encoder is None
+
+
+def test_spacy_batches_are_bounded_by_characters() -> None:
+    """Pieces stay in order, a batch holds at most so many texts and characters, and a text
+    longer than the bound goes alone (spaCy's memory follows a batch's characters)."""
+    from phrasekit.phrases.keyphrase_candidates import char_batches
+
+    pieces = [("a" * n, i) for i, n in enumerate([10, 10, 10, 95, 5, 300, 1, 1, 1, 1])]
+    batches = list(char_batches(pieces, max_texts=3, max_chars=100))
+    assert [p for b in batches for p in b] == pieces
+    assert [[i for _, i in b] for b in batches] == [[0, 1, 2], [3, 4], [5], [6, 7, 8], [9]]
+    assert all(len(b) == 1 or sum(len(t) for t, _ in b) <= 100 for b in batches)

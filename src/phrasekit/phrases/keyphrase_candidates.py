@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,23 @@ def suppress_contained(keys: Sequence[str], scores: np.ndarray) -> list[int]:
         kept_keys.add(keys[int(i)])
         inside_kept.update(runs)
     return sorted(kept)
+
+
+def char_batches(pieces: Sequence[tuple[str, Any]], max_texts: int, max_chars: int
+                 ) -> Iterator[list[tuple[str, Any]]]:
+    """``pieces`` (``(text, key)``) in order, in batches of at most ``max_texts`` texts and
+    ``max_chars`` characters (a longer text goes alone): spaCy's memory follows a batch's
+    characters."""
+    batch: list[tuple[str, Any]] = []
+    chars = 0
+    for piece in pieces:
+        if batch and (len(batch) >= max_texts or chars + len(piece[0]) > max_chars):
+            yield batch
+            batch, chars = [], 0
+        batch.append(piece)
+        chars += len(piece[0])
+    if batch:
+        yield batch
 
 
 # ---------------------------------------------------------------------------- candidates

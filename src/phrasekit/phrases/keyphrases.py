@@ -73,6 +73,7 @@ from phrasekit.io import Document
 from phrasekit.phrases.extract import (
     DEFAULT_SPACY_MODEL,
     HEAD_POS,
+    PIPE_BATCH_CHARS,
     load_spacy,
     pattern_spans,
     pipe_processes,
@@ -82,6 +83,7 @@ from phrasekit.phrases.keyphrase_candidates import (
     REJECT_RE,
     DocCandidates,
     brackets_balanced,
+    char_batches,
     check_float,
     check_int,
     is_content,
@@ -100,7 +102,8 @@ logger = logging.getLogger(__name__)
 CANDIDATE_KINDS = ("noun_chunks", "pos", "both")
 
 #: Texts per spaCy batch: 32 parsed 1,000 bbc_news articles with 9% less CPU than 64 (smaller
-#: activations; ``benchmarks/keyphrase_candidates_speed.py``).
+#: activations; ``benchmarks/keyphrase_candidates_speed.py``); fewer where they would pass
+#: ``PIPE_BATCH_CHARS`` characters (twelve 97,000-character texts in one batch: 3.8 GB).
 SPACY_BATCH = 32
 
 Keyphrases = list[tuple[str, float]]
@@ -306,9 +309,11 @@ class KeyphraseExtractor:
         out: dict[int, DocCandidates] = {}
         index: dict[int, dict[str, int]] = {}
         offset: dict[int, int] = {}
-        for sdoc, i in self.nlp.pipe(pieces, as_tuples=True, batch_size=SPACY_BATCH):
-            cands = out.setdefault(i, DocCandidates())
-            offset[i] = self._add_doc(sdoc, cands, index.setdefault(i, {}), offset.get(i, 0))
+        for batch in char_batches(pieces, SPACY_BATCH, PIPE_BATCH_CHARS):
+            for sdoc, i in self.nlp.pipe(batch, as_tuples=True, batch_size=len(batch)):
+                cands = out.setdefault(i, DocCandidates())
+                offset[i] = self._add_doc(sdoc, cands, index.setdefault(i, {}),
+                                          offset.get(i, 0))
         return out
 
     def _add_doc(self, sdoc, cands: DocCandidates, index: dict[str, int], offset: int) -> int:
