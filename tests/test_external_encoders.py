@@ -171,6 +171,7 @@ def test_export_pearl_with_its_character_cnn(tmp_path) -> None:
     out = tmp_path / "pearl"
     result = CliRunner().invoke(app, ["export", "pearl-minilm", "--out", str(out), "-q"])
     assert result.exit_code == 0, result.output
+    assert "trust_remote_code=True" in result.output
     kinds = [m["type"] for m in json.loads((out / "modules.json").read_text())]
     assert kinds[0] == "phrasekit.encoders.st_modules.PearlTransformer"
     assert "phrasekit.encoders.st_modules.PearlProjection" in kinds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -115,7 +116,12 @@ def export_cmd(
 
     check_model_name(model)
     export_sentence_transformers(load(model, device="cpu"), out)
-    typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}) loads it)")
+    modules = json.loads((Path(out) / "modules.json").read_text(encoding="utf-8"))
+    if any(m.get("type", "").startswith("phrasekit.") for m in modules):  # PEARL's own parts
+        typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}, "
+                   "trust_remote_code=True) loads it where phrasekit is installed)")
+    else:
+        typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}) loads it)")
 
 
 #: What `encode` writes, by the output's suffix (`-`: JSON lines on stdout).

@@ -46,7 +46,9 @@ CARDS: dict[str, dict[str, Any]] = {
                  "paraphrases and DBpedia redirect pairs (DBpedia, CC BY-SA 3.0), benchmark "
                  "strings removed. The character CNN and projection load as phrasekit's "
                  "sentence-transformers modules: `pip install phrasekit` where the folder is "
-                 "used. The type and supersense heads stay in phrasekit.",
+                 "used and load it with `SentenceTransformer(folder, trust_remote_code=True)` "
+                 "(the folder holds no code). The type and supersense heads stay in "
+                 "phrasekit.",
         "vector": "Mean pooling over the last layer and the character CNN, projected",
         "benchmark": (69.0, 53.9, 94.7, 66.0, 41.9, 60.2, 71.0, 65.2),
     },
