@@ -80,7 +80,7 @@ def test_zero_shot_extremes(small_corpus: list[Document],
     ({"zero_shot_topics": ["a", "a"]}, "twice"),
     ({"zero_shot_topics": ["a"], "zero_shot_min_similarity": 2}, r"\[-1, 1\]"),
     ({"zero_shot_topics": ["a"], "seed_topics": [["b"]]}, "not both"),
-    ({"seed_topics": [["b"]], "seed_pull": 1.5}, r"seed_pull must be in \[0, 1\]"),
+    ({"seed_topics": [["b"]], "seed_pull": 1.5}, r"seed_pull must be a number in \[0, 1\]"),
 ])
 def test_bad_guidance_is_refused(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):

@@ -1,5 +1,7 @@
 """sentence-transformers modules for PEARL's parts, so an exported PEARL folder loads with
-``SentenceTransformer(folder)`` (phrasekit installed, no remote code) and encodes as phrasekit.
+``SentenceTransformer(folder, trust_remote_code=True)`` where phrasekit is installed (the folder
+holds no code; sentence-transformers 6 asks for the flag for any module outside its own package)
+and encodes as phrasekit.
 
 PEARL's vector is ``normalize(proj([mean-pooled transformer; character CNN(bytes)]))``. The
 character CNN reads the raw text, which sentence-transformers hands only to the first module,
@@ -74,10 +76,8 @@ class PearlProjection(Module):
         features["sentence_embedding"] = self.proj(feats)
         return features
 
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.out_dim
-
     def get_embedding_dimension(self) -> int:
+        """The vector size (sentence-transformers asks each module for it)."""
         return self.out_dim
 
     def save(self, output_path: str, *args: Any, safe_serialization: bool = True,

@@ -32,6 +32,7 @@ from sklearn.cluster import KMeans
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.topics.choose_k import kmeans_labels
+from phrasekit.topics.params import check_share
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +69,7 @@ class TopicGuide:
         _check_names("zero_shot_topics", self.zero_shot_topics, nested=False)
         if self.seed_topics is not None and self.zero_shot_topics is not None:
             raise ValueError("give seed_topics or zero_shot_topics, not both")
-        pull = self.seed_pull
-        if isinstance(pull, bool) or not isinstance(pull, int | float) or not 0 <= pull <= 1:
-            raise ValueError(f"seed_pull must be in [0, 1], got {pull!r}")
+        check_share("seed_pull", self.seed_pull, "[0, 1]")
         if self.zero_shot_topics is not None and len(set(self.zero_shot_topics)) < len(
                 self.zero_shot_topics):
             raise ValueError("zero_shot_topics has a name twice")
