@@ -9,6 +9,9 @@ of the first ``--docs`` bbc_news articles (shared corpora), a seeded sample of `
 
     python benchmarks/encode_batching.py --n 400 --threads 2 \\
         --configs bf16:eager:256,bf16:eager:32,bf16:sdpa:32,bf16:eager:budget,fp32:sdpa:32
+
+An attention of ``onnx`` runs the configuration on ONNX Runtime instead (``fp32:onnx:budget``,
+``int8:onnx:budget``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     texts = windows(args.docs, args.n, args.seed)
     configs = [tuple(c.split(":")) for c in args.configs.split(",")]
-    encoders = {(p, a): TransformerEncoder(minilm_path(), precision=p, attn_implementation=a)
+    encoders = {(p, a): TransformerEncoder(minilm_path(), precision=p, backend="onnx")
+                if a == "onnx" else TransformerEncoder(minilm_path(), precision=p,
+                                                      attn_implementation=a)
                 for p, a, _ in configs}
     times: dict[tuple, list[float]] = {c: [] for c in configs}
     vecs: dict[tuple, np.ndarray] = {}

@@ -11,8 +11,10 @@ on the CPU at hand rather than assume the gain bf16 gives on documents.
 Phrases: the first 10,000 distinct strings of the PPDB benchmark file when the shared data is
 found, else word 2-4-grams from the bundled sample corpus.
 
+``int8`` and ``fp32/onnx`` run on ONNX Runtime (the graph exported into the cache first).
+
 Usage: python benchmarks/encode_speed.py [--n 10000] [--rounds 3] [--batch-size N] [--threads 2]
-       [--models minilm,pearl-minilm,phrase-bert-minilm] [--precisions bf16,int8]
+       [--models minilm,pearl-minilm,phrase-bert-minilm] [--precisions bf16,int8,fp32/onnx]
 """
 
 from __future__ import annotations
@@ -76,8 +78,10 @@ def build_systems(args: argparse.Namespace, phrases: list[str]) -> tuple[dict, d
         default = phrasekit.load(model, **precision_request(model, "auto"))
         encoders = {f"{model}@fp32": phrasekit.load(model, precision="fp32"),
                     f"{model} (encode default: {getattr(default, 'precision', '?')})": default}
-        for prec in [p for p in args.precisions.split(",") if p]:
-            encoders[f"{model}@{prec}"] = phrasekit.load(model, precision=prec)
+        for item in [p for p in args.precisions.split(",") if p]:
+            prec, _, backend = item.partition("/")  # fp32/onnx: fp32 on ONNX Runtime
+            extra = {"backend": backend} if backend else {}
+            encoders[f"{model}@{item}"] = phrasekit.load(model, precision=prec, **extra)
         for name, enc in encoders.items():
             enc.encode(phrases[:256])  # warm-up
             systems[name] = lambda e=enc: e.encode(phrases, batch_size=args.batch_size)
@@ -98,7 +102,8 @@ def main() -> None:
     ap.add_argument("--models", default="minilm",
                     help="comma-separated phrasekit models, each timed at fp32, at its default "
                          "precision and at --precisions")
-    ap.add_argument("--precisions", default="bf16,int8")
+    ap.add_argument("--precisions", default="bf16,int8,fp32/onnx",
+                    help="PRECISION or PRECISION/BACKEND (torch, onnx) entries")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.threads:

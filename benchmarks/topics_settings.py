@@ -12,6 +12,7 @@ once.
 
     python benchmarks/topics_settings.py --corpora bbc_news \\
         --settings "default;phrase_words=150000"
+    python benchmarks/topics_settings.py --settings "encoder='minilm';encoder='minilm@int8'"
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def main() -> None:
         token_docs = [tokenize(d.text) for d in docs]
         first = None
         for setting in args.settings.split(";"):
-            model = DocumentTopicModel(encoder="minilm@auto", random_state=args.seed,
-                                       cache_dir=str(Path(args.cache) / corpus), top_n=20,
-                                       **parse_setting(setting)).fit(docs)
+            kwargs = {"encoder": "minilm@auto", "random_state": args.seed, "top_n": 20,
+                      "cache_dir": str(Path(args.cache) / corpus), **parse_setting(setting)}
+            model = DocumentTopicModel(**kwargs).fit(docs)
             tops = [{t.lower() for t, _ in ranked} for ranked in model.topics_]
             first = first or tops
             same = "–" if len(tops) != len(first) else \

@@ -16,8 +16,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def _own_vector_cache(tmp_path_factory: pytest.TempPathFactory,
                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test gets an empty default vector cache: none writes to the user's cache folder
-    or sees another test's vectors."""
+    or sees another test's vectors. ONNX graphs go to one folder of the session's own."""
     monkeypatch.setenv("PHRASEKIT_VECTOR_CACHE", str(tmp_path_factory.mktemp("vectors")))
+    monkeypatch.setenv("PHRASEKIT_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
 
 
 @pytest.fixture(scope="session")

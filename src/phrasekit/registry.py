@@ -68,26 +68,31 @@ def register(
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto")
 
 
-def _at_precision(model: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> dict[str, Any]:
     """``kwargs`` with ``precision`` resolved (``auto`` -> this CPU's choice) and the encoder
     named after it (``minilm``, ``minilm@bf16``), so vectors of two precisions never share a
-    cache or an index."""
-    precision = encoders.resolve_precision(kwargs.get("precision", "fp32"))
+    cache or an index. ``backend``: the model takes one, and ``auto`` lets fp32 run on ONNX
+    Runtime where that is measured faster on this CPU."""
+    asked = kwargs.get("precision", "fp32")
+    precision = encoders.resolve_precision(asked)
     name = model if precision == "fp32" else f"{model}@{precision}"
-    return {**kwargs, "precision": precision, "name": kwargs.get("name", name)}
+    extra = {"backend": "auto"} if backend and asked == "auto" and "backend" not in kwargs else {}
+    return {**kwargs, "precision": precision, "name": kwargs.get("name", name), **extra}
 
 
 @register("minilm", "all-MiniLM-L6-v2 (packaged, 384d), mean pooling",
           precisions=TRANSFORMER_PRECISIONS)
 def _minilm(**kwargs: Any) -> Encoder:
-    return encoders.TransformerEncoder(minilm_path(), **_at_precision("minilm", kwargs))
+    return encoders.TransformerEncoder(minilm_path(),
+                                       **_at_precision("minilm", kwargs, backend=True))
 
 
 @register("mpnet", "all-mpnet-base-v2 (768d, 110M; extra: phrasekit[mpnet]), mean pooling; "
                    "PEARL's distillation teacher", installed=mpnet_installed,
           precisions=TRANSFORMER_PRECISIONS)
 def _mpnet(**kwargs: Any) -> Encoder:
-    return encoders.TransformerEncoder(mpnet_path(), **_at_precision("mpnet", kwargs))
+    return encoders.TransformerEncoder(mpnet_path(),
+                                       **_at_precision("mpnet", kwargs, backend=True))
 
 
 @register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
@@ -167,10 +172,11 @@ PHRASE_BERT_MINILM = "phrase-bert-minilm"
 
 @register(PHRASE_BERT_MINILM, "Phrase-BERT: all-MiniLM-L6-v2 fine-tuned by phrasekit with "
                               "triplets on paraphrases and phrases in context (mean pooling)",
-          precisions=("fp32", "bf16", "auto"))
+          precisions=TRANSFORMER_PRECISIONS)
 def _phrase_bert_minilm(**kwargs: Any) -> Encoder:
     path = _require_packaged(PHRASE_BERT_MINILM, "phrasekit train phrase-bert")
-    return encoders.load_phrase_bert(path, **_at_precision(PHRASE_BERT_MINILM, kwargs))
+    return encoders.load_phrase_bert(
+        path, **_at_precision(PHRASE_BERT_MINILM, kwargs, backend=True))
 
 
 def _register_facet_models() -> None:

@@ -98,6 +98,13 @@ def vector_cache_dir() -> Path:
     return Path(env).expanduser() if env else cache_dir() / "vectors"
 
 
+def onnx_cache_dir() -> Path:
+    """Where ONNX Runtime graphs exported from a model's weights, and the speeds measured on
+    this CPU, are kept (``PHRASEKIT_ONNX_CACHE``, else ``<cache_dir>/onnx``)."""
+    env = os.environ.get("PHRASEKIT_ONNX_CACHE")
+    return Path(env).expanduser() if env else cache_dir() / "onnx"
+
+
 def vector_cache_budget() -> int:
     """Bytes the default vector cache may hold (``PHRASEKIT_VECTOR_CACHE_MB``, default 2048):
     the files used least recently are removed beyond it."""

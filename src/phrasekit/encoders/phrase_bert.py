@@ -84,15 +84,12 @@ def read_phrase_bert_config(path: str | Path) -> dict[str, Any]:
 
 
 def load_phrase_bert(path: str | Path, name: str | None = None, precision: str = "fp32",
-                     num_threads: int | None = None, max_seq_length: int | None = None
-                     ) -> TransformerEncoder:
+                     num_threads: int | None = None, max_seq_length: int | None = None,
+                     backend: str | None = None) -> TransformerEncoder:
     """The saved model as a mean-pooling ``TransformerEncoder`` (packaged backbone + deltas)."""
     path = Path(path)
     config = read_phrase_bert_config(path)
     precision = resolve_precision(precision)
-    if precision not in ("fp32", "bf16"):
-        raise ValueError(f"Phrase-BERT model folders support precision fp32 or bf16, "
-                         f"got {precision!r}")
     backbone = str(config.get("backbone", "minilm"))
     check_backbone_fingerprint(path, config, backbone)
     encoder = TransformerEncoder(
@@ -101,8 +98,8 @@ def load_phrase_bert(path: str | Path, name: str | None = None, precision: str =
                                                         ENCODER_MAX_SEQ_LENGTH)))
     applied = add_backbone_deltas(encoder.model, load_weights(path / WEIGHTS), path / WEIGHTS)
     encoder.model.eval()
-    if precision != "fp32":  # deltas are added in fp32, then the sum is cast
-        encoder.cast(precision)
+    if precision != "fp32" or backend not in (None, "torch"):  # deltas are added in fp32
+        encoder.cast(precision, backend)
     encoder.model_path = path
     logger.info("loaded Phrase-BERT model %s (%d backbone deltas)", path, applied)
     return encoder

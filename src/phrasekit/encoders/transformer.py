@@ -1,10 +1,12 @@
 """Transformer encoder with mean pooling over a packaged (offline) backbone.
 
 Precision modes trade a little accuracy for speed on CPU:
-``fp32`` (default); ``bf16`` (weights and activations in bfloat16, pooled in float32: about 1.8x
-faster where the CPU has AVX512-BF16/AMX, cosine to fp32 above 0.999); ``int8`` (dynamic
-per-channel int8 quantisation of the Linear layers: faster, but it moves vectors noticeably,
-cosine to fp32 around 0.97, so it is not recommended for benchmarks).
+``fp32`` (default); ``bf16`` (weights and activations in bfloat16, pooled in float32: 2.6-3.6x
+faster where the CPU has AVX512-BF16/AMX, cosine to fp32 above 0.999); ``int8`` (ONNX Runtime's
+dynamic quantisation, int8 weights per output channel: 2-3x faster, mean cosine to fp32 about
+0.99, minimum 0.92 on short phrases). ``backend="onnx"`` runs fp32 on ONNX Runtime too (the same
+vectors; 1.4-1.8x torch on a 2-core AMD EPYC), and ``auto`` uses it only where it measures
+faster on the CPU at hand.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,6 +27,7 @@ from phrasekit.models.backbones import load_hf_model
 logger = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "bf16", "int8")
+BACKENDS = ("torch", "onnx", "auto")
 
 
 def cpu_flags() -> set[str]:
@@ -34,6 +38,16 @@ def cpu_flags() -> set[str]:
         return set()
     return {f for line in text.splitlines() if line.startswith("flags")
             for f in line.split(":", 1)[1].split()}
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``unknown CPU`` where it cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown CPU"
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                 if line.startswith("model name")), "unknown CPU")
 
 
 def cpu_supports_bf16() -> bool:
@@ -57,6 +71,56 @@ def resolve_precision(precision: str) -> str:
     return _auto_precision() if precision == "auto" else precision
 
 
+def resolve_backend(backend: str | None, precision: str) -> str:
+    """The runtime of a resolved ``precision``: int8 runs on ONNX Runtime only, bf16 on torch
+    only (ONNX Runtime has no fast CPU bfloat16); fp32 on torch unless asked, and ``auto``
+    (fp32 on whichever runtime is measured faster here) is settled by the encoder, which has
+    the model to measure. None: torch, or ONNX Runtime for int8."""
+    if backend is None:
+        return "onnx" if precision == "int8" else "torch"
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if precision == "int8":
+        if backend == "torch":
+            raise ValueError("int8 runs on ONNX Runtime: use backend 'onnx' or 'auto'")
+        return "onnx"
+    if precision == "bf16":
+        if backend == "onnx":
+            raise ValueError("bf16 runs on torch; ONNX Runtime takes fp32 or int8")
+        return "torch"
+    return backend
+
+
+#: ``backend="auto"`` leaves torch fp32 only for a path measured at least this much faster.
+MIN_SPEEDUP = 1.05
+
+
+@functools.cache
+def _log_auto_path(choice: tuple[str, str], speeds: tuple[tuple[str, float], ...]) -> None:
+    logger.info("backend auto -> %s on %s (measured on this CPU against torch fp32: %s)",
+                *choice, ", ".join(f"{k} {v:.2f}x" for k, v in speeds))
+
+
+def fastest_cpu_path(encoder: Any, int8: bool = False) -> tuple[str, str]:
+    """``(precision, backend)`` for an fp32 request under ``backend="auto"``: torch fp32, ONNX
+    Runtime fp32 (the same vectors), or with ``int8`` also ONNX Runtime int8, whichever
+    :func:`~phrasekit.encoders.onnx_graph.onnx_speeds` measured fastest on this CPU (once per
+    CPU); never a path slower than torch fp32 here. Logged once per process."""
+    from phrasekit.encoders.onnx_graph import onnx_available, onnx_speeds
+
+    if not onnx_available():
+        return "fp32", "torch"
+    speeds = onnx_speeds(encoder)
+    options = {("fp32", "torch"): 1.0, ("fp32", "onnx"): speeds["fp32"]}
+    if int8:
+        options["int8", "onnx"] = speeds["int8"]
+    best = max(options, key=options.__getitem__)
+    choice = best if options[best] >= MIN_SPEEDUP else ("fp32", "torch")
+    _log_auto_path(choice, tuple((f"{p} on {b}", v) for (p, b), v in options.items()
+                                 if b == "onnx"))
+    return choice
+
+
 def cast_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     """``model`` in ``precision``: fp32 as it is, bf16 weights, or int8 (dynamic per-channel
     quantisation of the Linear layers)."""
@@ -64,10 +128,8 @@ def cast_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "int8":
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-        return quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig},
-                                dtype=torch.qint8)
+        raise ValueError("int8 runs on ONNX Runtime (TransformerEncoder(backend='onnx')), not "
+                         "on a torch module")
     if precision == "bf16":
         if not cpu_supports_bf16():
             logger.warning("this CPU has no native bfloat16 support: bf16 mode may be slow")
@@ -87,6 +149,11 @@ class TransformerEncoder(Encoder):
         attn_implementation: transformers attention kernel; None picks ``eager`` for bf16
             (about 20% faster than SDPA on short phrases on CPU) and the library default
             otherwise.
+        backend: ``torch``, ``onnx`` (ONNX Runtime over a graph exported into the cache:
+            :mod:`phrasekit.encoders.onnx_graph`) or ``auto`` (fp32 on the runtime measured
+            faster on this CPU); None: torch, or ONNX Runtime for int8, which runs there only.
+        auto_int8: ``backend="auto"`` may also pick int8 where it measures fastest (for a
+            model whose int8 vectors were checked on the phrase and topic benchmarks).
     """
 
     default_batch_size = 128
@@ -102,12 +169,15 @@ class TransformerEncoder(Encoder):
         precision: str = "fp32",
         num_threads: int | None = None,
         attn_implementation: str | None = None,
+        backend: str | None = None,
+        auto_int8: bool = False,
     ) -> None:
         from transformers import AutoTokenizer
 
         precision = resolve_precision(precision)
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.backend = resolve_backend(backend, precision)
         path = Path(model_path)
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{path} is not a transformer model folder (no config.json)")
@@ -124,16 +194,52 @@ class TransformerEncoder(Encoder):
         if attn_implementation is None and precision == "bf16":
             attn_implementation = "eager"
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
-        self.model = cast_model(load_hf_model(path, **extra).eval(), precision)
+        self.model = load_hf_model(path, **extra).eval()
+        if self.backend == "auto":
+            self.precision, self.backend = fastest_cpu_path(self, auto_int8)
+        if self.backend == "torch":
+            self.model = cast_model(self.model, precision)
         self.dim = int(self.model.config.hidden_size)
+        self._onnx: Any = None
 
-    def cast(self, precision: str) -> None:
+    def cast(self, precision: str, backend: str | None = None) -> None:
         """Switch an fp32 encoder to ``precision`` in place (after weights were changed in
         fp32, e.g. fine-tuning deltas added to the packaged backbone)."""
-        if self.precision != "fp32":
-            raise ValueError(f"{self.name}: only an fp32 encoder can be cast, not {self.precision}")
-        self.model = cast_model(self.model, precision)
-        self.precision = precision
+        if self.precision != "fp32" or self.backend != "torch":
+            raise ValueError(f"{self.name}: only an fp32 torch encoder can be cast, not "
+                             f"{self.precision} on {self.backend}")
+        precision = resolve_precision(precision)
+        self.backend, self.precision = resolve_backend(backend, precision), precision
+        if self.backend == "auto":
+            self.precision, self.backend = fastest_cpu_path(self)
+        if self.backend == "torch":
+            self.model = cast_model(self.model, precision)
+        self._onnx = None
+
+    def vector_settings(self) -> dict[str, object]:
+        extra = {"backend": self.backend} if self.backend != "torch" else {}
+        return {**super().vector_settings(), **extra}
+
+    def to(self, device: str | None = "auto") -> TransformerEncoder:
+        super().to(device)
+        if self.device != "cpu" and self.backend == "onnx":
+            raise ValueError(f"{self.name}: the ONNX Runtime backend runs on the CPU; load it "
+                             "with backend='torch' (and fp32 or bf16) for a GPU")
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_onnx": None}  # a worker opens its own session
+
+    def _hidden(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The backbone's last hidden state for a tokenised batch (torch or ONNX Runtime)."""
+        if self.backend == "torch":
+            return self.model(**batch).last_hidden_state
+        if self._onnx is None:
+            from phrasekit.encoders.onnx_graph import OnnxBackbone
+
+            self._onnx = OnnxBackbone(self.model, self.tokenizer, self.precision,
+                                      self.num_threads)
+        return self._onnx(batch)
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Contextual token vectors (batch, seq, dim) in float32 and the attention mask."""
@@ -143,7 +249,7 @@ class TransformerEncoder(Encoder):
         )
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.inference_mode():
-            hidden = self.model(**batch).last_hidden_state
+            hidden = self._hidden(batch)
         return hidden.float().cpu(), batch["attention_mask"].cpu()
 
     def torch_modules(self) -> list[torch.nn.Module]:

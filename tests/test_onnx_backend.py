@@ -1,0 +1,157 @@
+"""ONNX Runtime backend: the exported graph reproduces torch, is rebuilt when damaged or stale,
+int8 runs there, and ``backend="auto"`` picks the runtime measured faster."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import phrasekit
+from phrasekit.encoders import transformer
+from phrasekit.encoders.onnx_graph import (
+    OnnxBackbone,
+    graph_folder,
+    onnx_available,
+    onnx_speeds,
+)
+from phrasekit.encoders.transformer import TransformerEncoder, resolve_backend
+from phrasekit.models.backbones import minilm_path
+
+pytestmark = pytest.mark.skipif(not onnx_available(), reason="onnxruntime is not installed")
+
+TEXTS = ["heart attack", "New York Stock Exchange", "a", "myocardial infarction",
+         "the quick brown fox jumps over the lazy dog " * 30, "Zürich café", "COVID-19 vaccine"]
+
+
+@pytest.fixture(scope="module")
+def onnx_fp32():
+    return TransformerEncoder(minilm_path(), name="minilm-onnx", backend="onnx")
+
+
+def test_exported_graph_reproduces_torch_vectors(minilm, onnx_fp32):
+    a, b = minilm.encode(TEXTS), onnx_fp32.encode(TEXTS)
+    assert onnx_fp32.backend == "onnx" and onnx_fp32.precision == "fp32"
+    assert (a * b).sum(axis=1).min() >= 0.9999
+    assert onnx_fp32.vector_settings()["backend"] == "onnx"  # cached apart from torch's
+    assert "backend" not in minilm.vector_settings()
+
+
+def test_int8_runs_on_onnx_runtime_and_stays_close(minilm):
+    fast = phrasekit.load("minilm@int8")
+    assert fast.backend == "onnx" and fast.name == "minilm@int8"
+    assert fast._onnx is None  # the session opens on first use
+    cos = (minilm.encode(TEXTS) * fast.encode(TEXTS)).sum(axis=1)
+    assert cos.min() > 0.9, cos
+    assert "model.int8.onnx" in fast._onnx.session._model_path
+    with pytest.raises(ValueError, match="int8 runs on ONNX Runtime"):
+        TransformerEncoder(minilm_path(), precision="int8", backend="torch")
+
+
+def test_a_fine_tuned_model_exports_its_own_weights():
+    """Phrase-BERT's deltas are added in fp32, then its graph is exported from the sum."""
+    full, fast = phrasekit.load("phrase-bert-minilm"), phrasekit.load("phrase-bert-minilm@int8")
+    base = phrasekit.load("minilm@int8")
+    a, b = full.encode(TEXTS), fast.encode(TEXTS)
+    assert fast.backend == "onnx" and (a * b).sum(axis=1).min() > 0.9
+    base.encode(["warm up"])
+    assert fast._onnx.folder != base._onnx.folder  # its own graph, not MiniLM's
+
+
+def test_damaged_graph_is_rebuilt_never_used(tmp_path, onnx_fp32):
+    folder = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+    graph = folder / "model.onnx"
+    data = bytearray(graph.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    again = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+    assert again == folder and graph.read_bytes() != bytes(data)
+    assert not onnx_fp32.model.training  # exporting leaves the model in eval mode
+    backbone = OnnxBackbone(onnx_fp32.model, onnx_fp32.tokenizer, root=tmp_path)
+    batch = onnx_fp32.tokenizer(TEXTS[:2], padding=True, return_tensors="pt")
+    with torch.inference_mode():
+        want = onnx_fp32.model(**batch).last_hidden_state
+    assert torch.allclose(backbone(dict(batch)), want, atol=1e-4)
+
+
+def test_changed_weights_get_a_new_graph(tmp_path):
+    enc = TransformerEncoder(minilm_path(), backend="onnx")
+    before = enc.encode(TEXTS[:2])
+    first = graph_folder(enc.model, enc.tokenizer, tmp_path)
+    with torch.no_grad():
+        enc.model.embeddings.word_embeddings.weight.mul_(1.5)
+    enc._onnx = None
+    second = graph_folder(enc.model, enc.tokenizer, tmp_path)
+    assert second != first and first.is_dir()  # the stale graph is never picked up
+    with torch.inference_mode():
+        want = enc.model(**enc.tokenizer(TEXTS[:2], padding=True, return_tensors="pt"))
+    backbone = OnnxBackbone(enc.model, enc.tokenizer, root=tmp_path)
+    got = backbone(dict(enc.tokenizer(TEXTS[:2], padding=True, return_tensors="pt")))
+    assert torch.allclose(got, want.last_hidden_state, atol=1e-4)
+    assert not np.allclose(before, enc.encode(TEXTS[:2]), atol=1e-3)
+
+
+def test_resolve_backend_rules():
+    assert resolve_backend(None, "int8") == "onnx" and resolve_backend(None, "fp32") == "torch"
+    assert resolve_backend("auto", "bf16") == "torch" and resolve_backend("auto", "fp32") == "auto"
+    with pytest.raises(ValueError, match="bf16 runs on torch"):
+        resolve_backend("onnx", "bf16")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        resolve_backend("tensorrt", "fp32")
+
+
+@pytest.mark.parametrize(("speeds", "int8", "want"), [
+    ({"fp32": 1.6, "int8": 2.5}, False, ("fp32", "onnx")),
+    ({"fp32": 1.6, "int8": 2.5}, True, ("int8", "onnx")),
+    ({"fp32": 1.6, "int8": 1.2}, True, ("fp32", "onnx")),
+    ({"fp32": 1.01, "int8": 1.02}, True, ("fp32", "torch")),
+    ({"fp32": 0.7, "int8": 0.9}, True, ("fp32", "torch"))])
+def test_auto_backend_takes_only_a_path_measured_faster(monkeypatch, speeds, int8, want):
+    """Never a path slower than torch fp32 on this CPU; int8 only for a model admitted to it."""
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speeds", lambda enc: speeds)
+    enc = TransformerEncoder(minilm_path(), backend="auto", auto_int8=int8)
+    assert (enc.precision, enc.backend) == want
+    assert enc.model.dtype == torch.float32
+
+
+def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(monkeypatch):
+    """On an AVX2-only CPU (flags mocked) ``minilm@auto`` is fp32, never bf16, on the runtime
+    the measurement favours; with native bf16 it is bf16 on torch and nothing is measured."""
+    transformer._auto_precision.cache_clear()
+    calls = []
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speeds",
+                        lambda enc: calls.append(enc) or {"fp32": 1.5, "int8": 1.4})
+    try:
+        monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx2", "fma"})
+        enc = phrasekit.load("minilm@auto")
+        assert (enc.precision, enc.backend, enc.name) == ("fp32", "onnx", "minilm")
+        transformer._auto_precision.cache_clear()
+        monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+        enc = phrasekit.load("minilm@auto")
+        assert (enc.precision, enc.backend) == ("bf16", "torch") and len(calls) == 1
+        assert phrasekit.load("minilm").backend == "torch"  # an explicit fp32 stays on torch
+    finally:
+        transformer._auto_precision.cache_clear()
+
+
+def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
+    speeds = onnx_speeds(onnx_fp32, root=tmp_path)
+    assert set(speeds) == {"fp32", "int8"} and min(speeds.values()) > 0
+    saved = json.loads((tmp_path / "speed.json").read_text())
+    assert list(saved.values()) == [speeds]
+    (key,) = saved
+    assert f"|{torch.get_num_threads()}|" in key  # keyed by the thread count
+    (tmp_path / "speed.json").write_text(json.dumps({key: {"fp32": 9.0, "int8": 3.0}}))
+    assert onnx_speeds(onnx_fp32, root=tmp_path) == {"fp32": 9.0, "int8": 3.0}  # read back
+
+
+def test_a_worker_gets_no_session(onnx_fp32):
+    import pickle
+
+    onnx_fp32.encode(["warm"])
+    assert onnx_fp32._onnx is not None
+    clone = pickle.loads(pickle.dumps(onnx_fp32))
+    assert clone._onnx is None and clone.backend == "onnx"
+    assert np.allclose(clone.encode(TEXTS[:3]), onnx_fp32.encode(TEXTS[:3]), atol=1e-5)
