@@ -15,7 +15,7 @@ from phrasekit.encoders.onnx_graph import (
     OnnxBackbone,
     graph_folder,
     onnx_available,
-    onnx_speeds,
+    onnx_speedup,
 )
 from phrasekit.encoders.transformer import TransformerEncoder, resolve_backend
 from phrasekit.models.backbones import minilm_path
@@ -102,17 +102,12 @@ def test_resolve_backend_rules():
         resolve_backend("tensorrt", "fp32")
 
 
-@pytest.mark.parametrize(("speeds", "int8", "want"), [
-    ({"fp32": 1.6, "int8": 2.5}, False, ("fp32", "onnx")),
-    ({"fp32": 1.6, "int8": 2.5}, True, ("int8", "onnx")),
-    ({"fp32": 1.6, "int8": 1.2}, True, ("fp32", "onnx")),
-    ({"fp32": 1.01, "int8": 1.02}, True, ("fp32", "torch")),
-    ({"fp32": 0.7, "int8": 0.9}, True, ("fp32", "torch"))])
-def test_auto_backend_takes_only_a_path_measured_faster(monkeypatch, speeds, int8, want):
-    """Never a path slower than torch fp32 on this CPU; int8 only for a model admitted to it."""
-    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speeds", lambda enc: speeds)
-    enc = TransformerEncoder(minilm_path(), backend="auto", auto_int8=int8)
-    assert (enc.precision, enc.backend) == want
+@pytest.mark.parametrize(("speedup", "want"), [(1.6, "onnx"), (1.01, "torch"), (0.7, "torch")])
+def test_auto_backend_takes_onnx_only_where_measured_faster(monkeypatch, speedup, want):
+    """Never a runtime slower than torch fp32 on this CPU, and never int8 unasked."""
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speedup", lambda enc: speedup)
+    enc = TransformerEncoder(minilm_path(), backend="auto")
+    assert (enc.precision, enc.backend) == ("fp32", want)
     assert enc.model.dtype == torch.float32
 
 
@@ -121,8 +116,8 @@ def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(mo
     the measurement favours; with native bf16 it is bf16 on torch and nothing is measured."""
     transformer._auto_precision.cache_clear()
     calls = []
-    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speeds",
-                        lambda enc: calls.append(enc) or {"fp32": 1.5, "int8": 1.4})
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speedup",
+                        lambda enc: calls.append(enc) or 1.5)
     try:
         monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx2", "fma"})
         enc = phrasekit.load("minilm@auto")
@@ -137,14 +132,14 @@ def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(mo
 
 
 def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
-    speeds = onnx_speeds(onnx_fp32, root=tmp_path)
-    assert set(speeds) == {"fp32", "int8"} and min(speeds.values()) > 0
+    speedup = onnx_speedup(onnx_fp32, root=tmp_path)
+    assert speedup > 0
     saved = json.loads((tmp_path / "speed.json").read_text())
-    assert list(saved.values()) == [speeds]
+    assert list(saved.values()) == [speedup]
     (key,) = saved
     assert f"|{torch.get_num_threads()}|" in key  # keyed by the thread count
-    (tmp_path / "speed.json").write_text(json.dumps({key: {"fp32": 9.0, "int8": 3.0}}))
-    assert onnx_speeds(onnx_fp32, root=tmp_path) == {"fp32": 9.0, "int8": 3.0}  # read back
+    (tmp_path / "speed.json").write_text(json.dumps({key: 9.0}))
+    assert onnx_speedup(onnx_fp32, root=tmp_path) == 9.0  # read back, not measured again
 
 
 def test_a_worker_gets_no_session(onnx_fp32):

@@ -217,11 +217,11 @@ def _speed_key(model: torch.nn.Module, threads: int) -> str:
                               config.num_hidden_layers)))
 
 
-def onnx_speeds(encoder: Any, root: Path | None = None) -> dict[str, float]:
-    """How many times faster than torch fp32 ONNX Runtime encodes in ``fp32`` and ``int8``
-    with ``encoder``'s architecture on this CPU (phrases and long windows together): measured
-    once per CPU, thread count and library versions (a few seconds), then read from
-    ``speed.json`` in the graph cache."""
+def onnx_speedup(encoder: Any, root: Path | None = None) -> float:
+    """How many times faster than torch fp32 ONNX Runtime fp32 encodes with ``encoder``'s
+    architecture on this CPU (phrases and long windows together): measured once per CPU,
+    thread count and library versions (a few seconds), then read from ``speed.json`` in the
+    graph cache."""
     from phrasekit.io import read_json_object, write_json
     from phrasekit.settings import onnx_cache_dir
 
@@ -232,17 +232,14 @@ def onnx_speeds(encoder: Any, root: Path | None = None) -> dict[str, float]:
         known = read_json_object(path) if path.is_file() else {}
     except ValueError:
         known = {}
-    got = known.get(key)
-    if isinstance(got, dict) and all(isinstance(got.get(p), int | float) for p in _FILES):
-        return {p: float(got[p]) for p in _FILES}
+    if isinstance(known.get(key), int | float) and known[key] > 0:
+        return float(known[key])
     phrases, windows = _calibration_texts(encoder.tokenizer)
     base = _timed(encoder, lambda b: encoder.model(**b).last_hidden_state, threads,
                   phrases, windows)
-    speeds = {}
-    for precision in _FILES:
-        backbone = OnnxBackbone(encoder.model, encoder.tokenizer, precision, threads, root)
-        speeds[precision] = round(base / _timed(encoder, backbone, threads, phrases, windows), 3)
-    write_json(path, {**known, key: speeds})
-    logger.info("ONNX Runtime vs torch fp32 on this CPU (%d threads): fp32 %.2fx, int8 %.2fx",
-                threads, speeds["fp32"], speeds["int8"])
-    return speeds
+    backbone = OnnxBackbone(encoder.model, encoder.tokenizer, "fp32", threads, root)
+    speedup = round(base / _timed(encoder, backbone, threads, phrases, windows), 3)
+    write_json(path, {**known, key: speedup})
+    logger.info("ONNX Runtime fp32 vs torch fp32 on this CPU (%d threads): %.2fx", threads,
+                speedup)
+    return speedup

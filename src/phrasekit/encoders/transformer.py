@@ -91,33 +91,29 @@ def resolve_backend(backend: str | None, precision: str) -> str:
     return backend
 
 
-#: ``backend="auto"`` leaves torch fp32 only for a path measured at least this much faster.
+#: ``backend="auto"`` leaves torch fp32 only for a runtime measured at least this much faster.
 MIN_SPEEDUP = 1.05
 
 
 @functools.cache
-def _log_auto_path(choice: tuple[str, str], speeds: tuple[tuple[str, float], ...]) -> None:
-    logger.info("backend auto -> %s on %s (measured on this CPU against torch fp32: %s)",
-                *choice, ", ".join(f"{k} {v:.2f}x" for k, v in speeds))
+def _log_auto_backend(choice: str, speedup: float) -> None:
+    logger.info("backend auto -> %s for fp32 (ONNX Runtime measured %.2fx torch fp32 on this "
+                "CPU)", choice, speedup)
 
 
-def fastest_cpu_path(encoder: Any, int8: bool = False) -> tuple[str, str]:
-    """``(precision, backend)`` for an fp32 request under ``backend="auto"``: torch fp32, ONNX
-    Runtime fp32 (the same vectors), or with ``int8`` also ONNX Runtime int8, whichever
-    :func:`~phrasekit.encoders.onnx_graph.onnx_speeds` measured fastest on this CPU (once per
-    CPU); never a path slower than torch fp32 here. Logged once per process."""
-    from phrasekit.encoders.onnx_graph import onnx_available, onnx_speeds
+def fastest_fp32_backend(encoder: Any) -> str:
+    """The runtime of an fp32 request under ``backend="auto"``: ONNX Runtime (the same
+    vectors) where :func:`~phrasekit.encoders.onnx_graph.onnx_speedup` measured it faster than
+    torch on this CPU (once per CPU), else torch; never a runtime slower here. int8 is not
+    among the choices: it moved topics' K and NMI on arXiv abstracts (docs/benchmarks.md).
+    Logged once per process."""
+    from phrasekit.encoders.onnx_graph import onnx_available, onnx_speedup
 
     if not onnx_available():
-        return "fp32", "torch"
-    speeds = onnx_speeds(encoder)
-    options = {("fp32", "torch"): 1.0, ("fp32", "onnx"): speeds["fp32"]}
-    if int8:
-        options["int8", "onnx"] = speeds["int8"]
-    best = max(options, key=options.__getitem__)
-    choice = best if options[best] >= MIN_SPEEDUP else ("fp32", "torch")
-    _log_auto_path(choice, tuple((f"{p} on {b}", v) for (p, b), v in options.items()
-                                 if b == "onnx"))
+        return "torch"
+    speedup = onnx_speedup(encoder)
+    choice = "onnx" if speedup >= MIN_SPEEDUP else "torch"
+    _log_auto_backend(choice, speedup)
     return choice
 
 
@@ -152,8 +148,6 @@ class TransformerEncoder(Encoder):
         backend: ``torch``, ``onnx`` (ONNX Runtime over a graph exported into the cache:
             :mod:`phrasekit.encoders.onnx_graph`) or ``auto`` (fp32 on the runtime measured
             faster on this CPU); None: torch, or ONNX Runtime for int8, which runs there only.
-        auto_int8: ``backend="auto"`` may also pick int8 where it measures fastest (for a
-            model whose int8 vectors were checked on the phrase and topic benchmarks).
     """
 
     default_batch_size = 128
@@ -170,7 +164,6 @@ class TransformerEncoder(Encoder):
         num_threads: int | None = None,
         attn_implementation: str | None = None,
         backend: str | None = None,
-        auto_int8: bool = False,
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -196,7 +189,7 @@ class TransformerEncoder(Encoder):
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
         self.model = load_hf_model(path, **extra).eval()
         if self.backend == "auto":
-            self.precision, self.backend = fastest_cpu_path(self, auto_int8)
+            self.backend = fastest_fp32_backend(self)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
         self.dim = int(self.model.config.hidden_size)
@@ -211,7 +204,7 @@ class TransformerEncoder(Encoder):
         precision = resolve_precision(precision)
         self.backend, self.precision = resolve_backend(backend, precision), precision
         if self.backend == "auto":
-            self.precision, self.backend = fastest_cpu_path(self)
+            self.backend = fastest_fp32_backend(self)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
         self._onnx = None
