@@ -76,6 +76,26 @@ def test_damaged_graph_is_rebuilt_never_used(tmp_path, onnx_fp32):
     assert torch.allclose(backbone(dict(batch)), want, atol=1e-4)
 
 
+def test_the_cache_folder_keeps_what_is_not_a_graph(tmp_path, onnx_fp32, monkeypatch):
+    """Pruning old graphs touches only folders this module wrote; a folder of the graph's
+    name that is not one is refused, not replaced."""
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.KEEP_GRAPHS", 1)
+    mine = tmp_path / "notes"
+    mine.mkdir()
+    (mine / "todo.txt").write_text("keep me")
+    lookalike = tmp_path / ("a" * 32)
+    lookalike.mkdir()
+    (lookalike / "photo.jpg").write_bytes(b"jpeg")
+    folder = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+    assert (mine / "todo.txt").read_text() == "keep me" and (lookalike / "photo.jpg").exists()
+    for name in ("model.onnx", "manifest.json"):
+        (folder / name).unlink()
+    (folder / "photo.jpg").write_bytes(b"jpeg")
+    with pytest.raises(ValueError, match="not replacing it"):
+        graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+    assert (folder / "photo.jpg").exists()
+
+
 def test_changed_weights_get_a_new_graph(tmp_path):
     enc = TransformerEncoder(minilm_path(), backend="onnx")
     before = enc.encode(TEXTS[:2])

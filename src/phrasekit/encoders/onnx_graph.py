@@ -95,10 +95,25 @@ def _export(model: torch.nn.Module, tokenizer: Any, names: tuple[str, ...], fold
         logging.disable(logging.NOTSET)
 
 
+def _is_graph_folder(path: Path) -> bool:
+    """A folder this module wrote: a 32-hex-digit name and a manifest of :data:`GRAPH_KIND`."""
+    from phrasekit.artifacts import read_manifest
+
+    if not (path.is_dir() and not path.is_symlink() and len(path.name) == 32
+            and all(c in "0123456789abcdef" for c in path.name)):
+        return False
+    try:
+        manifest = read_manifest(path)
+    except (OSError, ValueError):
+        return False
+    return manifest is not None and manifest.get("kind") == GRAPH_KIND
+
+
 def _prune(root: Path, keep: Path) -> None:
-    """Remove the least recently used graph folders beyond :data:`KEEP_GRAPHS`."""
-    folders = sorted((p for p in root.iterdir() if p.is_dir() and p != keep
-                      and not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)
+    """Remove the least recently used graph folders beyond :data:`KEEP_GRAPHS`; nothing else
+    in ``root`` is touched (it may be a folder the user chose for other things too)."""
+    folders = sorted((p for p in root.iterdir() if p != keep and _is_graph_folder(p)),
+                     key=lambda p: p.stat().st_mtime)
     for old in folders[: max(0, len(folders) - (KEEP_GRAPHS - 1))]:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -113,9 +128,8 @@ def graph_folder(model: torch.nn.Module, tokenizer: Any, root: Path) -> Path:
             verify_folder(folder, GRAPH_KIND, required=tuple(_FILES.values()))
             folder.touch()
             return folder
-        except IntegrityError as exc:
+        except IntegrityError as exc:  # replaced below, if its manifest says it is a graph
             logger.warning("rebuilding the ONNX graph: %s", exc)
-            shutil.rmtree(folder, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with staged_folder(folder, GRAPH_KIND) as staged:
