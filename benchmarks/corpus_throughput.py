@@ -95,15 +95,11 @@ def child_json(code: str, args: list[str], env: dict[str, str] | None = None) ->
 
 def cpu_name() -> str:
     """The CPU's model name and the flags that decide the arithmetic (``lscpu``'s words)."""
-    model, flags = "unknown CPU", set()
-    with open("/proc/cpuinfo", encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("model name") and model == "unknown CPU":
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
+    from phrasekit.encoders.cpu import cpu_flags, cpu_model
+
+    flags = cpu_flags()
     shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return f"{model}, {os.cpu_count()} cores ({', '.join(shown) or 'no AVX2'})"
+    return f"{cpu_model()}, {os.cpu_count()} cores ({', '.join(shown) or 'no AVX2'})"
 
 
 def own_peak_mb(pid: int) -> float:

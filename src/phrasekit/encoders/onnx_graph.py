@@ -222,7 +222,7 @@ def _speed_key(model: torch.nn.Module, threads: int) -> str:
 
     import onnxruntime
 
-    from phrasekit.encoders.transformer import cpu_flags, cpu_model
+    from phrasekit.encoders.cpu import cpu_flags, cpu_model
 
     config = model.config
     flags = hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:12]

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from phrasekit.encoders.base import Encoder, cap_chars
+from phrasekit.encoders.cpu import cpu_flags
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
 
@@ -28,26 +29,6 @@ logger = logging.getLogger(__name__)
 
 PRECISIONS = ("fp32", "bf16", "int8")
 BACKENDS = ("torch", "onnx", "auto")
-
-
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (``/proc/cpuinfo``; empty where it cannot be read)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    return {f for line in text.splitlines() if line.startswith("flags")
-            for f in line.split(":", 1)[1].split()}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``; ``unknown CPU`` where it cannot be read)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown CPU"
-    return next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                 if line.startswith("model name")), "unknown CPU")
 
 
 def cpu_supports_bf16() -> bool:
