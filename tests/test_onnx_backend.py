@@ -170,3 +170,13 @@ def test_a_worker_gets_no_session(onnx_fp32):
     clone = pickle.loads(pickle.dumps(onnx_fp32))
     assert clone._onnx is None and clone.backend == "onnx"
     assert np.allclose(clone.encode(TEXTS[:3]), onnx_fp32.encode(TEXTS[:3]), atol=1e-5)
+
+
+def test_an_unusable_cache_is_named_and_auto_falls_back_to_torch(tmp_path, monkeypatch):
+    not_a_folder = tmp_path / "file.txt"
+    not_a_folder.write_text("mine")
+    monkeypatch.setenv("PHRASEKIT_ONNX_CACHE", str(not_a_folder))
+    with pytest.raises(ValueError, match="PHRASEKIT_ONNX_CACHE"):
+        phrasekit.load("minilm@int8").encode(["heart attack"])
+    enc = TransformerEncoder(minilm_path(), backend="auto")
+    assert enc.backend == "torch" and not_a_folder.read_text() == "mine"

@@ -130,7 +130,11 @@ def graph_folder(model: torch.nn.Module, tokenizer: Any, root: Path) -> Path:
             return folder
         except IntegrityError as exc:  # replaced below, if its manifest says it is a graph
             logger.warning("rebuilding the ONNX graph: %s", exc)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{root}: the ONNX graph cache (PHRASEKIT_ONNX_CACHE) is not a "
+                         f"folder that can be written ({exc.strerror})") from None
     start = time.perf_counter()
     with staged_folder(folder, GRAPH_KIND) as staged:
         _export(model, tokenizer, names, staged)

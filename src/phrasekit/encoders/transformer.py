@@ -92,7 +92,11 @@ def fastest_fp32_backend(encoder: Any) -> str:
 
     if not onnx_available():
         return "torch"
-    speedup = onnx_speedup(encoder)
+    try:
+        speedup = onnx_speedup(encoder)
+    except (OSError, ValueError) as exc:  # an unusable cache folder: torch still works
+        logger.warning("backend auto -> torch: %s", exc)
+        return "torch"
     choice = "onnx" if speedup >= MIN_SPEEDUP else "torch"
     _log_auto_backend(choice, speedup)
     return choice
