@@ -45,19 +45,22 @@ def test_int8_runs_on_onnx_runtime_and_stays_close(minilm):
     assert fast._onnx is None  # the session opens on first use
     cos = (minilm.encode(TEXTS) * fast.encode(TEXTS)).sum(axis=1)
     assert cos.min() > 0.9, cos
-    assert "model.int8.onnx" in fast._onnx.session._model_path
+    assert json.loads((fast._onnx.folder / "manifest.json").read_text())["files"].keys() == {
+        "model.onnx"}
     with pytest.raises(ValueError, match="int8 runs on ONNX Runtime"):
         TransformerEncoder(minilm_path(), precision="int8", backend="torch")
 
 
 def test_a_fine_tuned_model_exports_its_own_weights():
     """Phrase-BERT's deltas are added in fp32, then its graph is exported from the sum."""
-    full, fast = phrasekit.load("phrase-bert-minilm"), phrasekit.load("phrase-bert-minilm@int8")
-    base = phrasekit.load("minilm@int8")
-    a, b = full.encode(TEXTS), fast.encode(TEXTS)
-    assert fast.backend == "onnx" and (a * b).sum(axis=1).min() > 0.9
-    base.encode(["warm up"])
-    assert fast._onnx.folder != base._onnx.folder  # its own graph, not MiniLM's
+    full = phrasekit.load("phrase-bert-minilm")
+    onnx = phrasekit.load("phrase-bert-minilm", backend="onnx")
+    a, b = full.encode(TEXTS), onnx.encode(TEXTS)
+    assert onnx.backend == "onnx" and (a * b).sum(axis=1).min() >= 0.9999
+    plain = phrasekit.load("minilm").encode(TEXTS)
+    assert (plain * b).sum(axis=1).min() < 0.99  # not MiniLM's graph
+    fast = phrasekit.load("phrase-bert-minilm@int8")
+    assert fast.backend == "onnx" and (a * fast.encode(TEXTS)).sum(axis=1).min() > 0.9
 
 
 def test_damaged_graph_is_rebuilt_never_used(tmp_path, onnx_fp32):
@@ -76,9 +79,16 @@ def test_damaged_graph_is_rebuilt_never_used(tmp_path, onnx_fp32):
     assert torch.allclose(backbone(dict(batch)), want, atol=1e-4)
 
 
+def test_a_damaged_manifest_is_rebuilt_too(tmp_path, onnx_fp32):
+    folder = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+    (folder / "manifest.json").write_text("{ not json")
+    assert graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path) == folder
+    assert json.loads((folder / "manifest.json").read_text())["kind"] == "phrasekit-onnx-graph"
+
+
 def test_the_cache_folder_keeps_what_is_not_a_graph(tmp_path, onnx_fp32, monkeypatch):
-    """Pruning old graphs touches only folders this module wrote; a folder of the graph's
-    name that is not one is refused, not replaced."""
+    """Pruning removes old graphs and touches nothing else; a folder of the graph's name that
+    holds other files is refused, not replaced."""
     monkeypatch.setattr("phrasekit.encoders.onnx_graph.KEEP_GRAPHS", 1)
     mine = tmp_path / "notes"
     mine.mkdir()
@@ -86,14 +96,15 @@ def test_the_cache_folder_keeps_what_is_not_a_graph(tmp_path, onnx_fp32, monkeyp
     lookalike = tmp_path / ("a" * 32)
     lookalike.mkdir()
     (lookalike / "photo.jpg").write_bytes(b"jpeg")
+    old = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path, "int8")
     folder = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+    assert not old.exists()  # the older graph was pruned
     assert (mine / "todo.txt").read_text() == "keep me" and (lookalike / "photo.jpg").exists()
-    for name in ("model.onnx", "manifest.json"):
-        (folder / name).unlink()
+    (folder / "manifest.json").unlink()
     (folder / "photo.jpg").write_bytes(b"jpeg")
-    with pytest.raises(ValueError, match="not replacing it"):
+    with pytest.raises(ValueError, match="PHRASEKIT_ONNX_CACHE"):
         graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
-    assert (folder / "photo.jpg").exists()
+    assert (folder / "photo.jpg").exists() and (folder / "model.onnx").exists()
 
 
 def test_changed_weights_get_a_new_graph(tmp_path):
@@ -154,12 +165,44 @@ def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(mo
 def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
     speedup = onnx_speedup(onnx_fp32, root=tmp_path)
     assert speedup > 0
-    saved = json.loads((tmp_path / "speed.json").read_text())
-    assert list(saved.values()) == [speedup]
-    (key,) = saved
+    saved = json.loads((tmp_path / "phrasekit-onnx-speed.json").read_text())
+    (key,) = saved["speeds"]
+    assert saved["speeds"][key]["speedup"] == speedup
+    assert set(saved["speeds"][key]["seconds"]) == {"torch", "onnx"}
     assert f"|{torch.get_num_threads()}|" in key  # keyed by the thread count
-    (tmp_path / "speed.json").write_text(json.dumps({key: 9.0}))
+    saved["speeds"][key]["speedup"] = 9.0
+    (tmp_path / "phrasekit-onnx-speed.json").write_text(json.dumps(saved))
     assert onnx_speedup(onnx_fp32, root=tmp_path) == 9.0  # read back, not measured again
+
+
+def test_a_speed_file_that_is_not_ours_is_left_alone(tmp_path, onnx_fp32):
+    (tmp_path / "phrasekit-onnx-speed.json").write_text("my notes")
+    assert onnx_speedup(onnx_fp32, root=tmp_path) > 0
+    assert (tmp_path / "phrasekit-onnx-speed.json").read_text() == "my notes"
+
+
+def test_a_gpu_takes_auto_back_to_torch_and_keeps_int8_on_the_cpu(monkeypatch):
+    """With a (mocked) GPU: auto measures nothing and runs torch; an ONNX encoder that auto
+    chose returns to torch on ``to('cuda')``; int8 stays on the CPU under ``auto`` and is
+    refused for an explicit ``cuda`` before anything moves."""
+    from phrasekit.encoders import transformer as module
+
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speedup", lambda enc: 2.0)
+    monkeypatch.setattr(module, "resolve_device", lambda device=None: "cpu")
+    chosen = TransformerEncoder(minilm_path(), backend="auto")
+    assert chosen.backend == "onnx"
+    moved: list[str] = []
+    monkeypatch.setattr(torch.nn.Module, "to", lambda self, d: moved.append(d) or self)
+    monkeypatch.setattr(module, "resolve_device", lambda device=None: "cuda")
+    monkeypatch.setattr("phrasekit.encoders.base.resolve_device", lambda device=None: "cuda")
+    assert TransformerEncoder(minilm_path(), backend="auto").backend == "torch"
+    chosen.to("cuda")
+    assert (chosen.backend, chosen.device, moved) == ("torch", "cuda", ["cuda"])
+    int8 = TransformerEncoder(minilm_path(), precision="int8")
+    assert int8.to("auto").device == "cpu" and int8.backend == "onnx"
+    with pytest.raises(ValueError, match="CPU only"):
+        int8.to("cuda")
+    assert int8.device == "cpu" and moved == ["cuda"]
 
 
 def test_a_worker_gets_no_session(onnx_fp32):

@@ -12,10 +12,13 @@ per batch).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import shutil
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +30,14 @@ from phrasekit.artifacts import IntegrityError, staged_folder, tensors_digest, v
 logger = logging.getLogger(__name__)
 
 GRAPH_KIND = "phrasekit-onnx-graph"
+#: phrasekit's export recipe; raising it retires every cached graph.
+GRAPH_FORMAT = 2
 OPSET = 17
 #: graphs kept in the cache; the least recently used beyond this are removed.
 KEEP_GRAPHS = 6
-_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
+GRAPH = "model.onnx"
+SPEED_FILE, SPEED_KIND = "phrasekit-onnx-speed.json", "phrasekit-onnx-speed"
+PRECISIONS = ("fp32", "int8")
 
 
 def onnx_available() -> bool:
@@ -60,39 +67,77 @@ class _LastHidden(torch.nn.Module):
         return self.model(**dict(zip(self.names, inputs, strict=True))).last_hidden_state
 
 
-def graph_key(model: torch.nn.Module, input_names: tuple[str, ...]) -> str:
-    """Digest of the fp32 weights, the inputs, the opset and ONNX Runtime's version."""
-    import onnxruntime
+def reduce_range() -> bool:
+    """int8 weights in 7 bits where the CPU has no VNNI instructions: ONNX Runtime's advice,
+    as its 8-bit products can saturate there."""
+    from phrasekit.encoders.cpu import cpu_flags
 
-    meta = {"inputs": list(input_names), "opset": OPSET, "onnxruntime": onnxruntime.__version__,
-            "architecture": type(model).__name__}
+    return not {"avx512_vnni", "avx_vnni", "amx_int8"} & cpu_flags()
+
+
+def graph_key(model: torch.nn.Module, input_names: tuple[str, ...], precision: str) -> str:
+    """Digest of the fp32 weights, the model's config, the inputs, the precision (and int8's
+    range), phrasekit's export recipe and the versions of every library that writes or runs
+    the graph: a change to any of them gives another folder."""
+    import onnx
+    import onnxruntime
+    import transformers
+
+    meta = {"inputs": list(input_names), "opset": OPSET, "format": GRAPH_FORMAT,
+            "precision": precision, "reduce_range": precision == "int8" and reduce_range(),
+            "config": model.config.to_json_string(), "architecture": type(model).__name__,
+            "versions": [torch.__version__, transformers.__version__, onnx.__version__,
+                         onnxruntime.__version__]}
     return tensors_digest(dict(model.state_dict()), meta)[:32]
 
 
-def _export(model: torch.nn.Module, tokenizer: Any, names: tuple[str, ...], folder: Path) -> None:
-    """Write ``model.onnx`` (fp32) and ``model.int8.onnx`` (per-channel int8) into ``folder``."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """An exclusive lock on the cache folder, so processes export and measure one at a time."""
+    with open(root / ".phrasekit-onnx.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """The quantiser's advice to pre-process goes to the root logger; hide warnings meanwhile
+    and restore whatever level of ``logging.disable`` was set before."""
+    previous = logging.root.manager.disable
+    logging.disable(max(previous, logging.WARNING))
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+def _export(model: torch.nn.Module, tokenizer: Any, names: tuple[str, ...], folder: Path,
+            precision: str) -> None:
+    """Write ``model.onnx`` into ``folder``: the fp32 graph, or its per-channel int8 copy."""
     sample = tokenizer(["a short phrase", "another, slightly longer phrase"], padding=True,
                        return_tensors="pt")
     args = tuple(sample[n] for n in names)
     axes = {n: {0: "batch", 1: "tokens"} for n in (*names, "last_hidden_state")}
+    fp32 = folder / (GRAPH if precision == "fp32" else "fp32.onnx")
     was_training = model.training
     try:
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")  # the TorchScript exporter's tracer warnings
-            torch.onnx.export(_LastHidden(model, names).eval(), args,
-                              str(folder / _FILES["fp32"]), input_names=list(names),
-                              output_names=["last_hidden_state"], dynamic_axes=axes,
-                              opset_version=OPSET, dynamo=False)
+            torch.onnx.export(_LastHidden(model, names).eval(), args, str(fp32),
+                              input_names=list(names), output_names=["last_hidden_state"],
+                              dynamic_axes=axes, opset_version=OPSET, dynamo=False)
     finally:
         model.train(was_training)  # the exporter leaves modules in the wrapper's mode
-    logging.disable(logging.WARNING)  # the quantiser's advice to pre-process, on the root logger
-    try:
-        quantize_dynamic(folder / _FILES["fp32"], folder / _FILES["int8"],
-                         weight_type=QuantType.QInt8, per_channel=True)
-    finally:
-        logging.disable(logging.NOTSET)
+    if precision == "int8":
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        with _quiet_root_logger():
+            quantize_dynamic(fp32, folder / GRAPH, weight_type=QuantType.QInt8,
+                             per_channel=True, reduce_range=reduce_range())
+        fp32.unlink()
 
 
 def _is_graph_folder(path: Path) -> bool:
@@ -118,28 +163,44 @@ def _prune(root: Path, keep: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def graph_folder(model: torch.nn.Module, tokenizer: Any, root: Path) -> Path:
-    """The checked cache folder of ``model``'s graphs, exported first if absent or damaged."""
+def _ours(folder: Path) -> bool:
+    """A key folder holding nothing but a graph and its manifest (whatever their state)."""
+    return all(p.name in (GRAPH, "manifest.json") and p.is_file() and not p.is_symlink()
+               for p in folder.iterdir())
+
+
+def graph_folder(model: torch.nn.Module, tokenizer: Any, root: Path,
+                 precision: str = "fp32") -> Path:
+    """The checked cache folder of ``model``'s graph in ``precision``, exported first if
+    absent or damaged (a damaged one is replaced, never used)."""
     names = tuple(n for n in tokenizer.model_input_names if n in ("input_ids", "attention_mask",
                                                                    "token_type_ids"))
-    folder = root / graph_key(model, names)
-    if folder.is_dir():
-        try:
-            verify_folder(folder, GRAPH_KIND, required=tuple(_FILES.values()))
-            folder.touch()
-            return folder
-        except IntegrityError as exc:  # replaced below, if its manifest says it is a graph
-            logger.warning("rebuilding the ONNX graph: %s", exc)
+    folder = root / graph_key(model, names, precision)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"{root}: the ONNX graph cache (PHRASEKIT_ONNX_CACHE) is not a "
                          f"folder that can be written ({exc.strerror})") from None
-    start = time.perf_counter()
-    with staged_folder(folder, GRAPH_KIND) as staged:
-        _export(model, tokenizer, names, staged)
-    logger.info("exported the ONNX graph to %s in %.1f s", folder, time.perf_counter() - start)
-    _prune(root, folder)
+    with _locked(root):
+        if folder.is_dir():
+            try:
+                verify_folder(folder, GRAPH_KIND, required=(GRAPH,))
+                with contextlib.suppress(OSError):  # a read-only cache is still usable
+                    folder.touch()
+                return folder
+            except IntegrityError as exc:
+                if not _ours(folder):
+                    raise ValueError(f"{exc}; it holds files that are not a graph, so it is "
+                                     "not replaced: move them or point PHRASEKIT_ONNX_CACHE "
+                                     "elsewhere") from None
+                logger.warning("rebuilding the ONNX graph: %s", exc)
+                shutil.rmtree(folder)
+        start = time.perf_counter()
+        with staged_folder(folder, GRAPH_KIND) as staged:
+            _export(model, tokenizer, names, staged, precision)
+        logger.info("exported the %s ONNX graph to %s in %.1f s", precision, folder,
+                    time.perf_counter() - start)
+        _prune(root, folder)
     return folder
 
 
@@ -161,16 +222,16 @@ class OnnxBackbone:
 
         from phrasekit.settings import onnx_cache_dir
 
-        if precision not in _FILES:
+        if precision not in PRECISIONS:
             raise ValueError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
-        self.folder = graph_folder(model, tokenizer, root or onnx_cache_dir())
+        self.folder = graph_folder(model, tokenizer, root or onnx_cache_dir(), precision)
         self.precision = precision
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(num_threads or torch.get_num_threads())
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(self.folder / _FILES[precision]), options,
+        self.session = ort.InferenceSession(str(self.folder / GRAPH), options,
                                             providers=["CPUExecutionProvider"])
         self.input_names = tuple(i.name for i in self.session.get_inputs())
 
@@ -190,74 +251,95 @@ def _calibration_texts(tokenizer: Any, seed: int = 0) -> tuple[list[str], list[s
     return ([pick(int(rng.integers(2, 5))) for _ in range(192)], [pick(150) for _ in range(12)])
 
 
-def _seconds(run: Any, texts: list[str], rounds: int = 2) -> float:
-    """Best of ``rounds`` wall times of ``run(texts)`` after one warm-up batch."""
-    run(texts[:8])
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run(texts)
-        best = min(best, time.perf_counter() - start)
+def _runner(encoder: Any, hidden: Any, size: int) -> Any:
+    """``run(texts)``: ``hidden`` over ``texts`` tokenised in batches of ``size``."""
+    def run(texts: list[str]) -> None:
+        for s in range(0, len(texts), size):
+            batch = encoder.tokenizer(texts[s : s + size], padding=True, truncation=True,
+                                      max_length=encoder.max_seq_length, return_tensors="pt")
+            hidden(dict(batch))
+    return run
+
+
+def _measure(encoder: Any, backbone: OnnxBackbone, threads: int, rounds: int = 3
+             ) -> dict[str, float]:
+    """Best seconds of torch fp32 and ONNX Runtime fp32 over the calibration texts (phrases in
+    batches of 64, windows in batches of 12, about the CPU's token cap), in alternating rounds
+    after a warm-up of both shapes, with the allocator settings encoding uses."""
+    from phrasekit.encoders.allocator import keep_freed_memory
+    from phrasekit.settings import torch_threads
+
+    keep_freed_memory()
+    phrases, windows = _calibration_texts(encoder.tokenizer)
+    runs = {"torch": lambda b: encoder.model(**b).last_hidden_state, "onnx": backbone}
+    best = {name: float("inf") for name in runs}
+    with torch_threads(threads), torch.inference_mode():
+        for hidden in runs.values():  # warm-up
+            _runner(encoder, hidden, 64)(phrases[:64])
+            _runner(encoder, hidden, 12)(windows[:12])
+        for r in range(rounds):
+            for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
+                start = time.perf_counter()
+                _runner(encoder, runs[name], 64)(phrases)
+                _runner(encoder, runs[name], 12)(windows)
+                best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
-def _timed(encoder: Any, hidden: Any, threads: int, phrases: list[str], windows: list[str]
-           ) -> float:
-    """Seconds ``hidden`` (a tokenised batch -> last hidden state) takes over the phrases in
-    batches of 64 and the windows in batches of 12 (about the CPU's token cap), with
-    ``encoder``'s tokenizer and token limit."""
-    from phrasekit.settings import torch_threads
-
-    def runner(size: int) -> Any:
-        def run(texts: list[str]) -> None:
-            for s in range(0, len(texts), size):
-                batch = encoder.tokenizer(texts[s : s + size], padding=True, truncation=True,
-                                          max_length=encoder.max_seq_length,
-                                          return_tensors="pt")
-                hidden(dict(batch))
-        return run
-
-    with torch_threads(threads), torch.inference_mode():
-        return _seconds(runner(64), phrases) + _seconds(runner(12), windows)
-
-
-def _speed_key(model: torch.nn.Module, threads: int) -> str:
+def _speed_key(encoder: Any, threads: int) -> str:
     import hashlib
 
     import onnxruntime
 
     from phrasekit.encoders.cpu import cpu_flags, cpu_model
 
-    config = model.config
+    config = encoder.model.config
     flags = hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:12]
     return "|".join(map(str, (cpu_model(), flags, threads, torch.__version__,
                               onnxruntime.__version__, config.model_type, config.hidden_size,
-                              config.num_hidden_layers)))
+                              config.num_hidden_layers, config._attn_implementation,
+                              encoder.max_seq_length, GRAPH_FORMAT)))
+
+
+def _read_speeds(path: Path) -> dict[str, Any] | None:
+    """The speeds file's entries; None when ``path`` is something else (left untouched)."""
+    from phrasekit.io import read_json_object
+
+    if not path.exists():
+        return {}
+    try:
+        saved = read_json_object(path)
+    except (OSError, ValueError):
+        return None
+    if saved.get("kind") != SPEED_KIND or not isinstance(saved.get("speeds"), dict):
+        return None
+    return saved["speeds"]
 
 
 def onnx_speedup(encoder: Any, root: Path | None = None) -> float:
     """How many times faster than torch fp32 ONNX Runtime fp32 encodes with ``encoder``'s
     architecture on this CPU (phrases and long windows together): measured once per CPU,
-    thread count and library versions (a few seconds), then read from ``speed.json`` in the
-    graph cache."""
-    from phrasekit.io import read_json_object, write_json
+    thread count, attention kernel and library versions (a few seconds), then read back from
+    ``phrasekit-onnx-speed.json`` in the graph cache."""
+    from phrasekit.io import write_json
     from phrasekit.settings import onnx_cache_dir
 
     root = root or onnx_cache_dir()
     threads = int(encoder.num_threads or torch.get_num_threads())
-    key, path = _speed_key(encoder.model, threads), root / "speed.json"
-    try:
-        known = read_json_object(path) if path.is_file() else {}
-    except ValueError:
-        known = {}
-    if isinstance(known.get(key), int | float) and known[key] > 0:
-        return float(known[key])
-    phrases, windows = _calibration_texts(encoder.tokenizer)
-    base = _timed(encoder, lambda b: encoder.model(**b).last_hidden_state, threads,
-                  phrases, windows)
+    key, path = _speed_key(encoder, threads), root / SPEED_FILE
     backbone = OnnxBackbone(encoder.model, encoder.tokenizer, "fp32", threads, root)
-    speedup = round(base / _timed(encoder, backbone, threads, phrases, windows), 3)
-    write_json(path, {**known, key: speedup})
+    with _locked(root):
+        known = _read_speeds(path)
+        entry = (known or {}).get(key)
+        if isinstance(entry, dict) and isinstance(entry.get("speedup"), int | float):
+            return float(entry["speedup"])
+        best = _measure(encoder, backbone, threads)
+        speedup = round(best["torch"] / best["onnx"], 3)
+        if known is None:
+            logger.warning("%s is not phrasekit's speed file; the measurement is not kept", path)
+        else:
+            write_json(path, {"kind": SPEED_KIND, "speeds": {
+                **known, key: {"speedup": speedup, "seconds": best}}})
     logger.info("ONNX Runtime fp32 vs torch fp32 on this CPU (%d threads): %.2fx", threads,
                 speedup)
     return speedup

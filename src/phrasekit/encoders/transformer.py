@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from phrasekit.encoders.base import Encoder, cap_chars
+from phrasekit.encoders.base import Encoder, cap_chars, check_device, resolve_device
 from phrasekit.encoders.cpu import cpu_flags
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
@@ -90,11 +90,11 @@ def fastest_fp32_backend(encoder: Any) -> str:
     Logged once per process."""
     from phrasekit.encoders.onnx_graph import onnx_available, onnx_speedup
 
-    if not onnx_available():
+    if not onnx_available() or resolve_device(None) != "cpu":  # a GPU: torch runs there
         return "torch"
     try:
         speedup = onnx_speedup(encoder)
-    except (OSError, ValueError) as exc:  # an unusable cache folder: torch still works
+    except Exception as exc:  # any failure to export or measure: torch still works
         logger.warning("backend auto -> torch: %s", exc)
         return "torch"
     choice = "onnx" if speedup >= MIN_SPEEDUP else "torch"
@@ -173,7 +173,8 @@ class TransformerEncoder(Encoder):
             attn_implementation = "eager"
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
         self.model = load_hf_model(path, **extra).eval()
-        if self.backend == "auto":
+        self._auto = self.backend == "auto"  # a GPU takes such an encoder back to torch
+        if self._auto:
             self.backend = fastest_fp32_backend(self)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
@@ -187,8 +188,11 @@ class TransformerEncoder(Encoder):
             raise ValueError(f"{self.name}: only an fp32 torch encoder can be cast, not "
                              f"{self.precision} on {self.backend}")
         precision = resolve_precision(precision)
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.backend, self.precision = resolve_backend(backend, precision), precision
-        if self.backend == "auto":
+        self._auto = self.backend == "auto"
+        if self._auto:
             self.backend = fastest_fp32_backend(self)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
@@ -199,10 +203,19 @@ class TransformerEncoder(Encoder):
         return {**super().vector_settings(), **extra}
 
     def to(self, device: str | None = "auto") -> TransformerEncoder:
+        """As :meth:`Encoder.to`; ONNX Runtime runs on the CPU: fp32 that ``auto`` put there
+        goes back to torch for a GPU, int8 (or an asked ONNX backend) stays on the CPU under
+        ``auto`` and is refused for an explicit ``cuda``, before anything moves."""
+        if self.backend == "onnx" and resolve_device(device) != "cpu":
+            if self._auto:
+                self.backend, self._onnx = "torch", None
+            elif check_device(device) == "auto":
+                logger.info("%s runs on ONNX Runtime, on the CPU", self.name)
+                return self
+            else:
+                raise ValueError(f"{self.name}: {self.precision} on ONNX Runtime runs on the "
+                                 "CPU only; use fp32 or bf16 on a GPU")
         super().to(device)
-        if self.device != "cpu" and self.backend == "onnx":
-            raise ValueError(f"{self.name}: the ONNX Runtime backend runs on the CPU; load it "
-                             "with backend='torch' (and fp32 or bf16) for a GPU")
         return self
 
     def __getstate__(self) -> dict[str, Any]:
