@@ -43,6 +43,7 @@ def test_int8_runs_on_onnx_runtime_and_stays_close(minilm):
     fast = phrasekit.load("minilm@int8")
     assert fast.backend == "onnx" and fast.name == "minilm@int8"
     assert fast._onnx is None  # the session opens on first use
+    assert fast.vector_settings()["int8_weight_bits"] in (7, 8)
     cos = (minilm.encode(TEXTS) * fast.encode(TEXTS)).sum(axis=1)
     assert cos.min() > 0.9, cos
     assert json.loads((fast._onnx.folder / "manifest.json").read_text())["files"].keys() == {

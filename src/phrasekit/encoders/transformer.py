@@ -199,7 +199,11 @@ class TransformerEncoder(Encoder):
         self._onnx = None
 
     def vector_settings(self) -> dict[str, object]:
-        extra = {"backend": self.backend} if self.backend != "torch" else {}
+        extra: dict[str, object] = {"backend": self.backend} if self.backend != "torch" else {}
+        if self.precision == "int8":
+            from phrasekit.encoders.onnx_graph import reduce_range
+
+            extra["int8_weight_bits"] = 7 if reduce_range() else 8  # CPUs without VNNI
         return {**super().vector_settings(), **extra}
 
     def to(self, device: str | None = "auto") -> TransformerEncoder:
