@@ -133,6 +133,8 @@ class TransformerEncoder(Encoder):
         backend: ``torch``, ``onnx`` (ONNX Runtime over a graph exported into the cache:
             :mod:`phrasekit.encoders.onnx_graph`) or ``auto`` (fp32 on the runtime measured
             faster on this CPU); None: torch, or ONNX Runtime for int8, which runs there only.
+            The ONNX session opens on the first encode from the weights at that time: weights
+            changed in place afterwards need a new encoder.
     """
 
     default_batch_size = 128
