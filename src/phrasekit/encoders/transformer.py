@@ -86,8 +86,8 @@ def fastest_fp32_backend(encoder: Any) -> str:
     """The runtime of an fp32 request under ``backend="auto"``: ONNX Runtime (the same
     vectors) where :func:`~phrasekit.encoders.onnx_graph.onnx_speedup` measured it faster than
     torch on this CPU (once per CPU), else torch; never a runtime slower here. int8 is not
-    among the choices: it moved topics' K and NMI on arXiv abstracts (docs/benchmarks.md).
-    Logged once per process."""
+    among the choices: it moved topics' K on four of five development corpora
+    (docs/methods/topics.md, "What did not help"). Logged once per process."""
     from phrasekit.encoders.onnx_graph import onnx_available, onnx_speedup
 
     if not onnx_available() or resolve_device(None) != "cpu":  # a GPU: torch runs there
@@ -103,8 +103,8 @@ def fastest_fp32_backend(encoder: Any) -> str:
 
 
 def cast_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
-    """``model`` in ``precision``: fp32 as it is, bf16 weights, or int8 (dynamic per-channel
-    quantisation of the Linear layers)."""
+    """``model`` in ``precision`` on torch: fp32 as it is or bf16 weights (int8 runs on ONNX
+    Runtime, :mod:`phrasekit.encoders.onnx_graph`)."""
     precision = resolve_precision(precision)
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
