@@ -73,6 +73,7 @@ def test_damaged_graph_is_rebuilt_never_used(tmp_path, onnx_fp32):
     again = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
     assert again == folder and graph.read_bytes() != bytes(data)
     assert not onnx_fp32.model.training  # exporting leaves the model in eval mode
+    assert onnx_fp32.model.config._attn_implementation == "sdpa"  # and its attention kernel
     backbone = OnnxBackbone(onnx_fp32.model, onnx_fp32.tokenizer, root=tmp_path)
     batch = onnx_fp32.tokenizer(TEXTS[:2], padding=True, return_tensors="pt")
     with torch.inference_mode():

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 GRAPH_KIND = "phrasekit-onnx-graph"
 #: phrasekit's export recipe; raising it retires every cached graph.
-GRAPH_FORMAT = 2
+GRAPH_FORMAT = 3
 OPSET = 17
 #: graphs kept in the cache; the least recently used beyond this are removed.
 KEEP_GRAPHS = 6
@@ -122,7 +122,10 @@ def _export(model: torch.nn.Module, tokenizer: Any, names: tuple[str, ...], fold
     args = tuple(sample[n] for n in names)
     axes = {n: {0: "batch", 1: "tokens"} for n in (*names, "last_hidden_state")}
     fp32 = folder / (GRAPH if precision == "fp32" else "fp32.onnx")
-    was_training = model.training
+    was_training, attention = model.training, model.config._attn_implementation
+    # from the eager attention's operators ONNX Runtime's fusions run 150-word windows 1.2x
+    # faster than from SDPA's (phrases level); the arithmetic is the same
+    model.set_attn_implementation("eager")
     try:
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")  # the TorchScript exporter's tracer warnings
@@ -131,6 +134,7 @@ def _export(model: torch.nn.Module, tokenizer: Any, names: tuple[str, ...], fold
                               dynamic_axes=axes, opset_version=OPSET, dynamo=False)
     finally:
         model.train(was_training)  # the exporter leaves modules in the wrapper's mode
+        model.set_attn_implementation(attention)
     if precision == "int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic
 

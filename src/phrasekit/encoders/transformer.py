@@ -3,9 +3,9 @@
 Precision modes trade a little accuracy for speed on CPU:
 ``fp32`` (default); ``bf16`` (weights and activations in bfloat16, pooled in float32: 2.6-3.6x
 faster where the CPU has AVX512-BF16/AMX, cosine to fp32 above 0.999); ``int8`` (ONNX Runtime's
-dynamic quantisation, int8 weights per output channel: 2-3x faster, mean cosine to fp32 about
-0.99, minimum 0.92 on short phrases). ``backend="onnx"`` runs fp32 on ONNX Runtime too (the same
-vectors; 1.4-1.8x torch on a 2-core AMD EPYC), and ``auto`` uses it only where it measures
+dynamic quantisation, int8 weights per output channel: 2.7-3.1x faster, mean cosine to fp32
+about 0.99, minimum 0.92 on short phrases). ``backend="onnx"`` runs fp32 on ONNX Runtime too (the
+same vectors; 1.6-1.7x torch on a 2-core AMD EPYC), and ``auto`` uses it only where it measures
 faster on the CPU at hand.
 """
 
