@@ -320,6 +320,14 @@ def _read_speeds(path: Path) -> dict[str, Any] | None:
     return saved["speeds"]
 
 
+def _stored_speedup(path: Path, key: str) -> float | None:
+    """The speed-up stored for ``key`` in the speeds file, if any."""
+    entry = (_read_speeds(path) or {}).get(key)
+    if isinstance(entry, dict) and isinstance(entry.get("speedup"), int | float):
+        return float(entry["speedup"])
+    return None
+
+
 def onnx_speedup(encoder: Any, root: Path | None = None) -> float:
     """How many times faster than torch fp32 ONNX Runtime fp32 encodes with ``encoder``'s
     architecture on this CPU (phrases and long windows together): measured once per CPU,
@@ -331,19 +339,20 @@ def onnx_speedup(encoder: Any, root: Path | None = None) -> float:
     root = root or onnx_cache_dir()
     threads = int(encoder.num_threads or torch.get_num_threads())
     key, path = _speed_key(encoder, threads), root / SPEED_FILE
+    if (known := _stored_speedup(path, key)) is not None:  # the usual case: no graph opened
+        return known
     backbone = OnnxBackbone(encoder.model, encoder.tokenizer, "fp32", threads, root)
-    with _locked(root):
-        known = _read_speeds(path)
-        entry = (known or {}).get(key)
-        if isinstance(entry, dict) and isinstance(entry.get("speedup"), int | float):
-            return float(entry["speedup"])
+    with _locked(root):  # another process may have measured meanwhile
+        if (known := _stored_speedup(path, key)) is not None:
+            return known
         best = _measure(encoder, backbone, threads)
         speedup = round(best["torch"] / best["onnx"], 3)
-        if known is None:
+        saved = _read_speeds(path)
+        if saved is None:
             logger.warning("%s is not phrasekit's speed file; the measurement is not kept", path)
         else:
             write_json(path, {"kind": SPEED_KIND, "speeds": {
-                **known, key: {"speedup": speedup, "seconds": best}}})
+                **saved, key: {"speedup": speedup, "seconds": best}}})
     logger.info("ONNX Runtime fp32 vs torch fp32 on this CPU (%d threads): %.2fx", threads,
                 speedup)
     return speedup
