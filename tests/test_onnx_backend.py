@@ -225,3 +225,20 @@ def test_an_unusable_cache_is_named_and_auto_falls_back_to_torch(tmp_path, monke
         phrasekit.load("minilm@int8").encode(["heart attack"])
     enc = TransformerEncoder(minilm_path(), backend="auto")
     assert enc.backend == "torch" and not_a_folder.read_text() == "mine"
+
+
+def test_a_cache_without_a_lock_file_still_serves_its_graph(tmp_path, onnx_fp32, monkeypatch):
+    """A read-only cache cannot hold the lock file: its checked graph is used all the same."""
+    import builtins
+
+    from phrasekit.encoders import onnx_graph
+
+    folder = graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path)
+
+    def no_lock(path, *args, **kwargs):
+        if str(path).endswith(".phrasekit-onnx.lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(onnx_graph, "open", no_lock, raising=False)
+    assert graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path) == folder

@@ -93,8 +93,14 @@ def graph_key(model: torch.nn.Module, input_names: tuple[str, ...], precision: s
 
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    """An exclusive lock on the cache folder, so processes export and measure one at a time."""
-    with open(root / ".phrasekit-onnx.lock", "a") as fh:
+    """An exclusive lock on the cache folder, so processes export and measure one at a time
+    (none on a read-only cache, which nobody can write to)."""
+    try:
+        fh = open(root / ".phrasekit-onnx.lock", "a")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -151,10 +157,7 @@ def _is_graph_folder(path: Path) -> bool:
     if not (path.is_dir() and not path.is_symlink() and len(path.name) == 32
             and all(c in "0123456789abcdef" for c in path.name)):
         return False
-    try:
-        manifest = read_manifest(path)
-    except (OSError, ValueError):
-        return False
+    manifest = read_manifest(path)  # None when absent or unreadable
     return manifest is not None and manifest.get("kind") == GRAPH_KIND
 
 
