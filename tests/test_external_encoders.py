@@ -189,3 +189,37 @@ def test_export_pearl_with_its_character_cnn(tmp_path) -> None:
     front = yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---")[1])
     assert front["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert "DBpedia" in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_phrasekit_loads_its_own_pearl_export(tmp_path) -> None:
+    """``phrasekit.load`` and the CLI's ``--model`` read a PEARL folder written by
+    ``phrasekit export`` (phrasekit's modules built here: no trust_remote_code), with the
+    original model's vectors; a foreign module type next to them is still refused."""
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+    from phrasekit.encoders import export_sentence_transformers
+
+    out = tmp_path / "pearl"
+    export_sentence_transformers(phrasekit.load("pearl-minilm", device="cpu"), out)
+    texts = ["The New York Times", "nytmies", "heart attack", "a" * 300]
+    ours = phrasekit.load(str(out)).encode(texts)
+    original = phrasekit.load("pearl-minilm").encode(texts)
+    assert (np.sum(ours * original, axis=1) >= 0.9999).all()
+    phrases = tmp_path / "phrases.txt"
+    phrases.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    vectors = tmp_path / "v.npy"
+    result = CliRunner().invoke(app, ["encode", str(phrases), "-o", str(vectors), "--model",
+                                      str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    assert (np.sum(np.load(vectors) * original, axis=1) >= 0.9999).all()
+    foreign = tmp_path / "foreign"
+    shutil.copytree(out, foreign)
+    modules = json.loads((foreign / "modules.json").read_text())
+    modules[2]["type"] = "phrasekit.encoders.st_modules.Evil"
+    (foreign / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ValueError, match=r"'phrasekit\.encoders\.st_modules\.Evil' is not"):
+        phrasekit.load(str(foreign))

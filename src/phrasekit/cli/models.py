@@ -118,8 +118,9 @@ def export_cmd(
     export_sentence_transformers(load(model, device="cpu"), out)
     modules = json.loads((Path(out) / "modules.json").read_text(encoding="utf-8"))
     if any(m.get("type", "").startswith("phrasekit.") for m in modules):  # PEARL's own parts
-        typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}, "
-                   "trust_remote_code=True) loads it where phrasekit is installed)")
+        typer.echo(f"{model} -> {out} (phrasekit.load({str(out)!r}) and --model {out} load "
+                   f"it; so does SentenceTransformer({str(out)!r}, trust_remote_code=True) "
+                   "where phrasekit is installed)")
     else:
         typer.echo(f"{model} -> {out} (SentenceTransformer({str(out)!r}) loads it)")
 

@@ -78,14 +78,26 @@ class ExternalEncoder(Encoder):
 #: The sentence-transformers modules a folder may list: their classes, by name. Anything else
 #: (a module class of the folder's own code) is refused, never imported.
 ST_MODULES = ("Transformer", "Pooling", "Dense", "Normalize")
+#: phrasekit's own modules (a PEARL export), by their ``modules.json`` type: installed with
+#: phrasekit, so loading them runs phrasekit's code only, never the folder's.
+PHRASEKIT_MODULES = ("phrasekit.encoders.st_modules.PearlTransformer",
+                     "phrasekit.encoders.st_modules.PearlProjection")
 #: Weight files that are pickles: refused (phrasekit loads safetensors only).
 PICKLED = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
 
-def check_sentence_transformers_folder(path: Path) -> None:
-    """Raise ``ValueError`` unless ``path``'s ``modules.json`` lists only the standard modules
-    (``ST_MODULES`` of sentence-transformers) in folders inside ``path`` whose weights are not
-    pickles: what sentence-transformers then loads runs no code from the folder."""
+def _module_allowed(kind: str) -> bool:
+    """Whether a ``modules.json`` type is a standard sentence-transformers module or one of
+    phrasekit's own."""
+    return kind in PHRASEKIT_MODULES or (kind.startswith("sentence_transformers.")
+                                         and kind.rsplit(".", 1)[-1] in ST_MODULES)
+
+
+def check_sentence_transformers_folder(path: Path) -> list[dict[str, Any]]:
+    """The modules of ``path``'s ``modules.json``; ``ValueError`` unless it lists only the
+    standard modules (``ST_MODULES`` of sentence-transformers) or phrasekit's own
+    (``PHRASEKIT_MODULES``), in folders inside ``path`` whose weights are not pickles: what
+    is then loaded runs no code from the folder."""
     from phrasekit.artifacts import member_path
     from phrasekit.io import json_loads
 
@@ -99,11 +111,11 @@ def check_sentence_transformers_folder(path: Path) -> None:
         raise ValueError(f"{where}: expected a list of modules")
     for module in modules:
         kind = str(module.get("type", "")) if isinstance(module, dict) else ""
-        if not (kind.startswith("sentence_transformers.")
-                and kind.rsplit(".", 1)[-1] in ST_MODULES):
+        if not _module_allowed(kind):
             raise ValueError(f"{where}: module type {kind!r} is not supported: phrasekit loads "
                              f"the {', '.join(ST_MODULES)} modules of sentence-transformers "
-                             "only, so that no code from the folder runs")
+                             "and its own (a PEARL export) only, so that no code from the "
+                             "folder runs")
         folder = path / str(module.get("path", ""))
         if module.get("path"):
             member_path(path, str(module["path"]), where)
@@ -111,16 +123,42 @@ def check_sentence_transformers_folder(path: Path) -> None:
         if pickles and not any(folder.glob("*.safetensors")):
             raise ValueError(f"{folder / pickles[0]}: pickled weights; phrasekit loads "
                              "safetensors only (re-save the model with safetensors)")
+    return modules
+
+
+def _phrasekit_modules_model(path: Path, modules: list[dict[str, Any]]) -> Any:
+    """A ``SentenceTransformer`` of a folder that lists phrasekit's own modules (a PEARL
+    export), each module built from its class here (the standard ones from
+    sentence-transformers, phrasekit's from :mod:`phrasekit.encoders.st_modules`), so
+    sentence-transformers imports nothing named by the folder and needs no
+    ``trust_remote_code``."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules as st
+
+    from phrasekit.encoders import st_modules
+
+    built = []
+    for module in modules:
+        kind = str(module["type"])
+        name = kind.rsplit(".", 1)[-1]
+        cls = getattr(st_modules if kind in PHRASEKIT_MODULES else st, name)
+        built.append(cls.load(str(path), subfolder=str(module.get("path", "")),
+                              local_files_only=True, trust_remote_code=False))
+    return SentenceTransformer(modules=built, device="cpu")
 
 
 def load_sentence_transformers_folder(path: Path, name: str | None = None) -> ExternalEncoder:
     """A sentence-transformers folder through sentence-transformers itself (its pooling,
-    Dense, Normalize modules and ``max_seq_length`` honoured), checked first, offline."""
+    Dense, Normalize modules and ``max_seq_length`` honoured), checked first, offline; a
+    folder written by ``phrasekit export`` of a PEARL model gets phrasekit's modules."""
     from sentence_transformers import SentenceTransformer
 
-    check_sentence_transformers_folder(path)
-    model = SentenceTransformer(str(path), device="cpu", local_files_only=True,
-                                trust_remote_code=False)
+    modules = check_sentence_transformers_folder(path)
+    if any(m.get("type") in PHRASEKIT_MODULES for m in modules):
+        model = _phrasekit_modules_model(path, modules)
+    else:
+        model = SentenceTransformer(str(path), device="cpu", local_files_only=True,
+                                    trust_remote_code=False)
     encoder = ExternalEncoder(model, name=name or path.name)
     encoder.model_path = path
     return encoder
