@@ -45,7 +45,7 @@ def test_bertopic_with_phrasekit_backend_vectorizer_and_naming(docs: list[str]) 
                      umap_model=PCA(5, random_state=0),
                      hdbscan_model=KMeans(3, random_state=0, n_init=3),
                      vectorizer_model=PhraseVectorizer(),
-                     representation_model=KeyphraseRepresentation(MODEL, top_n=5))
+                     representation_model=KeyphraseRepresentation(top_n=5, min_df=2))
     topics, _ = model.fit_transform(docs)
     assert sorted(set(topics)) == [0, 1, 2]
     vocabulary = set(model.vectorizer_model.get_feature_names_out())
@@ -54,7 +54,24 @@ def test_bertopic_with_phrasekit_backend_vectorizer_and_naming(docs: list[str]) 
         names = [term for term, _ in model.get_topic(topic)]
         assert 1 <= len(names) <= 5
         members = " ".join(d for d, t in zip(docs, topics, strict=True) if t == topic).lower()
-        assert all(name in members for name in names)  # keyphrases of the topic's own text
+        assert all(name.lower() in members for name in names)  # terms of the topic's own text
+
+
+def test_keyphrase_option_names_topics_by_keyphrases(docs: list[str]) -> None:
+    from bertopic import BERTopic
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+
+    from phrasekit.integrations import BERTopicBackend, KeyphraseRepresentation
+
+    model = BERTopic(embedding_model=BERTopicBackend(MODEL), umap_model=PCA(5, random_state=0),
+                     hdbscan_model=KMeans(2, random_state=0, n_init=3),
+                     representation_model=KeyphraseRepresentation(MODEL, top_n=3,
+                                                                  keyphrases=True))
+    topics, _ = model.fit_transform(docs[:30])
+    for topic in set(topics):
+        members = " ".join(d for d, t in zip(docs, topics, strict=False) if t == topic).lower()
+        assert all(name in members for name, _ in model.get_topic(topic))
 
 
 def test_backends_need_their_library(monkeypatch) -> None:
@@ -69,3 +86,87 @@ def test_backends_need_their_library(monkeypatch) -> None:
             integrations.KeyBERTBackend(MODEL)
     finally:
         integrations._lazy_class.cache_clear()
+
+
+def _fitted(docs: list[str]):
+    """A small BERTopic with every phrasekit plug-in, fitted."""
+    from bertopic import BERTopic
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+
+    from phrasekit.integrations import BERTopicBackend, KeyphraseRepresentation, PhraseVectorizer
+
+    model = BERTopic(embedding_model=BERTopicBackend(MODEL), umap_model=PCA(5, random_state=0),
+                     hdbscan_model=KMeans(3, random_state=0, n_init=3),
+                     vectorizer_model=PhraseVectorizer(),
+                     representation_model=KeyphraseRepresentation(top_n=5, min_df=2))
+    model.fit_transform(docs)
+    return model
+
+
+@pytest.mark.parametrize("serialization", ["safetensors", "pickle"])
+def test_every_plugin_round_trips_through_bertopic_save(docs: list[str], tmp_path,
+                                                        serialization: str) -> None:
+    """BERTopic's own save and load, safetensors with the c-TF-IDF and pickle, and
+    ``save_topic_model``: same topics, and the loaded model still places and counts."""
+    from bertopic import BERTopic
+
+    from phrasekit.integrations import BERTopicBackend, save_topic_model
+
+    model = _fitted(docs)
+    plain, ours = tmp_path / "plain", tmp_path / "ours"
+    model.save(str(plain), serialization=serialization, save_ctfidf=True)
+    save_topic_model(model, ours, serialization=serialization, save_ctfidf=True)
+    for path in (plain, ours):
+        back = BERTopic.load(str(path), embedding_model=BERTopicBackend(MODEL))
+        assert {t: [tuple(w) for w in ws] for t, ws in back.get_topics().items()} == \
+            model.get_topics()  # (JSON gives lists)
+        assert list(back.transform(docs[:5])[0]) == list(model.transform(docs[:5])[0])
+        counted = back.vectorizer_model.transform(docs[:5])
+        names = back.vectorizer_model.get_feature_names_out()
+        assert counted.shape == (5, len(names)) and counted.sum() > 0
+        assert any(" " in name for name, n in zip(names, counted.sum(axis=0).A1,
+                                                   strict=True) if n)  # phrases counted
+
+
+def test_a_failed_save_leaves_nothing(docs: list[str], tmp_path) -> None:
+    from phrasekit.integrations import save_topic_model
+
+    model = _fitted(docs[:30])
+
+    def broken_save(path: str, serialization: str = "pickle", **kwargs: object) -> None:
+        from pathlib import Path
+
+        target = Path(path) if serialization == "pickle" else Path(path, "config.json")
+        target.write_text("{}")  # half written, then it fails
+        raise KeyError("tokenizer")
+
+    model.save = broken_save
+    with pytest.raises(KeyError):
+        save_topic_model(model, tmp_path / "m", serialization="safetensors")
+    with pytest.raises(KeyError):
+        save_topic_model(model, tmp_path / "m.pickle", serialization="pickle")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_phrase_vectorizer_counts_phrases_before_their_words() -> None:
+    from sklearn.base import clone
+
+    from phrasekit.integrations import PhraseVectorizer
+    from phrasekit.integrations.vectorizer import count_terms
+
+    index = {("bank", "of", "england"): 0, ("bank",): 1, ("england",): 2, ("rates",): 3}
+    tokens = [["the", "bank", "of", "england", "raised", "rates"], ["bank", "england"]]
+    eaten = count_terms(tokens, index, 4, consume=True).toarray().tolist()
+    assert eaten == [[1, 0, 0, 1], [0, 1, 1, 0]]
+    kept = count_terms(tokens, index, 4, consume=False).toarray().tolist()
+    assert kept == [[1, 1, 1, 1], [0, 1, 1, 0]]
+    vec = PhraseVectorizer(words=False, phrase_words=None)
+    assert clone(vec).get_params(deep=False) == vec.get_params(deep=False)
+    assert "words" not in vec.get_params()  # deep: a plain CountVectorizer's parameters
+    assert vec.set_params(consume=False).consume is False
+    texts = ["The central bank raised interest rates. Interest rates rose again.",
+             "Interest rates fell while the central bank waited."]
+    X = vec.fit_transform(texts)
+    assert set(vec.get_feature_names_out()) == {"central bank", "interest rates"}
+    assert (vec.transform(texts) != X).nnz == 0
