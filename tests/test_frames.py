@@ -57,7 +57,7 @@ def test_fuzzy_join_takes_series_and_lists() -> None:
     matches = phrasekit.fuzzy_join(pd.Series(LEFT["name"]), RIGHT["city"], "string")
     assert [(m.right_row, m.left_value) for m in matches][:2] == [(0, "New York"),
                                                                   (1, "Los Angeles")]
-    with pytest.raises(ValueError, match="right value 1 is None"):
+    with pytest.raises(ValueError, match="right value 1 is missing"):
         phrasekit.fuzzy_join(LEFT["name"], ["a", None], "string")
 
 
@@ -67,3 +67,71 @@ def test_join_frames_names_an_empty_cell() -> None:
                               model="string")
     with pytest.raises(TypeError, match="must be a pandas, Polars or PyArrow table"):
         phrasekit.join_frames([1], pa.table(LEFT), "name", model="string")
+
+
+def _with_missing(kind: str, values: list) -> object:
+    """A one-column frame ``city`` of ``values`` (None: that library's missing value)."""
+    if kind == "pandas-none":
+        pd = pytest.importorskip("pandas", reason="pandas is not installed")
+        return pd.DataFrame({"city": pd.Series(values, dtype=object)})
+    if kind == "pandas-nan":
+        pd = pytest.importorskip("pandas", reason="pandas is not installed")
+        return pd.DataFrame({"city": [np.nan if v is None else v for v in values]})
+    if kind == "pandas-na":
+        pd = pytest.importorskip("pandas", reason="pandas is not installed")
+        return pd.DataFrame({"city": pd.array(values, dtype="string")})
+    if kind == "polars":
+        pl = pytest.importorskip("polars", reason="polars is not installed (optional)")
+        return pl.DataFrame({"city": values})
+    return pa.table({"city": values})
+
+
+MISSING_KINDS = ["pandas-none", "pandas-nan", "pandas-na", "polars", "arrow"]
+
+
+@pytest.mark.parametrize("kind", MISSING_KINDS)
+def test_missing_join_cells_follow_the_empty_cell_rule(kind: str) -> None:
+    """A missing cell is refused naming its row, or skipped with skip_empty; never the text
+    "nan"."""
+    right = _with_missing(kind, ["new york city", None, "los angeles ca"])
+    with pytest.raises(ValueError, match=r"right row 1: empty 'city' cell"):
+        phrasekit.join_frames(pa.table(LEFT), right, "name", "city", model="string")
+    out = _rows(phrasekit.join_frames(_with_missing(kind, ["New York", None, "Los Angeles"]), right,
+                                      "city", model="string", skip_empty=True, how="left"))
+    assert [r["right_value"] for r in out] == ["new york city", None, "los angeles ca"]
+    assert [r["left_row"] for r in out] == [0, None, 2] and out[1]["score"] is None
+
+
+def test_pandas_integer_columns_stay_integers() -> None:
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    left, right = pd.DataFrame(LEFT), pd.DataFrame(RIGHT)
+    kept = phrasekit.join_frames(left, right, "name", "city", model="string", threshold=0.5,
+                                 how="left")
+    for column in ("right_row", "left_row", "rank", "left_id"):
+        assert str(kept[column].dtype) in ("int64", "Int64"), column
+    assert str(kept["left_row"].dtype) == "Int64" and kept["left_id"].isna().tolist() == [
+        False, False, True]
+    inner = phrasekit.join_frames(left, right, "name", "city", model="string", threshold=0.5)
+    assert {str(inner[c].dtype) for c in ("right_row", "left_row", "rank", "left_id")} == {
+        "int64"}
+
+
+@pytest.mark.parametrize("make", [
+    lambda v: pa.array(v), lambda v: pa.chunked_array([v[:1], v[1:]]),
+    lambda v: np.asarray(v, dtype=object), list])
+def test_fuzzy_join_takes_arrow_arrays_and_refuses_missing_values(make) -> None:
+    from phrasekit.similarity.join import join_values
+
+    matches = phrasekit.fuzzy_join(make(LEFT["name"]), make(RIGHT["city"]), "string")
+    assert [(m.right_row, m.left_value) for m in matches][:2] == [(0, "New York"),
+                                                                  (1, "Los Angeles")]
+    values = ["a", None, "b"] if make is not list else ["a", float("nan"), "b"]
+    with pytest.raises(ValueError, match="left value 1 is missing"):
+        phrasekit.fuzzy_join(make(values), ["a"], "string")
+    assert join_values(make(values), "left", skip_empty=True) == [(0, "a"), (2, "b")]
+
+
+def test_encode_frame_names_a_missing_row() -> None:
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    with pytest.raises(ValueError, match="row 1 of column 'city' is missing"):
+        phrasekit.encode_frame(pd.DataFrame({"city": ["x", np.nan]}), "city", model="string")

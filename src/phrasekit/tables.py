@@ -250,6 +250,16 @@ def read_table(path: str | Path) -> Table:
     return table
 
 
+def is_missing(value: Any) -> bool:
+    """Whether a cell is missing: None, a float NaN (pandas, NumPy), pandas' ``NA`` or
+    ``NaT`` (frames read as lists give these for their nulls)."""
+    if value is None:
+        return True
+    if isinstance(value, float | np.floating):
+        return bool(np.isnan(value))
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
 def column_values(table: Table, column: str, skip_empty: bool = False,
                   option: str = "--skip-empty") -> list[tuple[int, str]]:
     """``(data row number, stripped value)`` of ``column``; an empty cell raises ``TableError``
@@ -258,7 +268,7 @@ def column_values(table: Table, column: str, skip_empty: bool = False,
     out: list[tuple[int, str]] = []
     skipped = 0
     for row_no, line, row in table.rows:
-        value = "" if row[col] is None else str(row[col]).strip()
+        value = "" if is_missing(row[col]) else str(row[col]).strip()
         if value:
             out.append((row_no, value))
         elif skip_empty:

@@ -19,7 +19,7 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.io import matrix_column
 from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, as_encoder
 from phrasekit.similarity.join import carried_columns, fuzzy_join, joined_rows
-from phrasekit.tables import Table, arrow_columns, column_values
+from phrasekit.tables import Table, arrow_columns, column_values, is_missing
 
 
 def _frame(native: Any, name: str) -> Any:
@@ -34,18 +34,28 @@ def _frame(native: Any, name: str) -> Any:
 
 
 def _as_table(frame: Any, name: str) -> Table:
-    """A narwhals frame as a ``tables.Table`` (rows named by position)."""
-    columns = [frame[c].to_list() for c in frame.columns]
+    """A narwhals frame as a ``tables.Table`` (rows named by position); a missing cell (None,
+    NaN, pandas NA, an Arrow or Polars null) is None, the empty cell of the tables."""
+    columns = [[None if is_missing(v) else v for v in frame[c].to_list()]
+               for c in frame.columns]
     table = Table(Path(name), [str(c) for c in frame.columns], by_row=True)
     table.rows = [(i, i, [col[i] for col in columns]) for i in range(len(frame))]
     return table
 
 
 def _like(table: Any, frame: Any) -> Any:
-    """A ``pyarrow.Table`` as a native frame of ``frame``'s library."""
+    """A ``pyarrow.Table`` as a native frame of ``frame``'s library; in pandas an integer
+    column with nulls is a nullable ``Int64`` column (not float64)."""
     import narwhals.stable.v2 as nw
+    import pyarrow as pa
 
-    return nw.from_arrow(table, backend=nw.get_native_namespace(frame)).to_native()
+    namespace = nw.get_native_namespace(frame)
+    native = nw.from_arrow(table, backend=namespace).to_native()
+    if getattr(namespace, "__name__", "") == "pandas":
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if pa.types.is_integer(column.type) and column.null_count:
+                native[name] = namespace.array(column.to_pylist(), dtype="Int64")
+    return native
 
 
 def join_frames(
@@ -100,7 +110,8 @@ def encode_frame(
     texts = nw_frame[column].to_list()
     for i, text in enumerate(texts):
         if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"row {i} of column {column!r} is {text!r}, not a non-empty text")
+            what = "missing" if is_missing(text) else repr(text)
+            raise ValueError(f"row {i} of column {column!r} is {what}, not a non-empty text")
     vectors = as_encoder(model).encode(texts, batch_size=batch_size, show_progress=show_progress)
     table = nw_frame.to_arrow()
     return _like(table.append_column(vector_column,

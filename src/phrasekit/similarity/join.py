@@ -89,24 +89,39 @@ def _embed(encoder: Encoder, values: list[str], show_progress: bool) -> np.ndarr
     return vecs[inverse.reshape(-1)]
 
 
-def join_values(values: Any, side: str) -> list[tuple[int, str]]:
-    """A join side as ``(row, text)`` pairs: given as such pairs, or as texts in a list or a
-    pandas, Polars or Arrow series (row: the position); a text that is not a non-empty string
-    raises ``ValueError`` naming its position."""
+def join_values(values: Any, side: str, skip_empty: bool = False) -> list[tuple[int, str]]:
+    """A join side as ``(row, text)`` pairs: given as such pairs, or as texts in a list, a
+    NumPy array, a pandas, Polars or Arrow series or a ``pyarrow`` (chunked) array (row: the
+    position). A missing value (None, NaN, pandas NA, an Arrow or Polars null) or a blank text
+    raises ``ValueError`` naming its position, or is skipped with ``skip_empty``; any other
+    value that is not a string is refused the same way."""
     import narwhals.stable.v2 as nw
 
+    from phrasekit.tables import is_missing
+
+    if isinstance(values, str):
+        raise TypeError(f"{side} must be a list of texts, not one string")
+    if callable(getattr(values, "to_pylist", None)):  # pyarrow Array, ChunkedArray
+        values = values.to_pylist()
     try:
         values = nw.from_native(values, series_only=True).to_list()
     except TypeError:
-        if isinstance(values, str):
-            raise TypeError(f"{side} must be a list of texts, not one string") from None
         values = list(values)
-    if all(isinstance(v, tuple) and len(v) == 2 for v in values):
+    if values and all(isinstance(v, tuple) and len(v) == 2 for v in values):
         return values
+    out: list[tuple[int, str]] = []
     for i, text in enumerate(values):
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"{side} value {i} is {text!r}, not a non-empty text")
-    return [(i, text.strip()) for i, text in enumerate(values)]
+        missing = is_missing(text) or (isinstance(text, str) and not text.strip())
+        if missing and skip_empty:
+            continue
+        if missing or not isinstance(text, str):
+            what = "missing" if is_missing(text) else repr(text)
+            raise ValueError(f"{side} value {i} is {what}, not a non-empty text (skip it "
+                             "with skip_empty=True)")
+        out.append((i, text.strip()))
+    if len(out) < len(values):
+        logger.warning("%s: skipped %d missing or empty values", side, len(values) - len(out))
+    return out
 
 
 def fuzzy_join(
