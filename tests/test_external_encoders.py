@@ -216,6 +216,9 @@ def test_phrasekit_loads_its_own_pearl_export(tmp_path) -> None:
                                       str(out), "-q"])
     assert result.exit_code == 0, result.output
     assert (np.sum(np.load(vectors) * original, axis=1) >= 0.9999).all()
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "## Usage" in card and "trust_remote_code=True" in card
+    assert 'phrasekit.load("path/to/this/folder")' in card
     foreign = tmp_path / "foreign"
     shutil.copytree(out, foreign)
     modules = json.loads((foreign / "modules.json").read_text())

@@ -101,6 +101,29 @@ def echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False))
 
 
+#: ``--json`` of the commands that write files: a summary of the run.
+SummaryFlag = Annotated[bool, typer.Option(
+    "--json", help="When the run ends, print a JSON summary on stdout (counts, seconds, "
+                   "output paths); the usual last line goes to stderr. Needs -o FILE.")]
+
+
+def check_summary_out(as_json: bool, out: Path | None) -> None:
+    """``--json`` needs stdout: refused (before any work) when the output is stdout."""
+    if as_json and (out is None or is_stdout(out)):
+        raise BadInputError("--json prints the run summary on stdout, where this output "
+                            "would go too: write it to a file with -o FILE")
+
+
+def finish_run(as_json: bool, line: str | None, summary: dict[str, Any],
+               err: bool = False) -> None:
+    """A command's last line (on stderr with ``--json``, or ``err``) and, with ``--json``,
+    its run summary on stdout (paths as text)."""
+    if line is not None:
+        typer.echo(line, err=err or as_json)
+    if as_json:
+        echo_json({k: str(v) if isinstance(v, Path) else v for k, v in summary.items()})
+
+
 def vector_cache(cache_dir: Path | None, cache: bool) -> Path | None:
     """The folder vectors are cached in: ``--cache-dir``, else phrasekit's own
     (``settings.vector_cache_dir``); None with ``--no-cache``."""

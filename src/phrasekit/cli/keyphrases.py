@@ -14,11 +14,14 @@ from phrasekit.cli.common import (
     Device,
     ModelOpt,
     Quiet,
+    SummaryFlag,
     VectorCache,
     Verbose,
     Workers,
     check_out_format,
+    check_summary_out,
     command,
+    finish_run,
     resolve_workers,
     stdin_corpus,
     vector_cache,
@@ -124,6 +127,7 @@ def keyphrases_cmd(
     workers: Workers = 0,
     cache: VectorCache = True,
     device: Device = "auto",
+    as_json: SummaryFlag = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -136,6 +140,7 @@ def keyphrases_cmd(
                         --gold-field keyphrases --out dev.jsonl
     """
     fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
+    check_summary_out(as_json, out)
     set_threads(threads)
     options: dict[str, Any] = {"encoder": model, "top_n": top_n,
                                "n_process": resolve_workers(workers),
@@ -158,8 +163,15 @@ def keyphrases_cmd(
         results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
     secs = time.perf_counter() - t0
     write_keyphrases(out or STDOUT, fmt, [d.id for d in docs], [r[:top_n] for r in results])
-    if not to_stdout:
+    if not to_stdout and not as_json:
         typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
+    summary: dict[str, Any] = {
+        "command": "keyphrases", "corpus": corpus, "model": model, "documents": len(docs),
+        "keyphrases": sum(len(r[:top_n]) for r in results), "seconds": round(secs, 3),
+        "output": out}
     if golds is not None:
         metrics = score_keyphrases([[p for p, _ in r] for r in results], golds)
-        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=to_stdout)
+        typer.echo(f"{gold_field}: {format_metrics(metrics)}", err=to_stdout or as_json)
+        summary["metrics"] = metrics
+    finish_run(as_json, f"{len(docs)} documents in {secs:.1f}s -> {out}" if as_json else None,
+               summary)

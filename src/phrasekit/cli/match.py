@@ -8,6 +8,7 @@ import hashlib
 import io
 import os
 import re
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,10 +21,13 @@ from phrasekit.cli.common import (
     JsonFlag,
     ModelOpt,
     Quiet,
+    SummaryFlag,
     Verbose,
     check_out_format,
+    check_summary_out,
     command,
     echo_json,
+    finish_run,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -127,6 +131,7 @@ def pairs_cmd(
         "--out", "-o", help="TSV to write (A, B, score); default (or -): stdout.")] = None,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
+    as_json: SummaryFlag = False,
     quiet: Quiet = False,
 ) -> None:
     """Score sentence pairs with a SubTST model: P(paraphrase) or the predicted similarity.
@@ -136,6 +141,8 @@ def pairs_cmd(
     if model_folder_format(model) != SUBTST_FORMAT:
         raise BadInputError(f"{model} is not a SubTST model folder (train one with "
                             "`phrasekit train subtst`)")
+    check_summary_out(as_json, out)
+    t0 = time.perf_counter()
     try:
         with open(input, encoding="utf-8-sig", newline="") as fh:
             rows = [r for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
@@ -160,7 +167,9 @@ def pairs_cmd(
     else:
         with atomic_write(output) as fh:
             fh.write(buf.getvalue())
-        typer.echo(f"{len(pairs)} pairs scored -> {output}")
+        finish_run(as_json, f"{len(pairs)} pairs scored -> {output}", {
+            "command": "pairs", "input": input, "model": model, "pairs": len(pairs),
+            "seconds": round(time.perf_counter() - t0, 3), "output": output})
 
 
 #: What `join` writes, by the output's suffix (anything else: CSV; `-`: CSV on stdout).
@@ -209,6 +218,7 @@ def join_cmd(
              "rows).")] = "auto",
     csv_safe: CsvSafe = True,
     device: Device = "auto",
+    as_json: SummaryFlag = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -220,6 +230,8 @@ def join_cmd(
     """
     check_model_name(model)
     check_out_format(out, JOIN_WRITES)
+    check_summary_out(as_json, out)
+    t0 = time.perf_counter()
     _check_index_kind(index)
     if how not in JOIN_HOWS:
         raise BadInputError(f"--how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
@@ -239,8 +251,13 @@ def join_cmd(
     rows = write_joined(out, matches, left_table, left_on, right_table, right_on, how=how,
                         csv_safe=csv_safe)
     cut = "no threshold" if threshold is None else f"threshold {threshold}"
-    typer.echo(f"{len(matches)} matches for {len(right_vals)} right rows ({cut}); {rows} rows "
-               f"-> {'stdout' if is_stdout(out) else out}", err=is_stdout(out))
+    finish_run(as_json, f"{len(matches)} matches for {len(right_vals)} right rows ({cut}); "
+               f"{rows} rows -> {'stdout' if is_stdout(out) else out}", {
+                   "command": "join", "left": left, "right": right, "model": model,
+                   "left_rows": len(left_vals), "right_rows": len(right_vals),
+                   "matches": len(matches), "rows_written": rows, "threshold": threshold,
+                   "how": how, "seconds": round(time.perf_counter() - t0, 3), "output": out},
+               err=is_stdout(out))
 
 
 @command(index_app, "build", out="folder")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,10 +17,13 @@ from phrasekit.cli.common import (
     JsonFlag,
     ModelOpt,
     Quiet,
+    SummaryFlag,
     Verbose,
     check_out_format,
+    check_summary_out,
     command,
     echo_json,
+    finish_run,
     logger,
     stdin_lines,
 )
@@ -178,6 +182,7 @@ def encode_cmd(
              "(cosines change by about 1e-4; open a .npy with numpy.load(..., mmap_mode='r') "
              "to read rows without loading the file).")] = "float32",
     device: Device = "auto",
+    as_json: SummaryFlag = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -191,6 +196,8 @@ def encode_cmd(
     """
     check_model_name(model)
     fmt = check_out_format(out, ENCODE_WRITES)
+    check_summary_out(as_json, out)
+    t0 = time.perf_counter()
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
     n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
@@ -205,3 +212,6 @@ def encode_cmd(
         else:
             write_vector_table(out, texts(), rows, dtype=dtype)
     logger.info("wrote %s: %d x %d", out, n_texts, encoder.dim)
+    finish_run(as_json, None, {"command": "encode", "input": input_file, "model": model,
+                               "texts": n_texts, "dim": encoder.dim, "dtype": dtype,
+                               "seconds": round(time.perf_counter() - t0, 3), "output": out})

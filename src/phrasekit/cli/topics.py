@@ -17,11 +17,13 @@ from phrasekit.cli.common import (
     Device,
     JsonFlag,
     Quiet,
+    SummaryFlag,
     VectorCache,
     Verbose,
     Workers,
     command,
     existing_corpus,
+    finish_run,
     logger,
     resolve_workers,
     vector_cache,
@@ -378,6 +380,7 @@ def topics_cmd(
         "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
                                      "topic overview, 2-D map of terms).")] = True,
     device: Device = "auto",
+    as_json: SummaryFlag = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
     *,
@@ -408,9 +411,24 @@ def topics_cmd(
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
     if save_model is not None:
         tm.save(save_model)
-    typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
+    secs = time.perf_counter() - t0
+    finish_run(as_json, f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) "
                f"-> {paths.get('report', paths['markdown'])}"
-               + (f"; model -> {save_model}" if save_model is not None else ""))
+               + (f"; model -> {save_model}" if save_model is not None else ""), {
+                   "command": "topics", "corpus": corpus, "method": method, "topics": k,
+                   "documents": _n_documents(tm), "seconds": round(secs, 3),
+                   "timings": {s: round(float(v), 3) for s, v in tm.timings_.items()},
+                   "output": out, "files": {n: str(p) for n, p in paths.items()},
+                   "model_folder": None if save_model is None else str(save_model)})
+
+
+def _n_documents(tm: Any) -> int | None:
+    """The documents a fitted topic model read (None where it does not say)."""
+    for name in ("doc_ids_", "doc_labels_", "labels_"):
+        value = getattr(tm, name, None)
+        if value is not None:
+            return len(value)
+    return None
 
 
 @command(app, "facets")

@@ -43,7 +43,8 @@ def export_sentence_transformers(encoder: Encoder, out: str | Path) -> Path:
         else:
             modules, max_len = _transformer_modules(encoder, hf)
         SentenceTransformer(modules=modules, device="cpu").save(str(tmp))
-        card = model_card(encoder.name, encoder.dim, max_len)
+        card = model_card(encoder.name, encoder.dim, max_len,
+                          phrasekit_modules=isinstance(encoder, PearlEncoder))
         (Path(tmp) / "README.md").write_text(card, encoding="utf-8")
     return Path(out)
 

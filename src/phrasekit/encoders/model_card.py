@@ -55,9 +55,26 @@ CARDS: dict[str, dict[str, Any]] = {
 }
 
 
-def model_card(name: str, dim: int, max_seq_length: int) -> str:
+def usage(phrasekit_modules: bool) -> list[str]:
+    """The card's usage section: sentence-transformers, phrasekit and the CLI, on the folder
+    (``phrasekit_modules``: the folder lists phrasekit's own modules, a PEARL export)."""
+    flag = ", trust_remote_code=True" if phrasekit_modules else ""
+    note = ("# phrasekit's modules (pip install phrasekit); the folder holds no code\n"
+            if phrasekit_modules else "")
+    return ["## Usage", "", "```python", "from sentence_transformers import SentenceTransformer",
+            "", f"{note}model = SentenceTransformer(\"path/to/this/folder\"{flag})",
+            "vectors = model.encode([\"heart attack\", \"myocardial infarction\"])", "",
+            "import phrasekit", "", "encoder = phrasekit.load(\"path/to/this/folder\")  "
+            "# the same vectors", "vectors = encoder.encode([\"heart attack\"])", "```", "",
+            "From the command line: `phrasekit encode phrases.txt --model path/to/this/folder "
+            "-o vectors.npy` (every `--model` takes the folder).", ""]
+
+
+def model_card(name: str, dim: int, max_seq_length: int,
+               phrasekit_modules: bool = False) -> str:
     """The card of the model ``name`` (a registered name; any other gets a card without
-    provenance claims), as Markdown with YAML front matter."""
+    provenance claims), as Markdown with YAML front matter, with a usage section
+    (``phrasekit_modules``: the folder lists phrasekit's own modules)."""
     info = CARDS.get(name, {})
     meta: dict[str, Any] = {"library_name": "sentence-transformers",
                             "pipeline_tag": "sentence-similarity",
@@ -79,4 +96,4 @@ def model_card(name: str, dim: int, max_seq_length: int) -> str:
                   "| " + " | ".join(BENCHMARK_COLUMNS) + " |",
                   "|" + "---|" * len(BENCHMARK_COLUMNS),
                   "| " + " | ".join(f"{v:.1f}" for v in info["benchmark"]) + " |", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + usage(phrasekit_modules))
