@@ -15,7 +15,11 @@ Methods (``--methods``):
   every n-gram specific to a single topic. ``--bertopic-min-df`` changes it.
 - ``bertopic_kbi``: the same with ``KeyBERTInspired()`` as representation model.
 - ``bertopic_pk``: the same with phrasekit's naming, ``phrasekit.integrations.
-  KeyphraseRepresentation("minilm")``, as representation model (each topic's keyphrases).
+  KeyphraseRepresentation()``, as representation model (each topic's words and phrases by
+  phrasekit's term scores); ``bertopic_pk_kp`` with ``KeyphraseRepresentation("minilm",
+  keyphrases=True)`` (each topic's keyphrases, the former naming).
+- ``bertopic_pv``: ``bertopic`` with ``phrasekit.integrations.PhraseVectorizer()`` as
+  vectorizer (c-TF-IDF over phrasekit's phrases and words).
 - ``lda``: scikit-learn's online LDA (``phrasekit.topics.LDATopics``), K = 20, 20 passes, over
   phrasekit's word vocabulary (words in more than five documents, at most half of them).
 - ``pntm`` / ``pntm50``: phrasekit's PNTM with MiniLM, K = 20 / K = 50, default settings.
@@ -103,12 +107,14 @@ import numpy as np
 
 CORPORA = ("bbc_news", "restaurant_reviews_absa14", "ag_news_test", "20newsgroups",
            "arxiv_abstracts_cc0")
-METHODS = ("bertopic", "bertopic_kbi", "bertopic_pk", "lda", "pntm", "pntm50", "pntm_g",
-           "pntm50_g", "clusters", "documents", "kmeans")
+METHODS = ("bertopic", "bertopic_kbi", "bertopic_pk", "bertopic_pk_kp", "bertopic_pv", "lda",
+           "pntm", "pntm50", "pntm_g", "pntm50_g", "clusters", "documents", "kmeans")
 NAMES = {
     "bertopic": "BERTopic (c-TF-IDF 1-3grams)",
     "bertopic_kbi": "BERTopic + KeyBERTInspired",
     "bertopic_pk": "BERTopic + phrasekit naming",
+    "bertopic_pk_kp": "BERTopic + phrasekit keyphrases",
+    "bertopic_pv": "BERTopic + PhraseVectorizer",
     "lda": "LDA K=20 (sklearn)",
     "pntm": "phrasekit PNTM K=20",
     "pntm50": "phrasekit PNTM K=50",
@@ -121,7 +127,7 @@ NAMES = {
 PHRASEKIT = ("pntm", "pntm50", "pntm_g", "pntm50_g", "clusters", "documents")
 #: Methods fitted on the full spaCy phrase vocabulary that the preparation extracts.
 PHRASE_METHODS = ("pntm", "pntm50", "pntm_g", "pntm50_g", "clusters")
-BERTOPIC = ("bertopic", "bertopic_kbi", "bertopic_pk")
+BERTOPIC = ("bertopic", "bertopic_kbi", "bertopic_pk", "bertopic_pk_kp", "bertopic_pv")
 PNTM_K = {"pntm": 20, "pntm50": 50, "pntm_g": 20, "pntm50_g": 50}
 #: PNTM's ``grounding`` for the ``_g`` variants, chosen on the bundled arXiv sample corpus
 #: (not one of the four corpora here) by NPMI; see the README.
@@ -296,11 +302,11 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
 def bertopic_model(seed: int, min_df: int = 1, naming: str = "bertopic") -> Any:
     """BERTopic as the protocol runs it: the packaged MiniLM, seeded UMAP, HDBSCAN with
     ``min_cluster_size=10``, c-TF-IDF over 1-3-grams (``naming``: ``bertopic_kbi`` puts
-    KeyBERTInspired on top, ``bertopic_pk`` phrasekit's KeyphraseRepresentation)."""
+    KeyBERTInspired on top, ``bertopic_pk*`` phrasekit's KeyphraseRepresentation,
+    ``bertopic_pv`` counts with phrasekit's PhraseVectorizer)."""
     from bertopic import BERTopic
     from hdbscan import HDBSCAN
     from sentence_transformers import SentenceTransformer
-    from sklearn.feature_extraction.text import CountVectorizer
     from umap import UMAP
 
     from phrasekit.models.backbones import minilm_path
@@ -312,12 +318,22 @@ def bertopic_model(seed: int, min_df: int = 1, naming: str = "bertopic") -> Any:
         hdbscan_model=HDBSCAN(min_cluster_size=10, metric="euclidean",
                               cluster_selection_method="eom", prediction_data=True,
                               core_dist_n_jobs=1),
-        vectorizer_model=CountVectorizer(ngram_range=(1, 3), stop_words="english",
-                                         min_df=min_df),
+        vectorizer_model=vectorizer_model(naming, min_df),
         representation_model=representation_model(naming),
         top_n_words=TOP_N,
         verbose=True,
     )
+
+
+def vectorizer_model(naming: str, min_df: int) -> Any:
+    """BERTopic's vectorizer for a ``bertopic*`` method."""
+    if naming == "bertopic_pv":
+        from phrasekit.integrations import PhraseVectorizer
+
+        return PhraseVectorizer(min_df=min_df)
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    return CountVectorizer(ngram_range=(1, 3), stop_words="english", min_df=min_df)
 
 
 def representation_model(naming: str) -> Any:
@@ -326,10 +342,12 @@ def representation_model(naming: str) -> Any:
         from bertopic.representation import KeyBERTInspired
 
         return KeyBERTInspired()
-    if naming == "bertopic_pk":
+    if naming in ("bertopic_pk", "bertopic_pk_kp"):
         from phrasekit.integrations import KeyphraseRepresentation
 
-        return KeyphraseRepresentation("minilm")
+        if naming == "bertopic_pk_kp":
+            return KeyphraseRepresentation("minilm", keyphrases=True)
+        return KeyphraseRepresentation()
     return None
 
 
@@ -527,6 +545,14 @@ def _f(x: float | None, digits: int = 3) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _phrases(r: dict) -> str:
+    """Phrases among the scored top terms: mean per topic, and the share of topics with 3+."""
+    per = [sum(" " in k for k in t) for t in r.get("keys", []) if t]
+    if not per:
+        return "–"
+    return f"{np.mean(per):.1f} ({100 * np.mean([n >= 3 for n in per]):.0f}% ≥3)"
+
+
 def _fit_peak(r: dict) -> str:
     fit = r.get("fit_peak_mb", float("nan"))
     return f" (fit {fit:.0f})" if np.isfinite(fit) and fit < r["peak_mb"] - 1 else ""
@@ -537,9 +563,9 @@ def table(runs: dict[str, dict], preps: dict[str, dict]) -> str:
     corp = [c for c in CORPORA if any(r["corpus"] == c for r in runs.values())]
     corp += sorted({r["corpus"] for r in runs.values()} - set(corp))
     lines = [
-        "| corpus | method | topics | unassigned | NMI | NPMI | diversity | absent | fit s "
-        "| RSS before → peak MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| corpus | method | topics | unassigned | NMI | NPMI | diversity | absent | phrases "
+        "| fit s | RSS before → peak MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in corp:
         for m in METHODS:
@@ -549,7 +575,7 @@ def table(runs: dict[str, dict], preps: dict[str, dict]) -> str:
             lines.append(
                 f"| {c} | {NAMES[m]} | {r['n_topics']} | {100 * r['unassigned']:.1f}% | "
                 f"{_f(r['nmi'])} | {_f(r['npmi'])} | {_f(r['diversity'])} | "
-                f"{100 * r['absent_share']:.0f}% | {r['fit_s']:.1f} | "
+                f"{100 * r['absent_share']:.0f}% | {_phrases(r)} | {r['fit_s']:.1f} | "
                 f"{r['rss_before_mb']:.0f} → {r['peak_mb']:.0f}{_fit_peak(r)} |"
             )
     notes = []

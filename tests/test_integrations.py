@@ -161,7 +161,7 @@ def test_phrase_vectorizer_counts_phrases_before_their_words() -> None:
     assert eaten == [[1, 0, 0, 1], [0, 1, 1, 0]]
     kept = count_terms(tokens, index, 4, consume=False).toarray().tolist()
     assert kept == [[1, 1, 1, 1], [0, 1, 1, 0]]
-    vec = PhraseVectorizer(words=False, phrase_words=None)
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=1)
     assert clone(vec).get_params(deep=False) == vec.get_params(deep=False)
     assert "words" not in vec.get_params()  # deep: a plain CountVectorizer's parameters
     assert vec.set_params(consume=False).consume is False
@@ -170,3 +170,5 @@ def test_phrase_vectorizer_counts_phrases_before_their_words() -> None:
     X = vec.fit_transform(texts)
     assert set(vec.get_feature_names_out()) == {"central bank", "interest rates"}
     assert (vec.transform(texts) != X).nnz == 0
+    heavy = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=2.5)
+    np.testing.assert_allclose(heavy.fit_transform(texts).toarray(), 2.5 * X.toarray())
