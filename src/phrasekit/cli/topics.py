@@ -392,7 +392,6 @@ def topics_cmd(
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
               phrasekit topics reviews.jsonl --method ccl --out runs/ccl
     """
-    from phrasekit.topics import format_timings
     cache_dir = vector_cache(cache_dir, cache)
     check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
                          k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
@@ -411,14 +410,21 @@ def topics_cmd(
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
     if save_model is not None:
         tm.save(save_model)
-    secs = time.perf_counter() - t0
+    _finish_topics(as_json, time.perf_counter() - t0, k, tm, paths, save_model,
+                   {"corpus": corpus, "method": method, "output": out})
+
+
+def _finish_topics(as_json: bool, secs: float, k: int, tm: Any, paths: dict[str, Path],
+                   save_model: Path | None, summary: dict[str, Any]) -> None:
+    """`topics`' last line and, with ``--json``, its run summary."""
+    from phrasekit.topics import format_timings
     finish_run(as_json, f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) "
                f"-> {paths.get('report', paths['markdown'])}"
                + (f"; model -> {save_model}" if save_model is not None else ""), {
-                   "command": "topics", "corpus": corpus, "method": method, "topics": k,
+                   "command": "topics", **summary, "topics": k,
                    "documents": _n_documents(tm), "seconds": round(secs, 3),
                    "timings": {s: round(float(v), 3) for s, v in tm.timings_.items()},
-                   "output": out, "files": {n: str(p) for n, p in paths.items()},
+                   "files": {n: str(p) for n, p in paths.items()},
                    "model_folder": None if save_model is None else str(save_model)})
 
 
