@@ -28,8 +28,8 @@ def eval_cmd(
         help="torch threads for the run (default: torch's own).")] = None,
     timings: Annotated[bool, typer.Option(help="Also print seconds per task.")] = True,
     noise: Annotated[str | None, typer.Option(
-        help="Test-side noise for robustness: `typo` (seeded; bird and autofj only, the default "
-             "tasks then).")] = None,
+        help="Test-side noise for robustness: `typo` (seeded; bird, autofj and the autofj_join "
+             "tasks only, the default tasks then).")] = None,
     aliases: Annotated[Path | None, typer.Option(
         help="Also score real-alias retrieval (per alias kind) on this aliases.tsv.gz or PEARL "
              "data folder (`train pearl-data --redirects`); alone, without --tasks, only that."
@@ -45,6 +45,7 @@ def eval_cmd(
 
     Example: phrasekit eval --model minilm --model minilm@bf16 --json runs/eval.json
     Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
+    The join itself: phrasekit eval -m pearl-minilm --tasks autofj_join,autofj_join_cosine
     Real aliases: phrasekit eval -m minilm -m pearl-minilm --aliases runs/pearl-data
     """
     # imported on use: the runner pulls in torch and scikit-learn, which `eval --help` skips
