@@ -21,7 +21,7 @@ from safetensors import SafetensorError
 from phrasekit.artifacts import check_folder_path, check_parent_writable
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
 from phrasekit.paths import check_output
-from phrasekit.settings import SharedDataMissingError, vector_cache_dir
+from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import is_stdout
 
 logger = logging.getLogger("phrasekit")
@@ -292,6 +292,7 @@ def command(group: typer.Typer, name: str, out: str | None = None, cls: type | N
             setup_logging(kwargs.get("quiet", False), kwargs.get("verbose", False))
 
             def body() -> Any:
+                check_environment()
                 check_numbers(kwargs)
                 check_paths(kwargs, out)
                 with command_device(kwargs.get("device")):
