@@ -192,8 +192,8 @@ def encode_cmd(
     fmt = check_out_format(out, ENCODE_WRITES)
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
-    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     kwargs = precision_request(model, precision)
+    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         encoder = encoder_for(sharded, model, **kwargs)
         rows = encoder.encode_stream(texts(), batch_size=batch_size, show_progress=not quiet,

@@ -273,7 +273,8 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")
-    bins: str | int = int(time_bins) if time_bins.isdigit() else time_bins
+    digits = time_bins.isascii() and time_bins.isdigit()
+    bins: str | int = int(time_bins) if digits and len(time_bins) < 19 else time_bins
     try:
         check_bins(bins)
     except ValueError as exc:
