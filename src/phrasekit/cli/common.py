@@ -75,6 +75,13 @@ FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separat
 TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
 
 
+def stream_path(raw: str) -> Path:
+    """The parser of an output that may be ``-`` (stdout): only ``-`` itself is stdout; a path
+    that merely normalises to it (``./-``) is the file named ``-`` in the current folder."""
+    path = Path(raw)
+    return Path.cwd() / path if str(path) == "-" and raw != "-" else path
+
+
 def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
     """The format (a suffix of ``writes``) an output names; an output whose suffix names
     another format than the ones this command writes is refused, so a file's name never lies

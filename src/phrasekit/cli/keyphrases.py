@@ -21,6 +21,7 @@ from phrasekit.cli.common import (
     command,
     resolve_workers,
     stdin_corpus,
+    stream_path,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
@@ -98,9 +99,10 @@ def keyphrases_cmd(
         "documents.jsonl or Parquet shards, `sample`, or - for stdin (JSON lines, or one "
         "document per line).")],
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per "
-                            "document), or a flat table of id, rank, phrase, score as "
-                            ".parquet, .csv or .tsv; default (or -): JSON lines on stdout.")
+        "--out", "-o", parser=stream_path,
+        help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per document), or a "
+             "flat table of id, rank, phrase, score as .parquet, .csv or .tsv; default (or "
+             "-): JSON lines on stdout.")
     ] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
     model: ModelOpt = DOCUMENTS_MODEL,

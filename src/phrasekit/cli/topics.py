@@ -257,10 +257,15 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
 
 def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
     """``--save-model``: the documents method, a folder that is no input and may be written."""
+    from phrasekit.paths import is_inside, same_path
     from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
     if save_model is not None:
         if method != "documents":
             raise BadInputError(f"--save-model saves the documents method, not {method}")
+        if is_inside(save_model, out) or is_inside(out, save_model):
+            how = "is" if same_path(save_model, out) else "overlaps"
+            raise BadInputError(f"--save-model {save_model} {how} --out {out}: each is "
+                                "written as a whole, so give two separate folders")
         check_folder_path(save_model, (corpus, out))
         check_output_folder(save_model, TOPIC_MODEL_KIND)
 
