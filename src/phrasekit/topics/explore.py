@@ -28,6 +28,7 @@ from phrasekit.registry import available_models
 from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.labels import TopicName
+from phrasekit.topics.placement import warn_unassigned, without_unknown
 from phrasekit.topics.student import TopicStudent
 from phrasekit.topics.terms import TermVocabulary, presence_matrix
 
@@ -154,6 +155,8 @@ class TopicExplorer:
         rows, rest = np.flatnonzero(encoded), np.flatnonzero(~encoded)
         X = encode_documents(self.encoder_, [texts[i] for i in rows], self.chunk_size,
                              self.max_chunks, cache_dir, show_progress)
+        X = without_unknown(self.encoder_, X, [texts[i] for i in rows], self.chunk_size,
+                            self.max_chunks)
         used_rows, d2, row_shares = self._place(X)
         shares = np.zeros((len(texts), self.n_topics_), dtype=np.float32)
         shares[rows] = row_shares
@@ -162,6 +165,7 @@ class TopicExplorer:
         if len(rest):
             shares[rest] = student.predict_proba([texts[i] for i in rest])
             labels[rest] = np.where(shares[rest].any(axis=1), shares[rest].argmax(axis=1), -1)
+        warn_unassigned(labels, "placing documents")
         nearest = NearestDocs(self.n_topics_, self.n_typical)
         if len(rows):  # typical documents are judged on transformer vectors where there are
             nearest.add(rows, labels[rows], d2)
