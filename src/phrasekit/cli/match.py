@@ -153,7 +153,7 @@ def pairs_cmd(
     if encoder.config.kind == "classification":
         scores = scores[:, 1]
     buf = io.StringIO()
-    writer = SafeWriter(buf, output is not None and csv_safe, delimiter="\t",
+    writer = SafeWriter(buf, csv_safe, delimiter="\t",
                         lineterminator="\n")
     for (a, b), s in zip(pairs, scores, strict=True):
         writer.writerow([a, b, f"{float(s):.4f}"])

@@ -14,6 +14,7 @@ from typer.core import TyperCommand
 from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
+    CsvSafe,
     Device,
     JsonFlag,
     Quiet,
@@ -271,7 +272,7 @@ def check_save_model(save_model: Path | None, method: str, corpus: str, out: Pat
 
 
 def slice_options(method: str, time_field: str | None, class_field: str | None,
-                  time_bins: str) -> dict[str, Any]:
+                  time_bins: str, csv_safe: bool = True) -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
     from phrasekit.topics.slices import check_bins
@@ -286,7 +287,8 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
         raise BadInputError(f"--time-bins: {exc}") from None
     if not (time_field or class_field):
         return {}
-    return {"time_field": time_field, "class_field": class_field, "time_bins": bins}
+    return {"time_field": time_field, "class_field": class_field, "time_bins": bins,
+            "csv_safe": csv_safe}
 
 
 def set_threads(threads: int | None) -> None:
@@ -375,6 +377,7 @@ def topics_cmd(
     time_field: TimeField = None,
     class_field: ClassField = None,
     time_bins: TimeBins = "month",
+    csv_safe: CsvSafe = True,
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
@@ -404,7 +407,7 @@ def topics_cmd(
     check_save_model(save_model, method, corpus, out)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
-              **slice_options(method, time_field, class_field, time_bins)}
+              **slice_options(method, time_field, class_field, time_bins, csv_safe)}
     t0 = time.perf_counter()
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         k, tm, paths = mine_topics(

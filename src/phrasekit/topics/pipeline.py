@@ -54,6 +54,7 @@ def run_topics(
     time_field: str | None = None,
     class_field: str | None = None,
     time_bins: str | int = "month",
+    csv_safe: bool = True,
     **model_kwargs: Any,
 ) -> tuple[DocumentTopicModel | PhraseTopicModel, dict[str, Path]]:
     """Read ``corpus``, fit a ``DocumentTopicModel`` (``method="documents"``) or a
@@ -66,7 +67,8 @@ def run_topics(
     ``workers``: spaCy processes for phrase extraction. ``extractor``: the phrase extractor
     (None: the method's own, with ``workers`` processes).
     ``time_field`` / ``class_field`` (documents): fields slicing the topics (``slices``), written
-    to topics_over_time.csv / topics_per_class.csv. Extra keyword arguments go to the model.
+    to topics_over_time.csv / topics_per_class.csv (formula-like cells made text unless
+    ``csv_safe`` is False). Extra keyword arguments go to the model.
     Returns the model and the paths written.
     """
     if method not in TOPIC_MODELS:
@@ -111,7 +113,8 @@ def run_topics(
         estimator.timings_["extraction"] = extraction_s
     name = "document topics" if method == "documents" else "phrase clusters"
     paths = write_topic_outputs(estimator, docs, out_dir, report=report,
-                                title=_title(corpus, name), tables=fields.tables(estimator))
+                                title=_title(corpus, name), tables=fields.tables(estimator),
+                                csv_safe=csv_safe)
     return estimator, paths
 
 

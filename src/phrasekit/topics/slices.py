@@ -234,10 +234,12 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
     return SliceFields(stamps if time_field else None, classes if class_field else None, bins)
 
 
-def write_slice_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """A slice table as CSV (terms joined by "; "), for a spreadsheet."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
+def write_slice_csv(path: Path, rows: list[dict[str, Any]], csv_safe: bool = True) -> None:
+    """A slice table as CSV (terms joined by "; "), for a spreadsheet: text cells that start
+    like a formula get a leading ``'`` unless ``csv_safe`` is False (``tables.write_table``)."""
+    from phrasekit.tables import write_table
 
-    table = pa.Table.from_pylist([{**r, "terms": "; ".join(r["terms"])} for r in rows])
-    pa_csv.write_csv(table, path)
+    header = list(rows[0]) if rows else ["topic", "label", "slice", "frequency", "share",
+                                         "terms"]
+    write_table(path, header, ([("; ".join(r[h]) if h == "terms" else r[h]) for h in header]
+                               for r in rows), csv_safe=csv_safe, fmt="csv")
