@@ -223,10 +223,11 @@ def test_cache_budget_setting_is_checked_before_work(value: str, tmp_path: Path,
 
 @pytest.mark.parametrize(("name", "value"), [("PHRASEKIT_DEVICE", "gpu"),
                                              ("PHRASEKIT_MALLOC", "fast"),
-                                             ("PHRASEKIT_VECTOR_CACHE", "")])
+                                             ("PHRASEKIT_VECTOR_CACHE", "FILE")])
 def test_other_settings_are_checked_before_work(name: str, value: str, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(name, value)
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv(name, str(tmp_path / "a-file") if value == "FILE" else value)
     result = CliRunner().invoke(app, ["phrases", str(tmp_path / "missing.jsonl"), "-o",
                                       str(tmp_path / "p.json"), "-q"])
     assert result.exit_code == 2 and name in result.output

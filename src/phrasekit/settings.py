@@ -128,10 +128,8 @@ MAX_CACHE_MB = 2**30
 
 def _check_folder_setting(name: str) -> None:
     env = os.environ.get(name)
-    if env is None:
+    if not env:  # unset or empty: the default folder
         return
-    if not env.strip():
-        raise ValueError(f"{name} is set but empty: give a folder, or unset it")
     path = Path(env).expanduser()
     if os.path.lexists(path) and not path.is_dir():
         raise ValueError(f"{name}={env!r} is not a folder (it is a file or something else)")
