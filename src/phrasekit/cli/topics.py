@@ -337,6 +337,10 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     return tm.n_topics_, tm, paths
 
 
+TopicsSeed = Annotated[int, typer.Option(
+    help="Random seed (clustering, sampling, PNTM initialisation).")]
+
+
 @command(app, "topics", out="folder", cls=TopicsCommand)
 @with_config(run=ENGINE_OPTIONS)
 def topics_cmd(
@@ -381,8 +385,7 @@ def topics_cmd(
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
-    seed: Annotated[int, typer.Option(
-        help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
+    seed: TopicsSeed = 0,
     report: Annotated[bool, typer.Option(
         "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
                                      "topic overview, 2-D map of terms).")] = True,
