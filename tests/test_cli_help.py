@@ -88,3 +88,19 @@ def test_output_named_for_another_format_is_refused(tmp_path) -> None:
                                str(tmp_path / "m.npy")])
     assert join.exit_code == 2 and "name the output .csv or" in join.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.csv", "p.txt", "r.csv"]
+
+
+def test_usage_errors_are_one_line() -> None:
+    """A missing or unknown option or a value of the wrong type: one line naming the command
+    and the option, exit code 2 (no usage panel)."""
+    runner = CliRunner()
+    for args, named in ((["encode", "x.txt"], "Missing option '--out'"),
+                        (["encode", "x.txt", "-o", "x.npy", "--batch-size", "abc"],
+                         "'--batch-size'"),
+                        (["eval", "--task", "x"], "No such option: --task"),
+                        (["--nope"], "No such option: --nope"),
+                        (["topics", "apply"], "Missing argument")):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, res.output
+        assert res.output.count("\n") == 1 and named in res.output, res.output
+        assert res.output.startswith("error: phrasekit") and "Usage:" not in res.output

@@ -21,7 +21,7 @@ from safetensors import SafetensorError
 from phrasekit.artifacts import check_folder_path, check_parent_writable
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
 from phrasekit.paths import check_output
-from phrasekit.settings import SharedDataMissingError, vector_cache_dir
+from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import is_stdout
 
 logger = logging.getLogger("phrasekit")
@@ -73,6 +73,13 @@ FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separat
                    ".xlsx": "an Excel workbook", ".txt": "text"}
 #: Formats that may go to stdout (``--out -``).
 TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
+
+
+def stream_path(raw: str) -> Path:
+    """The parser of an output that may be ``-`` (stdout): only ``-`` itself is stdout; a path
+    that merely normalises to it (``./-``) is the file named ``-`` in the current folder."""
+    path = Path(raw)
+    return Path.cwd() / path if str(path) == "-" and raw != "-" else path
 
 
 def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
@@ -292,6 +299,7 @@ def command(group: typer.Typer, name: str, out: str | None = None, cls: type | N
             setup_logging(kwargs.get("quiet", False), kwargs.get("verbose", False))
 
             def body() -> Any:
+                check_environment()
                 check_numbers(kwargs)
                 check_paths(kwargs, out)
                 with command_device(kwargs.get("device")):

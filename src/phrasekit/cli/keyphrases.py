@@ -11,6 +11,7 @@ import typer
 
 from phrasekit.cli.common import (
     BadInputError,
+    CsvSafe,
     Device,
     ModelOpt,
     Quiet,
@@ -21,6 +22,7 @@ from phrasekit.cli.common import (
     command,
     resolve_workers,
     stdin_corpus,
+    stream_path,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
@@ -56,14 +58,15 @@ def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Do
                               run.store, show_progress=show_progress)
 
 
-def write_keyphrases(out: Path | str, fmt: str, ids: list[str], results: list[Keyphrases]
-                     ) -> None:
+def write_keyphrases(out: Path | str, fmt: str, ids: list[str], results: list[Keyphrases],
+                     csv_safe: bool = True) -> None:
     """JSON lines (``fmt`` .jsonl: one ``{id, keyphrases: [{phrase, score}]}`` per document;
-    ``-``: stdout) or a flat table of id, rank, phrase, score."""
+    ``-``: stdout) or a flat table of id, rank, phrase, score (``csv_safe``: formula-like
+    CSV/TSV cells made text)."""
     if fmt != ".jsonl":
         write_table(out, ("id", "rank", "phrase", "score"),
                     ([i, rank, p, round(s, 6)] for i, r in zip(ids, results, strict=True)
-                     for rank, (p, s) in enumerate(r, start=1)))
+                     for rank, (p, s) in enumerate(r, start=1)), csv_safe=csv_safe)
         return
     write_table(out, ("id", "keyphrases"),
                 ([i, [{"phrase": p, "score": round(s, 6)} for p, s in r]]
@@ -98,9 +101,10 @@ def keyphrases_cmd(
         "documents.jsonl or Parquet shards, `sample`, or - for stdin (JSON lines, or one "
         "document per line).")],
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per "
-                            "document), or a flat table of id, rank, phrase, score as "
-                            ".parquet, .csv or .tsv; default (or -): JSON lines on stdout.")
+        "--out", "-o", parser=stream_path,
+        help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per document), or a "
+             "flat table of id, rank, phrase, score as .parquet, .csv or .tsv; default (or "
+             "-): JSON lines on stdout.")
     ] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
     model: ModelOpt = DOCUMENTS_MODEL,
@@ -123,6 +127,7 @@ def keyphrases_cmd(
         help="torch threads (default: torch's own).")] = None,
     workers: Workers = 0,
     cache: VectorCache = True,
+    csv_safe: CsvSafe = True,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -157,7 +162,8 @@ def keyphrases_cmd(
                   quiet=quiet) as sharded:
         results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
     secs = time.perf_counter() - t0
-    write_keyphrases(out or STDOUT, fmt, [d.id for d in docs], [r[:top_n] for r in results])
+    write_keyphrases(out or STDOUT, fmt, [d.id for d in docs], [r[:top_n] for r in results],
+                     csv_safe)
     if not to_stdout:
         typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
     if golds is not None:

@@ -24,6 +24,7 @@ from phrasekit.cli.common import (
     check_out_format,
     command,
     echo_json,
+    stream_path,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -126,7 +127,8 @@ def pairs_cmd(
     input: Annotated[Path, typer.Argument(
         help="Tab-separated file: sentence A, sentence B per line (no header).")],
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="TSV to write (A, B, score); default (or -): stdout.")] = None,
+        "--out", "-o", parser=stream_path,
+        help="TSV to write (A, B, score); default (or -): stdout.")] = None,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
     quiet: Quiet = False,
@@ -153,7 +155,7 @@ def pairs_cmd(
     if encoder.config.kind == "classification":
         scores = scores[:, 1]
     buf = io.StringIO()
-    writer = SafeWriter(buf, output is not None and csv_safe, delimiter="\t",
+    writer = SafeWriter(buf, csv_safe, delimiter="\t",
                         lineterminator="\n")
     for (a, b), s in zip(pairs, scores, strict=True):
         writer.writerow([a, b, f"{float(s):.4f}"])
@@ -179,11 +181,12 @@ def join_cmd(
     left_on: Annotated[str, typer.Option(help="Column of the left table to match on.")],
     right_on: Annotated[str, typer.Option(help="Column of the right table to match on.")],
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output table: right_row, right_value, left_row, left_value, rank, "
-                            "score, then the other columns of the left table as left_<name> "
-                            "and of the right as right_<name> (a name already taken gets _2). "
-                            "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
-                            "to stdout. Must not be one of the input files.")],
+        "--out", "-o", parser=stream_path,
+        help="Output table: right_row, right_value, left_row, left_value, rank, "
+             "score, then the other columns of the left table as left_<name> "
+             "and of the right as right_<name> (a name already taken gets _2). "
+             "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
+             "to stdout. Must not be one of the input files.")],
     model: ModelOpt = JOIN_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
     scorer: Annotated[str, typer.Option(
@@ -312,8 +315,9 @@ def index_query_cmd(
     column: Annotated[str | None, typer.Option(
         help="Query column of a .csv/.tsv queries file.")] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
-                            "instead of printing them (- prints them).")] = None,
+        "--out", "-o", parser=stream_path,
+        help="Write results as CSV (query_row, query, rank, name, id, score) "
+             "instead of printing them (- prints them).")] = None,
     as_json: JsonFlag = False,
     csv_safe: CsvSafe = True,
     device: Device = "auto",

@@ -22,6 +22,7 @@ from phrasekit.cli.common import (
     echo_json,
     logger,
     stdin_lines,
+    stream_path,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -111,10 +112,13 @@ def export_cmd(
 
     Example: phrasekit export phrase-bert-minilm --out runs/phrase-bert-st
     """
+    from phrasekit.artifacts import check_output_folder
     from phrasekit.encoders import export_sentence_transformers
+    from phrasekit.encoders.export import EXPORT_KIND
     from phrasekit.registry import load
 
     check_model_name(model)
+    check_output_folder(out, EXPORT_KIND)  # an existing folder judged before the model loads
     export_sentence_transformers(load(model, device="cpu"), out)
     modules = json.loads((Path(out) / "modules.json").read_text(encoding="utf-8"))
     if any(m.get("type", "").startswith("phrasekit.") for m in modules):  # PEARL's own parts
@@ -159,8 +163,9 @@ def encode_cmd(
         help="Text file, one phrase per line (UTF-8; - reads stdin), or a table (.csv, .tsv, "
              ".parquet) with a header row: the phrases are the cells of --column.")],
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output: .npy (n x d matrix), .parquet (text and vector columns) "
-                            "or .jsonl; - writes JSON lines to stdout.")],
+        "--out", "-o", parser=stream_path,
+        help="Output: .npy (n x d matrix), .parquet (text and vector columns) "
+             "or .jsonl; - writes JSON lines to stdout.")],
     model: ModelOpt = DEFAULT_MODEL,
     column: Annotated[str | None, typer.Option(
         help="The column to encode when the input is a table (default: its only "
@@ -192,8 +197,8 @@ def encode_cmd(
     fmt = check_out_format(out, ENCODE_WRITES)
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
-    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     kwargs = precision_request(model, precision)
+    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         encoder = encoder_for(sharded, model, **kwargs)
         rows = encoder.encode_stream(texts(), batch_size=batch_size, show_progress=not quiet,

@@ -14,6 +14,7 @@ from typer.core import TyperCommand
 from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
+    CsvSafe,
     Device,
     JsonFlag,
     Quiet,
@@ -257,30 +258,37 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
 
 def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
     """``--save-model``: the documents method, a folder that is no input and may be written."""
+    from phrasekit.paths import is_inside, same_path
     from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
     if save_model is not None:
         if method != "documents":
             raise BadInputError(f"--save-model saves the documents method, not {method}")
+        if is_inside(save_model, out) or is_inside(out, save_model):
+            how = "is" if same_path(save_model, out) else "overlaps"
+            raise BadInputError(f"--save-model {save_model} {how} --out {out}: each is "
+                                "written as a whole, so give two separate folders")
         check_folder_path(save_model, (corpus, out))
         check_output_folder(save_model, TOPIC_MODEL_KIND)
 
 
 def slice_options(method: str, time_field: str | None, class_field: str | None,
-                  time_bins: str) -> dict[str, Any]:
+                  time_bins: str, csv_safe: bool = True) -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
     from phrasekit.topics.slices import check_bins
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")
-    bins: str | int = int(time_bins) if time_bins.isdigit() else time_bins
+    digits = time_bins.isascii() and time_bins.isdigit()
+    bins: str | int = int(time_bins) if digits and len(time_bins) < 19 else time_bins
     try:
         check_bins(bins)
     except ValueError as exc:
         raise BadInputError(f"--time-bins: {exc}") from None
     if not (time_field or class_field):
         return {}
-    return {"time_field": time_field, "class_field": class_field, "time_bins": bins}
+    return {"time_field": time_field, "class_field": class_field, "time_bins": bins,
+            "csv_safe": csv_safe}
 
 
 def set_threads(threads: int | None) -> None:
@@ -329,6 +337,10 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
     return tm.n_topics_, tm, paths
 
 
+TopicsSeed = Annotated[int, typer.Option(
+    help="Random seed (clustering, sampling, PNTM initialisation).")]
+
+
 @command(app, "topics", out="folder", cls=TopicsCommand)
 @with_config(run=ENGINE_OPTIONS)
 def topics_cmd(
@@ -369,11 +381,11 @@ def topics_cmd(
     time_field: TimeField = None,
     class_field: ClassField = None,
     time_bins: TimeBins = "month",
+    csv_safe: CsvSafe = True,
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
-    seed: Annotated[int, typer.Option(
-        help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
+    seed: TopicsSeed = 0,
     report: Annotated[bool, typer.Option(
         "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
                                      "topic overview, 2-D map of terms).")] = True,
@@ -398,7 +410,7 @@ def topics_cmd(
     check_save_model(save_model, method, corpus, out)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
-              **slice_options(method, time_field, class_field, time_bins)}
+              **slice_options(method, time_field, class_field, time_bins, csv_safe)}
     t0 = time.perf_counter()
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         k, tm, paths = mine_topics(

@@ -57,6 +57,14 @@ from phrasekit.topics.explore import NearestDocs, TopicExplorer, sample_keys
 from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
+from phrasekit.topics.placement import (
+    ASSIGN_BLOCK,
+    place,
+    shares_of,
+    sq_distances,
+    warn_unassigned,
+    without_unknown,
+)
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.reshape import TopicReshaper
 from phrasekit.topics.sampling import sample_corpus
@@ -77,24 +85,6 @@ FIT_SHARE = 0.2
 FIT_DOCS_MAX = 4_000
 #: ``fit_docs="all"``: every document is encoded.
 ALL_DOCS = 2**62
-#: Softmax temperature turning squared distances to the topic centres into shares.
-SHARE_TEMPERATURE = 0.05
-#: Documents per block when the documents outside the fitted sample are assigned.
-ASSIGN_BLOCK = 2048
-
-
-def _sq_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """(n, k) squared Euclidean distances, without the (n, k, d) intermediate."""
-    d2 = (X**2).sum(axis=1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(axis=1)[None, :]
-    return np.maximum(d2, 0.0)
-
-
-def _shares(d2: np.ndarray) -> np.ndarray:
-    """Topic shares from squared distances to the centres: a softmax at ``SHARE_TEMPERATURE``."""
-    e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
-    return e / e.sum(axis=1, keepdims=True)
-
-
 class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
@@ -271,6 +261,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
                     [d.text for d in sample], self.doc_labels_)
             self._assign_rest(docs, show_progress)
             self.timings_["assigning"] = time.perf_counter() - t0
+        warn_unassigned(self.doc_labels_, "topics")
         logger.info("%d topics (%d miscellaneous) over %d docs (fitted on %d) from %d terms "
                     "(%s)", self.n_topics_, int(self.miscellaneous_.sum()), len(ids),
                     len(index), len(self.terms_),
@@ -287,8 +278,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
-        X = encode_documents(encoder, texts, self.chunk_size, self.max_chunks, self.cache_dir,
-                             show_progress)
+        X = without_unknown(encoder, encode_documents(
+            encoder, texts, self.chunk_size, self.max_chunks, self.cache_dir, show_progress),
+            texts, self.chunk_size, self.max_chunks)
         timings["encoding"] = time.perf_counter() - t0
         used = np.linalg.norm(X, axis=1) > 0
         self.doc_mean_ = X[used].mean(axis=0) if used.any() else np.zeros(X.shape[1], X.dtype)
@@ -343,7 +335,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         labels[index], shares[index] = self.doc_labels_, self.doc_topics_
         n_terms[index] = self.doc_n_phrases_
         nearest = NearestDocs(k, self.n_typical)
-        nearest.add(index, labels[index], _sq_distances(self.doc_embeddings_,
+        nearest.add(index, labels[index], sq_distances(self.doc_embeddings_,
                                                         self.cluster_centers_))
         in_sample = np.zeros(n, dtype=bool)
         in_sample[index] = True
@@ -388,8 +380,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         labels = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
         centres, scores, misc = centres[order], scores[order], misc[order]
 
-        d2 = _sq_distances(Xc, centres)
-        shares = _shares(d2)
+        d2 = sq_distances(Xc, centres)
+        shares = shares_of(d2)
         shares[labels < 0] = 0.0
 
         self.n_topics_ = k
@@ -452,9 +444,13 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
                   ) -> np.ndarray:
         """Topic shares of new documents, (n_docs, K)."""
         self._check_fitted()
-        X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
-                             self.chunk_size, self.max_chunks, None, show_progress)
-        return self._place(X)[2]
+        texts = [d.text for d in as_documents(docs)]
+        X = encode_documents(self.encoder_, texts, self.chunk_size, self.max_chunks, None,
+                             show_progress)
+        _, _, shares = self._place(without_unknown(self.encoder_, X, texts, self.chunk_size,
+                                                   self.max_chunks))
+        warn_unassigned(np.where(shares.any(axis=1), 0, -1), "transform")
+        return shares
 
     def _placed_blocks(self, blocks: Iterable[list[tuple[int, str]]], show_progress: bool
                        ) -> Iterator[tuple[list[tuple[int, str]], np.ndarray, np.ndarray | None,
@@ -471,17 +467,14 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         for block, X in iter_document_vectors(self.encoder_, blocks,
                                               lambda b: [t for _, t in b], self.chunk_size,
                                               self.max_chunks, show_progress):
+            X = without_unknown(self.encoder_, X, [t for _, t in block], self.chunk_size,
+                                self.max_chunks)
             _, d2, block_shares = self._place(X)
             yield block, np.asarray([i for i, _ in block], dtype=np.int64), d2, block_shares
 
     def _place(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Document vectors against the fitted topics: which have words, squared distances
-        to the centres, and topic shares (zero for a document without words)."""
-        used = np.linalg.norm(X, axis=1) > 0
-        Xc = np.zeros_like(X)
-        Xc[used] = l2_normalize(X[used] - self.doc_mean_)
-        d2 = _sq_distances(Xc, self.cluster_centers_)
-        return used, d2, np.where(used[:, None], _shares(d2), 0.0)
+        """Document vectors against the fitted topics (``placement.place``)."""
+        return place(X, self.doc_mean_, self.cluster_centers_)
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""

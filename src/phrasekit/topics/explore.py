@@ -28,6 +28,7 @@ from phrasekit.registry import available_models
 from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.labels import TopicName
+from phrasekit.topics.placement import warn_unassigned, without_unknown
 from phrasekit.topics.student import TopicStudent
 from phrasekit.topics.terms import TermVocabulary, presence_matrix
 
@@ -154,6 +155,8 @@ class TopicExplorer:
         rows, rest = np.flatnonzero(encoded), np.flatnonzero(~encoded)
         X = encode_documents(self.encoder_, [texts[i] for i in rows], self.chunk_size,
                              self.max_chunks, cache_dir, show_progress)
+        X = without_unknown(self.encoder_, X, [texts[i] for i in rows], self.chunk_size,
+                            self.max_chunks)
         used_rows, d2, row_shares = self._place(X)
         shares = np.zeros((len(texts), self.n_topics_), dtype=np.float32)
         shares[rows] = row_shares
@@ -162,6 +165,7 @@ class TopicExplorer:
         if len(rest):
             shares[rest] = student.predict_proba([texts[i] for i in rest])
             labels[rest] = np.where(shares[rest].any(axis=1), shares[rest].argmax(axis=1), -1)
+        warn_unassigned(labels, "placing documents")
         nearest = NearestDocs(self.n_topics_, self.n_typical)
         if len(rows):  # typical documents are judged on transformer vectors where there are
             nearest.add(rows, labels[rows], d2)
@@ -241,19 +245,39 @@ class TopicExplorer:
                              f"{KIND} version {FORMAT_VERSION}")
         try:
             arrays = safetensors_load((path / ARRAYS).read_bytes())
+        except SafetensorError as exc:
+            raise ValueError(f"{path / ARRAYS}: not a readable safetensors file ({exc})") from None
+        where = path / CONFIG
+        try:
             saved = config["encoder"]
             params = {k: v for k, v in config["params"].items() if k != "encoder"}
             model = cls(encoder=saved["spec"], **params)
-            enc = load_encoder(saved["spec"] if encoder is None else encoder)
-            if encoder_identity(enc) != saved["identity"]:
-                raise ValueError(f"{path} was fitted with encoder {saved['identity']!r}; got "
-                                 f"{encoder_identity(enc)!r}: documents would be placed in "
-                                 "another space")
+            spec = str(saved["spec"])
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{where}: params or encoder: {_why(exc)}") from None
+        try:
+            enc = load_encoder(spec if encoder is None else encoder)
+        except (ValueError, OSError) as exc:
+            if encoder is not None:
+                raise
+            raise ValueError(f"{where}: encoder.spec {spec!r}: {_why(exc)}") from None
+        if encoder_identity(enc) != saved.get("identity"):
+            raise ValueError(f"{path} was fitted with encoder {saved.get('identity')!r}; got "
+                             f"{encoder_identity(enc)!r}: documents would be placed in "
+                             "another space")
+        try:
             _restore(model, config, arrays)
-        except (KeyError, TypeError, SafetensorError) as exc:
-            raise ValueError(f"{path}: malformed saved topic model ({exc!r})") from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise ValueError(f"{where}: {_why(exc)}") from None
         model.encoder_ = enc
         return model
+
+
+def _why(exc: BaseException) -> str:
+    """An exception met while reading a saved model, as a message (a missing key named)."""
+    if isinstance(exc, KeyError):
+        return f"field {exc.args[0]!r} missing"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _encoder_spec(model: Any) -> str:
@@ -289,7 +313,10 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     model.custom_labels_ = {int(t): str(v) for t, v in config["custom_labels"].items()}
     model.topic_names_ = [TopicName(str(label), bool(mixed))
                           for label, mixed in config["topic_names"]]
-    model.vocabulary_ = TermVocabulary(**config["vocabulary"])
+    try:
+        model.vocabulary_ = TermVocabulary(**config["vocabulary"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"vocabulary: {_why(exc)}") from None
     model.terms_ = model.vocabulary_.surface
     model.cluster_centers_ = arrays["cluster_centers"]
     model.doc_mean_ = arrays["doc_mean"]
@@ -299,10 +326,12 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     model.sample_keys_ = arrays.get("sample_keys")
     model.timings_ = {}
     if len(model.doc_ids_) != len(model.doc_labels_):
-        raise ValueError(f"{len(model.doc_ids_)} document ids but {len(model.doc_labels_)} "
-                         "document topics")
-    if len(model.cluster_centers_) != model.n_topics_ or len(model.topics_) != model.n_topics_ \
-            or len(model.topic_names_) != model.n_topics_:
-        raise ValueError(f"{model.n_topics_} topics but {len(model.cluster_centers_)} centres")
+        raise ValueError(f"doc_ids: {len(model.doc_ids_)} document ids but doc_labels in "
+                         f"{ARRAYS} holds {len(model.doc_labels_)} document topics")
+    k = model.n_topics_
+    for field, n in (("cluster_centers (in " + ARRAYS + ")", len(model.cluster_centers_)),
+                     ("topics_", len(model.topics_)), ("topic_names", len(model.topic_names_))):
+        if n != k:
+            raise ValueError(f"n_topics_: {k} topics but {field} holds {n}")
     if config["student"] is not None:
         model.student_ = TopicStudent.from_state(config["student"], arrays)
