@@ -17,6 +17,7 @@ from phrasekit.cli.common import (
     Device,
     JsonFlag,
     Quiet,
+    Threads,
     VectorCache,
     Verbose,
     Workers,
@@ -181,6 +182,7 @@ def mentions_cmd(
         "150-word windows encoded and averaged; a second pass over the corpus).")] = False,
     text_field: TextField = "text",
     workers: Workers = 0,
+    threads: Threads = None,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -283,15 +285,6 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
     return {"time_field": time_field, "class_field": class_field, "time_bins": bins}
 
 
-def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads (None: leave torch's own setting)."""
-    import torch
-    if threads is not None:
-        if threads < 1:
-            raise BadInputError(f"--threads must be at least 1, got {threads}")
-        torch.set_num_threads(threads)
-
-
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
@@ -372,6 +365,7 @@ def topics_cmd(
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
+    threads: Threads = None,
     seed: Annotated[int, typer.Option(
         help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
     report: Annotated[bool, typer.Option(
@@ -406,11 +400,9 @@ def topics_cmd(
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
-    if save_model is not None:
-        tm.save(save_model)
+    saved = f"; model -> {tm.save(save_model)}" if save_model is not None else ""
     typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
-               f"-> {paths.get('report', paths['markdown'])}"
-               + (f"; model -> {save_model}" if save_model is not None else ""))
+               f"-> {paths.get('report', paths['markdown'])}{saved}")
 
 
 @command(app, "facets")
