@@ -37,26 +37,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
-from itertools import islice
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.encoders.cache import encode_documents, iter_document_vectors
+from phrasekit.encoders.cache import encode_documents
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import Document, iter_known_documents
+from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import DOCUMENTS_MODEL, as_encoder
 from phrasekit.text import TokenDocs
+from phrasekit.threads import choose_threads, limited_threads, parse_threads
 from phrasekit.topics.choose_k import CRITERIA, choose_k
-from phrasekit.topics.explore import NearestDocs, TopicExplorer, sample_keys
+from phrasekit.topics.explore import TopicExplorer, sample_keys
 from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.labels import candidates, name_topics
 from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
+from phrasekit.topics.placing import TopicPlacer, sq_distances, topic_shares
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.reshape import TopicReshaper
 from phrasekit.topics.sampling import sample_corpus
@@ -77,25 +77,10 @@ FIT_SHARE = 0.2
 FIT_DOCS_MAX = 4_000
 #: ``fit_docs="all"``: every document is encoded.
 ALL_DOCS = 2**62
-#: Softmax temperature turning squared distances to the topic centres into shares.
-SHARE_TEMPERATURE = 0.05
-#: Documents per block when the documents outside the fitted sample are assigned.
-ASSIGN_BLOCK = 2048
 
 
-def _sq_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """(n, k) squared Euclidean distances, without the (n, k, d) intermediate."""
-    d2 = (X**2).sum(axis=1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(axis=1)[None, :]
-    return np.maximum(d2, 0.0)
-
-
-def _shares(d2: np.ndarray) -> np.ndarray:
-    """Topic shares from squared distances to the centres: a softmax at ``SHARE_TEMPERATURE``."""
-    e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, BaseEstimator):
+class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer, TopicGuide,
+                         BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
@@ -144,6 +129,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         zero_shot_topics, zero_shot_min_similarity: topic names; documents at least this
             cosine from a name go to it, the rest are clustered (``guided``; 0.1 chosen on
             bbc_news).
+        threads: threads the fit computes on (torch, OpenMP, BLAS), restored afterwards:
+            ``"auto"`` (``PHRASEKIT_THREADS``, else the CPU cores free now:
+            :mod:`phrasekit.threads`), a number, or None to leave the libraries' settings.
     """
 
     def __init__(
@@ -174,6 +162,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         seed_pull: float = 0.0,
         zero_shot_topics: list[str] | None = None,
         zero_shot_min_similarity: float = 0.1,
+        threads: int | str | None = "auto",
     ) -> None:
         self.encoder = encoder
         self.n_topics = n_topics
@@ -201,6 +190,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.seed_pull = seed_pull
         self.zero_shot_topics = zero_shot_topics
         self.zero_shot_min_similarity = zero_shot_min_similarity
+        self.threads = threads
 
     # ------------------------------------------------------------------ validation
     def check_params(self) -> None:
@@ -221,6 +211,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         for name in ("generic_share", "misc_share", "k_tolerance"):
             check_share(name, getattr(self, name), "[0, 1)")
         check_extractor(self.extractor)
+        if self.threads is not None:
+            parse_threads(self.threads, "threads")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
         self._check_guidance()
@@ -248,6 +240,12 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         phrases already extracted from exactly these documents (e.g. a cache)."""
         del y
         self.check_params()
+        with limited_threads(None if self.threads is None else choose_threads(self.threads)):
+            return self._fit(docs, vocabulary, show_progress)
+
+    def _fit(self, docs: Iterable[Document | str], vocabulary: PhraseVocabulary | None,
+             show_progress: bool) -> DocumentTopicModel:
+        """``fit``'s steps, on the threads it set."""
         if isinstance(docs, str | bytes) or iter(docs) is docs:
             docs = as_documents(docs)  # an iterator is read more than once
         auto = self.fit_docs == "auto"
@@ -333,35 +331,6 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.doc_embeddings_ = Xc
         self.timings_ = timings
 
-    def _assign_rest(self, docs: Iterable[Document | str], show_progress: bool) -> None:
-        """The documents outside the sample, streamed in blocks: encoded, given their nearest
-        topic, shares and term count; topic sizes and typical documents over all of them."""
-        n, k, index = len(self.doc_ids_), self.n_topics_, self.sample_index_
-        labels = np.full(n, -1, dtype=np.int64)
-        shares = np.zeros((n, k), dtype=np.float32)
-        n_terms = np.zeros(n, dtype=np.int64)
-        labels[index], shares[index] = self.doc_labels_, self.doc_topics_
-        n_terms[index] = self.doc_n_phrases_
-        nearest = NearestDocs(k, self.n_typical)
-        nearest.add(index, labels[index], _sq_distances(self.doc_embeddings_,
-                                                        self.cluster_centers_))
-        in_sample = np.zeros(n, dtype=bool)
-        in_sample[index] = True
-        again = iter_known_documents(docs, self.doc_ids_, "the corpus changed while it was read")
-        rest = ((i, d.text) for i, d in again if not in_sample[i])
-        blocks = iter(lambda: list(islice(rest, ASSIGN_BLOCK)), [])
-        for block, rows, d2, block_shares in self._placed_blocks(blocks, show_progress):
-            shares[rows] = block_shares
-            labels[rows] = np.where(block_shares.any(axis=1), block_shares.argmax(axis=1), -1)
-            P = presence_matrix(TokenDocs(t for _, t in block), self.vocabulary_.terms, "csr")
-            n_terms[rows] = np.asarray(P.sum(axis=1)).ravel()
-            if d2 is not None:  # typical documents are judged on transformer vectors only
-                nearest.add(rows, labels[rows], d2)
-        self.doc_labels_, self.doc_topics_, self.doc_n_phrases_ = labels, shares, n_terms
-        self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
-        self.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
-                              for t in range(k)]
-
     def _choose_k(self, X: np.ndarray, show_progress: bool) -> tuple[int, dict[int, float]]:
         if self.n_topics is not None:
             return int(self.n_topics), {}
@@ -388,8 +357,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         labels = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
         centres, scores, misc = centres[order], scores[order], misc[order]
 
-        d2 = _sq_distances(Xc, centres)
-        shares = _shares(d2)
+        d2 = sq_distances(Xc, centres)
+        shares = topic_shares(d2)
         shares[labels < 0] = 0.0
 
         self.n_topics_ = k
@@ -455,33 +424,6 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
                              self.chunk_size, self.max_chunks, None, show_progress)
         return self._place(X)[2]
-
-    def _placed_blocks(self, blocks: Iterable[list[tuple[int, str]]], show_progress: bool
-                       ) -> Iterator[tuple[list[tuple[int, str]], np.ndarray, np.ndarray | None,
-                                           np.ndarray]]:
-        """``(block, rows, squared distances or None, shares)`` of each block of documents
-        outside the sample: placed by the student, or encoded and placed by the encoder."""
-        if self.placement == "student":
-            bar = tqdm(blocks, desc="topics[student]", unit="block", disable=not show_progress,
-                       leave=False)
-            for block in bar:
-                rows = np.asarray([i for i, _ in block], dtype=np.int64)
-                yield block, rows, None, self.student_.predict_proba([t for _, t in block])
-            return
-        for block, X in iter_document_vectors(self.encoder_, blocks,
-                                              lambda b: [t for _, t in b], self.chunk_size,
-                                              self.max_chunks, show_progress):
-            _, d2, block_shares = self._place(X)
-            yield block, np.asarray([i for i, _ in block], dtype=np.int64), d2, block_shares
-
-    def _place(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Document vectors against the fitted topics: which have words, squared distances
-        to the centres, and topic shares (zero for a document without words)."""
-        used = np.linalg.norm(X, axis=1) > 0
-        Xc = np.zeros_like(X)
-        Xc[used] = l2_normalize(X[used] - self.doc_mean_)
-        d2 = _sq_distances(Xc, self.cluster_centers_)
-        return used, d2, np.where(used[:, None], _shares(d2), 0.0)
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""
