@@ -51,6 +51,19 @@ MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "
 DEFAULT_THRESHOLDS: dict[str, float] = {"minilm": 0.70, "pearl-minilm": 0.73}
 
 
+def resolve_threshold(threshold: float | str | None, model: Any) -> float | None:
+    """``threshold="default"``: the model's ``DEFAULT_THRESHOLDS`` entry, as ``phrasekit
+    join`` takes it (by the name given, else the encoder's name; None for a model without
+    one); a number, or None for no threshold, as it is."""
+    if isinstance(threshold, str):
+        if threshold != "default":
+            raise ValueError(f"threshold is a cosine in [-1, 1], 'default' or None, got "
+                             f"{threshold!r}")
+        name = model if isinstance(model, str | Path) else getattr(model, "name", None)
+        return DEFAULT_THRESHOLDS.get(str(name)) if name is not None else None
+    return threshold
+
+
 #: A search function: (index over the left vectors, left vectors, right vectors, k) ->
 #: (scores, ids), as ``SearchIndex.search`` gives them.
 Search = Callable[[SearchIndex, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
@@ -114,7 +127,7 @@ def fuzzy_join(
     right: list[tuple[int, str]] | Any,
     encoder: Encoder | str | Path,
     k: int = 1,
-    threshold: float | None = None,
+    threshold: float | str | None = "default",
     one_to_one: bool = False,
     show_progress: bool = False,
     index: str = "auto",
@@ -132,8 +145,10 @@ def fuzzy_join(
     right_vectors, k)`` replaces the in-process search (e.g. a sharded one on a cluster).
     ``encoder``: an encoder, or a model name or folder (``phrasekit.load``). ``left`` and
     ``right``: ``(row, text)`` pairs, or texts (a list, or a pandas, Polars or Arrow series;
-    rows are then positions), see :func:`join_values`.
+    rows are then positions), see :func:`join_values`. ``threshold="default"``: the model's,
+    as ``phrasekit join`` takes it (:func:`resolve_threshold`); None: no threshold.
     """
+    threshold = resolve_threshold(threshold, encoder)
     encoder = as_encoder(encoder)
     left, right = join_values(left, "left"), join_values(right, "right")
     if k < 1:
