@@ -156,7 +156,7 @@ def auto_threads(cpus: int | None = None, busy: float | None = None) -> int:
     cpus = usable_cpus() if cpus is None else cpus
     busy = busy_cpus() if busy is None else busy
     n = max(1, min(cpus, cpus - math.floor(busy + 0.5)))
-    logger.info("threads auto -> %d (%d CPUs, %g busy elsewhere)", n, cpus, busy)
+    logger.debug("threads auto -> %d (%d CPUs, %g busy elsewhere)", n, cpus, busy)
     return n
 
 
