@@ -55,7 +55,15 @@ from phrasekit.topics.choose_k import CRITERIA, choose_k
 from phrasekit.topics.explore import TopicExplorer, sample_keys
 from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.labels import candidates, name_topics
-from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
+from phrasekit.topics.params import (
+    check_extractor,
+    check_int,
+    check_share,
+    check_topics_k,
+    given_embeddings,
+    resolve_cache,
+    resolve_progress,
+)
 from phrasekit.topics.placing import TopicPlacer, sq_distances, topic_shares
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.reshape import TopicReshaper
@@ -63,6 +71,7 @@ from phrasekit.topics.sampling import sample_corpus
 from phrasekit.topics.slices import TopicSlicer
 from phrasekit.topics.student import PLACEMENTS, TopicStudent
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
+from phrasekit.topics.verbs import TopicVerbs
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +88,8 @@ FIT_DOCS_MAX = 4_000
 ALL_DOCS = 2**62
 
 
-class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer, TopicGuide,
-                         BaseEstimator):
+class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
+                         TopicGuide, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
@@ -103,7 +112,9 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
             20newsgroups the chosen K fell from 7 to 6 and NMI from 0.515 to 0.490.
         n_init: k-means restarts for the final partition.
         random_state: seed of k-means and of K's choice.
-        cache_dir: where document vectors are cached between runs (None: no cache).
+        cache_dir: where document vectors are cached between runs: ``"auto"`` (default, as
+            the CLI) phrasekit's vector cache (``settings.vector_cache_dir``), a folder, or
+            None for no cache.
         n_jobs: spaCy worker processes for the phrases.
         phrase_words: spaCy reads a seeded sample of documents holding about this many
             words (None: every document); phrases are counted in all of them. 150,000
@@ -152,7 +163,7 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
         max_chunks: int = 8,
         n_init: int = 5,
         random_state: int = 0,
-        cache_dir: str | None = None,
+        cache_dir: str | None = "auto",
         phrase_words: int | None = 150_000,
         n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
@@ -230,21 +241,24 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
 
     # ------------------------------------------------------------------ fit
     def fit(self, docs: Iterable[Document | str], y: Any = None,
-            vocabulary: PhraseVocabulary | None = None, show_progress: bool = False
-            ) -> DocumentTopicModel:
+            vocabulary: PhraseVocabulary | None = None, show_progress: bool | None = None,
+            embeddings: np.ndarray | None = None) -> DocumentTopicModel:
         """Fit topics on ``docs``: documents or strings, in a list or in a re-iterable corpus
         read afresh on each pass (``io.StreamedCorpus``, for corpora larger than memory). At
         most ``fit_docs`` of them (a seeded sample when there are more) are clustered and read
         for terms; the others are then assigned to their nearest topic (``doc_embeddings_``
         and ``token_docs_`` hold the sample, at ``sample_index_``). ``vocabulary``: spaCy
-        phrases already extracted from exactly these documents (e.g. a cache)."""
+        phrases already extracted from exactly these documents (e.g. a cache). ``embeddings``:
+        one vector per document, in order, from ``encoder`` (BERTopic's precomputed
+        embeddings): used instead of encoding, and to place the documents outside the sample.
+        ``show_progress``: None shows bars in a terminal or notebook."""
         del y
         self.check_params()
         with limited_threads(None if self.threads is None else choose_threads(self.threads)):
-            return self._fit(docs, vocabulary, show_progress)
+            return self._fit(docs, vocabulary, resolve_progress(show_progress), embeddings)
 
     def _fit(self, docs: Iterable[Document | str], vocabulary: PhraseVocabulary | None,
-             show_progress: bool) -> DocumentTopicModel:
+             show_progress: bool, embeddings: np.ndarray | None) -> DocumentTopicModel:
         """``fit``'s steps, on the threads it set."""
         if isinstance(docs, str | bytes) or iter(docs) is docs:
             docs = as_documents(docs)  # an iterator is read more than once
@@ -257,17 +271,19 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
             raise ValueError(
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
                 f"than the {len(ids)} given; re-extract it or pass the same corpus")
-        self._fit_sample(sample, vocabulary, show_progress)
+        given = given_embeddings(embeddings, len(ids))
+        self._fit_sample(sample, vocabulary, show_progress,
+                         None if given is None else given[index])
         self.sample_keys_ = sample_keys(sample)
         self._name_guided_topics()
         self.doc_ids_ = ids
         self.sample_index_ = index
         if len(index) < len(ids):
             t0 = time.perf_counter()
-            if self.placement == "student":
+            if self.placement == "student" and given is None:
                 self.student_ = TopicStudent(self.n_topics_).fit(
                     [d.text for d in sample], self.doc_labels_)
-            self._assign_rest(docs, show_progress)
+            self._assign_rest(docs, show_progress, given)
             self.timings_["assigning"] = time.perf_counter() - t0
         logger.info("%d topics (%d miscellaneous) over %d docs (fitted on %d) from %d terms "
                     "(%s)", self.n_topics_, int(self.miscellaneous_.sum()), len(ids),
@@ -276,8 +292,9 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
         return self
 
     def _fit_sample(self, documents: list[Document], vocabulary: PhraseVocabulary | None,
-                    show_progress: bool) -> None:
-        """Steps 1-7 on ``documents`` (all of the corpus, or its sample)."""
+                    show_progress: bool, X: np.ndarray | None = None) -> None:
+        """Steps 1-7 on ``documents`` (all of the corpus, or its sample); ``X``: their given
+        vectors (None: encoded)."""
         texts = [d.text for d in documents]
         if not any(t.split() for t in texts):
             raise ValueError("the corpus is empty: no documents with words to find topics in")
@@ -285,8 +302,13 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
-        X = encode_documents(encoder, texts, self.chunk_size, self.max_chunks, self.cache_dir,
-                             show_progress)
+        if X is None:
+            X = encode_documents(encoder, texts, self.chunk_size, self.max_chunks,
+                                 resolve_cache(self.cache_dir), show_progress)
+        elif X.shape[1] != encoder.dim:
+            raise ValueError(f"embeddings have {X.shape[1]} dimensions; the encoder "
+                             f"{encoder.name} gives {encoder.dim} (give the encoder that made "
+                             "them)")
         timings["encoding"] = time.perf_counter() - t0
         used = np.linalg.norm(X, axis=1) > 0
         self.doc_mean_ = X[used].mean(axis=0) if used.any() else np.zeros(X.shape[1], X.dtype)
@@ -329,6 +351,7 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
 
         self.encoder_ = encoder
         self.doc_embeddings_ = Xc
+        self.sample_texts_ = texts
         self.timings_ = timings
 
     def _choose_k(self, X: np.ndarray, show_progress: bool) -> tuple[int, dict[int, float]]:
@@ -417,12 +440,13 @@ class DocumentTopicModel(TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
             return self.custom_labels_[topic]
         return self.topic_names_[topic].text(bool(self.miscellaneous_[topic]))
 
-    def transform(self, docs: Iterable[Document | str], show_progress: bool = False
+    def transform(self, docs: Iterable[Document | str], show_progress: bool | None = None
                   ) -> np.ndarray:
         """Topic shares of new documents, (n_docs, K)."""
         self._check_fitted()
         X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
-                             self.chunk_size, self.max_chunks, None, show_progress)
+                             self.chunk_size, self.max_chunks, None,
+                             resolve_progress(show_progress))
         return self._place(X)[2]
 
     def summary(self) -> dict[str, Any]:
