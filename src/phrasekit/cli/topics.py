@@ -88,6 +88,14 @@ SaveModel = Annotated[Path | None, typer.Option(
 
 #: ``phrasekit topics NAME ...``: the commands on a saved model (``cli.topics_saved``).
 SAVED_MODEL_COMMANDS = ("apply", "search")
+#: ``topics --help``'s usage lines: fitting, then the commands on a saved model.
+TOPICS_USAGE = ("[OPTIONS] CORPUS",
+                "apply DIR CORPUS --out OUT   (place a corpus in saved topics)",
+                "search DIR QUERY [-k N]      (the saved topics nearest a query)")
+#: ... and its examples of them.
+SAVED_EXAMPLES = ["phrasekit topics sample --out runs/demo --save-model runs/model",
+                  "phrasekit topics apply runs/model new.jsonl --out runs/new",
+                  'phrasekit topics search runs/model "interest rates" -k 3']
 
 
 class TopicsCommand(TyperCommand):
@@ -98,10 +106,17 @@ class TopicsCommand(TyperCommand):
         super().__init__(**kwargs)
         self.short_help = (f"{self.help.split(chr(10))[0].rstrip('.')}; `topics apply` and "
                            "`topics search` use a saved model.")
-        self.epilog = ("Saved models (--save-model DIR): `phrasekit topics apply DIR CORPUS "
-                       "--out OUT` places a corpus in their topics without refitting; "
-                       "`phrasekit topics search DIR QUERY -k N` lists the topics nearest a "
-                       "query.")
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """A compact help (under 80 lines): the saved-model commands in the usage lines, the
+        examples verbatim, one or two lines per option."""
+        from phrasekit.cli.compact_help import compact_help
+
+        text = self.help or ""
+        examples = [line.strip().removeprefix("Examples:").strip()
+                    for line in text[text.find("Examples:"):].splitlines()]
+        examples = [e for e in examples if e.startswith("phrasekit ")]
+        formatter.write(compact_help(self, ctx, TOPICS_USAGE, examples + SAVED_EXAMPLES))
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
@@ -401,7 +416,8 @@ def topics_cmd(
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
     saved = f"; model -> {tm.save(save_model)}" if save_model is not None else ""
-    typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
+    stages = format_timings(tm.timings_, total=False)
+    typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({stages}) "
                f"-> {paths.get('report', paths['markdown'])}{saved}")
 
 
