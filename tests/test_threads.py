@@ -104,3 +104,30 @@ def test_the_cli_refuses_a_bad_phrasekit_threads_with_exit_2():
     assert done.stderr.strip().splitlines() == [
         "error: PHRASEKIT_THREADS must be a whole number from 1 to 1024 or 'auto', got 'lots'"]
     assert _cli("models", env={"PHRASEKIT_THREADS": "1"}).returncode == 0
+
+
+def test_a_small_encode_runs_on_one_thread_and_a_large_one_as_set():
+    import numpy as np
+    import torch
+
+    from phrasekit.encoders.base import Encoder
+
+    seen: list[int] = []
+
+    class Spy(Encoder):
+        name, dim = "spy", 2
+
+        def _encode_batch(self, texts):
+            seen.append(torch.get_num_threads())
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    spy = Spy()
+    with threads.limited_threads(2):
+        spy.encode(["a short query"])
+        spy.encode(["word " * 200])
+        assert torch.get_num_threads() == 2
+    assert seen == [1, 2]
+    spy.backend = "onnx"  # an ONNX session keeps the count it opened with
+    with threads.limited_threads(2):
+        spy.encode(["a short query"])
+    assert seen[-1] == 2

@@ -237,7 +237,8 @@ class Encoder(ABC):
         out = np.empty((len(items), self.dim), dtype=np.float32)
         if self.device == "cpu" and self.torch_modules():
             keep_freed_memory()  # activations reuse freed heap instead of fresh pages
-        with torch_threads(self.num_threads or small_job_threads(items)):
+        small = None if getattr(self, "backend", "torch") == "onnx" else small_job_threads(items)
+        with torch_threads(self.num_threads or small):  # (an ONNX session keeps its count)
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
                 out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))
         return check_finite(out, self.name)
