@@ -240,9 +240,9 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         return enc.name if isinstance(enc, Encoder) else str(enc)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, docs: Iterable[Document | str], y: Any = None,
-            vocabulary: PhraseVocabulary | None = None, show_progress: bool | None = None,
-            embeddings: np.ndarray | None = None) -> DocumentTopicModel:
+    def fit(self, docs: Iterable[Document | str], embeddings: np.ndarray | None = None,
+            y: Any = None, vocabulary: PhraseVocabulary | None = None,
+            show_progress: bool | None = None) -> DocumentTopicModel:
         """Fit topics on ``docs``: documents or strings, in a list or in a re-iterable corpus
         read afresh on each pass (``io.StreamedCorpus``, for corpora larger than memory). At
         most ``fit_docs`` of them (a seeded sample when there are more) are clustered and read

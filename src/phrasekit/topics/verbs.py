@@ -33,12 +33,13 @@ def as_frame(columns: dict[str, list[Any]]) -> Any:
 class TopicVerbs:
     """Mixin of :class:`~phrasekit.topics.DocumentTopicModel`: BERTopic's reading verbs."""
 
-    def fit_transform(self, docs: Iterable[Document | str], y: Any = None,
-                      embeddings: np.ndarray | None = None,
+    def fit_transform(self, docs: Iterable[Document | str],
+                      embeddings: np.ndarray | None = None, y: Any = None,
                       show_progress: bool | None = None) -> tuple[list[int], np.ndarray]:
-        """Fit on ``docs`` (as ``fit``) and return each document's topic (-1: no words) and
-        its topic shares, (n_docs, K), as BERTopic's ``fit_transform``."""
-        self.fit(docs, y, show_progress=show_progress, embeddings=embeddings)
+        """Fit on ``docs`` (as ``fit``; arguments in BERTopic's order) and return each
+        document's topic (-1: no words) and its topic shares, (n_docs, K), as BERTopic's
+        ``fit_transform``."""
+        self.fit(docs, embeddings, y, show_progress=show_progress)
         return [int(t) for t in self.doc_labels_], np.asarray(self.doc_topics_)
 
     def get_topic(self, topic: int, n: int | None = None) -> list[tuple[str, float]]:
