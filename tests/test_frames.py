@@ -67,3 +67,26 @@ def test_join_frames_names_an_empty_cell() -> None:
                               model="string")
     with pytest.raises(TypeError, match="must be a pandas, Polars or PyArrow table"):
         phrasekit.join_frames([1], pa.table(LEFT), "name", model="string")
+
+
+def test_join_takes_the_models_default_threshold_as_the_cli(monkeypatch) -> None:
+    """``threshold="default"`` (the default) is the model's ``DEFAULT_THRESHOLDS`` entry, as
+    ``phrasekit join`` takes it; None keeps every candidate (issue 68: "Paris" matched
+    "Los Angeles" at 0.58 without one)."""
+    from phrasekit.similarity import join
+
+    assert join.resolve_threshold("default", "pearl-minilm") == 0.73
+    assert join.resolve_threshold("default", "string") is None
+    assert join.resolve_threshold(0.2, "pearl-minilm") == 0.2
+    assert join.resolve_threshold(None, "pearl-minilm") is None
+    with pytest.raises(ValueError, match="'default' or None"):
+        join.resolve_threshold("high", "minilm")
+    monkeypatch.setitem(join.DEFAULT_THRESHOLDS, "string", 0.99)
+    left, right = pa.table(LEFT), pa.table(RIGHT)
+    strict = _rows(phrasekit.join_frames(left, right, "name", "city", model="string",
+                                         how="left"))
+    assert all(r["left_value"] is None for r in strict)  # no pair reaches 0.99
+    every = _rows(phrasekit.join_frames(left, right, "name", "city", model="string",
+                                        threshold=None))
+    assert len(every) == 3
+    assert len(phrasekit.fuzzy_join(LEFT["name"], RIGHT["city"], "string")) == 0

@@ -84,9 +84,10 @@ def test_topics_per_class(fitted: DocumentTopicModel, small_corpus: list[Documen
     # the topic holding most astro-ph abstracts is named there by astronomy's words
     astro = max((r for r in rows if r["class"] == "astro-ph"), key=lambda r: r["frequency"])
     assert astro["share"] > 0.5
-    back = DocumentTopicModel.load(fitted.save(tmp_path / "m"))
-    with pytest.raises(RuntimeError, match="after load"):
-        back.topics_per_class(classes)
+    back = DocumentTopicModel.load(fitted.save(tmp_path / "m"))  # slices as the fitted one
+    assert back.topics_per_class(classes) == rows
+    months = [_month(d) for d in small_corpus]
+    assert back.topics_over_time(months) == fitted.topics_over_time(months)
 
 
 def test_timestamps_and_bins() -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from phrasekit.cli.common import BadInputError, Device, Quiet, Verbose, command
+from phrasekit.cli.common import BadInputError, Device, Quiet, Threads, Verbose, command
 from phrasekit.settings import torch_threads
 
 app = typer.Typer()
@@ -24,8 +24,7 @@ def eval_cmd(
         "--json", help="Write all metrics as JSON.")] = None,
     data_dir: Annotated[Path | None, typer.Option(
         help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
-    threads: Annotated[int | None, typer.Option(
-        help="torch threads for the run (default: torch's own).")] = None,
+    threads: Threads = None,
     timings: Annotated[bool, typer.Option(help="Also print seconds per task.")] = True,
     noise: Annotated[str | None, typer.Option(
         help="Test-side noise for robustness: `typo` (seeded; bird, autofj and the autofj_join "

@@ -15,6 +15,7 @@ from phrasekit.cli.common import (
     Device,
     ModelOpt,
     Quiet,
+    Threads,
     VectorCache,
     Verbose,
     Workers,
@@ -27,7 +28,7 @@ from phrasekit.cli.common import (
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
 from phrasekit.cli.options import with_config
-from phrasekit.cli.topics import TextField, set_threads
+from phrasekit.cli.topics import TextField
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
 from phrasekit.io import Document, read_corpus
@@ -123,8 +124,7 @@ def keyphrases_cmd(
     text_field: TextField = "text",
     split: Split = None,
     gold_field: GoldField = None,
-    threads: Annotated[int | None, typer.Option(
-        help="torch threads (default: torch's own).")] = None,
+    threads: Threads = None,
     workers: Workers = 0,
     cache: VectorCache = True,
     csv_safe: CsvSafe = True,
@@ -141,7 +141,6 @@ def keyphrases_cmd(
                         --gold-field keyphrases --out dev.jsonl
     """
     fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
-    set_threads(threads)
     options: dict[str, Any] = {"encoder": model, "top_n": top_n,
                                "n_process": resolve_workers(workers),
                                "cache_dir": vector_cache(None, cache)}

@@ -47,21 +47,31 @@ app = typer.Typer()
 
 
 #: The lines `phrasekit models` prints above its table.
-MODELS_LEGEND = ("# *: the default model of the commands in the next column (used when no "
-                 "--model is given);",
-                 "#    in brackets, the dev score that chose it.")
+MODELS_LEGEND = ("# *: the default model of the commands its \"default of\" line names (used "
+                 "when no --model",
+                 "#    is given); in brackets, the dev score that chose it.")
+#: `phrasekit models` fits in this many columns (descriptions wrap under themselves).
+MODELS_WIDTH = 100
 
 
-def format_models(models: dict[str, str], defaults: dict[str, str]) -> list[str]:
-    """The legend, a header, then one line per model in aligned columns: a ``*`` for a
-    default, the name, the commands it is the default of, the description."""
-    head = ("model", "default of (dev measure)", "description")
-    width = max(map(len, [*models, head[0]]))
-    tasks = max(len(head[1]), *(len(v) for v in defaults.values()))
-    rows = [(" ", *head)] + [("*" if name in defaults else " ", name, defaults.get(name, ""),
-                              desc) for name, desc in models.items()]
-    return [*MODELS_LEGEND] + [f"{star} {name:<{width}}  {tasks_of:<{tasks}}  {desc}".rstrip()
-                              for star, name, tasks_of, desc in rows]
+def format_models(models: dict[str, str], defaults: dict[str, str],
+                  width: int = MODELS_WIDTH) -> list[str]:
+    """The legend, a header, then per model: a ``*`` for a default, the name and its
+    description, wrapped under itself within ``width`` columns, and for a default a "default
+    of" line naming its commands."""
+    import textwrap
+
+    names = max(map(len, [*models, "model"]))
+    indent = " " * (names + 4)
+    lines = [*MODELS_LEGEND, f"  {'model':<{names}}  description"]
+    for name, desc in models.items():
+        text = [desc] + ([f"default of: {defaults[name]}"] if name in defaults else [])
+        body = [part for t in text for part in textwrap.wrap(
+            t, width - len(indent), subsequent_indent="  ", break_on_hyphens=False)]
+        star = "*" if name in defaults else " "
+        lines.append(f"{star} {name:<{names}}  {body[0]}".rstrip())
+        lines += [indent + part for part in body[1:]]
+    return lines
 
 
 def models_records(models: dict[str, str], defaults: dict[str, str]) -> list[dict[str, Any]]:

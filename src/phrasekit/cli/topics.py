@@ -18,6 +18,7 @@ from phrasekit.cli.common import (
     Device,
     JsonFlag,
     Quiet,
+    Threads,
     VectorCache,
     Verbose,
     Workers,
@@ -88,6 +89,14 @@ SaveModel = Annotated[Path | None, typer.Option(
 
 #: ``phrasekit topics NAME ...``: the commands on a saved model (``cli.topics_saved``).
 SAVED_MODEL_COMMANDS = ("apply", "search")
+#: ``topics --help``'s usage lines: fitting, then the commands on a saved model.
+TOPICS_USAGE = ("[OPTIONS] CORPUS",
+                "apply DIR CORPUS --out OUT   (place a corpus in saved topics)",
+                "search DIR QUERY [-k N]      (the saved topics nearest a query)")
+#: ... and its examples of them.
+SAVED_EXAMPLES = ["phrasekit topics sample --out runs/demo --save-model runs/model",
+                  "phrasekit topics apply runs/model new.jsonl --out runs/new",
+                  'phrasekit topics search runs/model "interest rates" -k 3']
 
 
 class TopicsCommand(TyperCommand):
@@ -98,10 +107,17 @@ class TopicsCommand(TyperCommand):
         super().__init__(**kwargs)
         self.short_help = (f"{self.help.split(chr(10))[0].rstrip('.')}; `topics apply` and "
                            "`topics search` use a saved model.")
-        self.epilog = ("Saved models (--save-model DIR): `phrasekit topics apply DIR CORPUS "
-                       "--out OUT` places a corpus in their topics without refitting; "
-                       "`phrasekit topics search DIR QUERY -k N` lists the topics nearest a "
-                       "query.")
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """A compact help (under 80 lines): the saved-model commands in the usage lines, the
+        examples verbatim, one or two lines per option."""
+        from phrasekit.cli.compact_help import compact_help
+
+        text = self.help or ""
+        examples = [line.strip().removeprefix("Examples:").strip()
+                    for line in text[text.find("Examples:"):].splitlines()]
+        examples = [e for e in examples if e.startswith("phrasekit ")]
+        formatter.write(compact_help(self, ctx, TOPICS_USAGE, examples + SAVED_EXAMPLES))
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
@@ -182,6 +198,7 @@ def mentions_cmd(
         "150-word windows encoded and averaged; a second pass over the corpus).")] = False,
     text_field: TextField = "text",
     workers: Workers = 0,
+    threads: Threads = None,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -291,15 +308,6 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
             "csv_safe": csv_safe}
 
 
-def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads (None: leave torch's own setting)."""
-    import torch
-    if threads is not None:
-        if threads < 1:
-            raise BadInputError(f"--threads must be at least 1, got {threads}")
-        torch.set_num_threads(threads)
-
-
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
@@ -385,6 +393,7 @@ def topics_cmd(
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
+    threads: Threads = None,
     seed: TopicsSeed = 0,
     report: Annotated[bool, typer.Option(
         "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
@@ -418,11 +427,10 @@ def topics_cmd(
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
-    if save_model is not None:
-        tm.save(save_model)
-    typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({format_timings(tm.timings_)}) "
-               f"-> {paths.get('report', paths['markdown'])}"
-               + (f"; model -> {save_model}" if save_model is not None else ""))
+    saved = f"; model -> {tm.save(save_model)}" if save_model is not None else ""
+    stages = format_timings(tm.timings_, total=False)
+    typer.echo(f"{k} topics in {time.perf_counter() - t0:.1f}s ({stages}) "
+               f"-> {paths.get('report', paths['markdown'])}{saved}")
 
 
 @command(app, "facets")

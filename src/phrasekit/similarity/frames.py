@@ -55,7 +55,7 @@ def join_frames(
     right_on: str | None = None,
     model: Encoder | str | Path = JOIN_MODEL,
     k: int = 1,
-    threshold: float | None = None,
+    threshold: float | str | None = "default",
     how: str = "inner",
     one_to_one: bool = False,
     skip_empty: bool = False,
@@ -67,7 +67,9 @@ def join_frames(
 
     ``model``: a model name or folder, an encoder, or any object with ``encode``
     (``phrasekit.load``). ``k``, ``threshold``, ``one_to_one``, ``how`` and ``scorer`` as in
-    ``phrasekit join`` (no threshold unless given); an empty join cell raises ``ValueError``
+    ``phrasekit join``: ``threshold="default"`` takes the model's and scorer's (0.34, a match
+    probability, for the hybrid scorer), None keeps every candidate; an empty join cell raises
+    ``ValueError``
     naming its row unless ``skip_empty``.
     """
     left_frame, right_frame = _frame(left, "left"), _frame(right, "right")

@@ -52,6 +52,20 @@ MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "
 DEFAULT_THRESHOLDS: dict[str, float] = {"minilm": 0.70, "pearl-minilm": 0.73}
 
 
+def resolve_threshold(threshold: float | str | None, model: Any, scorer: str = "hybrid"
+                      ) -> float | None:
+    """``threshold="default"``: :func:`default_threshold` of the model and scorer, as
+    ``phrasekit join`` takes it (by the name given, else the encoder's name); a number, or
+    None for no threshold, as it is."""
+    if isinstance(threshold, str):
+        if threshold != "default":
+            raise ValueError(f"threshold is a number, 'default' or None, got {threshold!r}")
+        name = model if isinstance(model, str | Path) else getattr(model, "name", None)
+        name = Path(name).name if isinstance(name, Path) or Path(str(name)).is_dir() else name
+        return default_threshold(str(name), scorer) if name is not None else None
+    return threshold
+
+
 #: A search function: (index over the left vectors, left vectors, right vectors, k) ->
 #: (scores, ids), as ``SearchIndex.search`` gives them.
 Search = Callable[[SearchIndex, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
@@ -131,7 +145,7 @@ def fuzzy_join(
     right: list[tuple[int, str]] | Any,
     encoder: Encoder | str | Path,
     k: int = 1,
-    threshold: float | None = None,
+    threshold: float | str | None = "default",
     one_to_one: bool = False,
     show_progress: bool = False,
     index: str = "auto",
@@ -154,11 +168,13 @@ def fuzzy_join(
     replaces the in-process embedding search (e.g. a sharded one on a cluster). ``encoder``:
     an encoder, or a model name or folder (``phrasekit.load``). ``left`` and ``right``:
     ``(row, text)`` pairs, or texts (a list, or a pandas, Polars or Arrow series; rows are then
-    positions), see :func:`join_values`.
+    positions), see :func:`join_values`. ``threshold="default"``:
+    the model's and scorer's, as ``phrasekit join`` takes it (:func:`resolve_threshold`).
     """
+    check_scorer(scorer)
+    threshold = resolve_threshold(threshold, encoder, scorer)
     encoder = as_encoder(encoder)
     left, right = join_values(left, "left"), join_values(right, "right")
-    check_scorer(scorer)
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     low = 0.0 if scorer == "hybrid" else -1.0

@@ -29,13 +29,17 @@ from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.labels import TopicName
 from phrasekit.topics.placement import warn_unassigned, without_unknown
+from phrasekit.topics.reshape import reshape_state, restore_reshape_state
 from phrasekit.topics.student import TopicStudent
 from phrasekit.topics.terms import TermVocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 
 KIND = "phrasekit-document-topics"
-FORMAT_VERSION = 2
+#: Version 3 adds what reshaping and slicing need (``reshape.reshape_state``); version 2
+#: models still load, and place documents, but do not reshape.
+FORMAT_VERSION = 3
+READ_VERSIONS = (2, 3)
 CONFIG, ARRAYS = "config.json", "arrays.safetensors"
 #: ``find_topics`` scores a topic by the query's mean cosine to this many of its top terms
 #: (those nearest the query), beside its centre. Class names as queries found their gold topic
@@ -181,6 +185,7 @@ class TopicExplorer:
         new.doc_labels_, new.doc_topics_ = labels, shares.astype(np.float32)
         new.doc_n_phrases_ = np.asarray(P.sum(axis=1)).ravel().astype(np.int64)
         new.token_docs_ = token_docs
+        new.sample_texts_, new.typical_texts_ = texts, {}  # get_representative_docs reads them
         new.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0],
                                                              minlength=self.n_topics_)]
         new.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
@@ -205,6 +210,8 @@ class TopicExplorer:
                        "doc_labels": np.asarray(self.doc_labels_, np.int32)})
         if getattr(self, "sample_keys_", None) is not None:
             arrays["sample_keys"] = np.asarray(self.sample_keys_, np.uint64)
+        reshape_config, reshape_arrays = reshape_state(self)
+        arrays.update(reshape_arrays)
         vocab = self.vocabulary_
         config = {
             "format": KIND, "version": FORMAT_VERSION,
@@ -220,6 +227,7 @@ class TopicExplorer:
                            "doc_freq": [int(x) for x in vocab.doc_freq],
                            "n_words": int(vocab.n_words)},
             "student": student_config,
+            **reshape_config,
         }
         with staged_folder(path, KIND) as tmp:
             write_json(tmp / CONFIG, config)
@@ -240,9 +248,9 @@ class TopicExplorer:
         path = Path(path)
         verify_folder(path, KIND, required=(CONFIG, ARRAYS))
         config = read_json_object(path / CONFIG)
-        if config.get("format") != KIND or config.get("version") != FORMAT_VERSION:
+        if config.get("format") != KIND or config.get("version") not in READ_VERSIONS:
             raise ValueError(f"{path / CONFIG}: not a saved document topic model of format "
-                             f"{KIND} version {FORMAT_VERSION}")
+                             f"{KIND} version {' or '.join(map(str, READ_VERSIONS))}")
         try:
             arrays = safetensors_load((path / ARRAYS).read_bytes())
         except SafetensorError as exc:
@@ -335,3 +343,4 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
             raise ValueError(f"n_topics_: {k} topics but {field} holds {n}")
     if config["student"] is not None:
         model.student_ = TopicStudent.from_state(config["student"], arrays)
+    restore_reshape_state(model, config, arrays)

@@ -493,8 +493,8 @@ def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
 
 
-def format_timings(timings: dict[str, float]) -> str:
-    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``."""
-    parts = [f"{k} {_fmt_seconds(v)}" for k, v in timings.items()]
-    total = sum(timings.values())
-    return ", ".join(parts) + f" (total {_fmt_seconds(total)})"
+def format_timings(timings: dict[str, float], total: bool = True) -> str:
+    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``; without the total
+    when ``total`` is false (a caller that prints its own)."""
+    parts = ", ".join(f"{k} {_fmt_seconds(v)}" for k, v in timings.items())
+    return parts + (f" (total {_fmt_seconds(sum(timings.values()))})" if total else "")

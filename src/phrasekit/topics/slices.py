@@ -142,7 +142,9 @@ class TopicSlicer:
     def _check_sliceable(self, values: Sequence[Any], what: str) -> None:
         self._check_fitted()
         if getattr(self, "token_docs_", None) is None:
-            raise RuntimeError("topics can be sliced after a fit, not after load")
+            raise RuntimeError("this model keeps no fitted sample (saved by phrasekit before "
+                               "format 3): slice after a fit or after loading a model saved "
+                               "since")
         if isinstance(values, str | bytes) or len(values) != len(self.doc_ids_):
             raise ValueError(f"{what}: give one per fitted document ({len(self.doc_ids_)}), "
                              f"got {1 if isinstance(values, str | bytes) else len(values)}")
