@@ -60,8 +60,9 @@ SHORT_HELP: dict[str, str] = {
                  "excluded).",
     "pairs": "Score sentence pairs with a SubTST model: P(paraphrase) or the predicted "
              "similarity.",
-    "join": "Fuzzy-join two tables (CSV, TSV or Parquet) by embedding similarity of one column "
-            "each.",
+    "join": "Fuzzy-join two tables (CSV, TSV or Parquet) on one column each: embedding and "
+            "character candidates scored by a learned match probability (--scorer cosine: the "
+            "cosine alone).",
     "index": "Entity retrieval: a persisted top-k index over a dictionary of names.",
     "train": "Train phrasekit's models (CPU, resumable).",
 }

@@ -75,7 +75,7 @@ class CharNgrams:
         """Unit-length tf-idf rows of ``texts`` in the left side's vocabulary."""
         return self.vectorizer_.transform(list(texts)).tocsr()
 
-    def search(self, queries, k: int, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries, k: int, chunk: int = 128) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` left rows of each query row (tf-idf rows): (scores, ids), best first, -1
         where fewer than ``k`` left values share a searched n-gram with the query. The product
         stays sparse, so memory follows the shared n-grams, not the left table's size."""
