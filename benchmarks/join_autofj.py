@@ -38,7 +38,7 @@ def main() -> None:
         right = read_column(table / "right.csv", "title", skip_empty=True)
         with open(table / "gt.csv", encoding="utf-8", newline="") as fh:
             gold = {r["title_r"]: r["title_l"] for r in csv.DictReader(fh)}
-        matches = fuzzy_join(left, right, enc, k=1)
+        matches = fuzzy_join(left, right, enc, k=1, threshold=None, scorer="cosine")
         hits = [m.left_value == gold[m.right_value] for m in matches if m.right_value in gold]
         accs.append(float(np.mean(hits)))
     print(f"join API  autofj acc ({args.model}, {len(accs)} tables): {100 * np.mean(accs):.2f} "

@@ -41,7 +41,8 @@ def table_scores(table: Path, enc: phrasekit.Encoder) -> np.ndarray:
     with open(table / "gt.csv", encoding="utf-8", newline="") as fh:
         gold = {r["title_r"]: r["title_l"] for r in csv.DictReader(fh)}
     rows = [(m.right_row, m.score, m.left_value == gold.get(m.right_value),
-             m.right_value in gold) for m in fuzzy_join(left, right, enc, k=1)]
+             m.right_value in gold)
+            for m in fuzzy_join(left, right, enc, k=1, threshold=None, scorer="cosine")]
     return np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
 

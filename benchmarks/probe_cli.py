@@ -60,6 +60,7 @@ from probe_cli_inputs import (
     option_cases,
     resigned_cases,
 )
+from probe_cli_integrity import GROUPS as INTEGRITY_GROUPS
 from probe_cli_run import LEFTOVER, run_isolated, snapshot, under
 
 from phrasekit.cli import app
@@ -270,7 +271,7 @@ def run_inprocess(case: Case) -> tuple[int, str, str | None]:
     try:
         if case.cwd is not None:
             os.chdir(case.cwd)
-        res = runner.invoke(app, case.args)
+        res = runner.invoke(app, case.args, env=case.env)
     finally:
         os.chdir(here)
     seconds = time.monotonic() - start
@@ -378,6 +379,7 @@ def groups(big: bool) -> list[tuple[str, Callable[[Path], list[Case]]]]:
          message_cases),
         ("large inputs (time and memory budget)",
          lambda root: large_cases(root, 50 if big else 5)),
+        *INTEGRITY_GROUPS,
     ]
 
 
@@ -400,6 +402,7 @@ def main() -> None:
     table: dict[str, Counter[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp).resolve()
+        os.environ.setdefault("PHRASEKIT_VECTOR_CACHE", str(root / "vector-cache"))
         for n, (title, build) in enumerate(chosen):
             folder = root / f"g{n:02d}"
             folder.mkdir()

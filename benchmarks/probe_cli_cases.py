@@ -39,7 +39,8 @@ class Case:
     after the run. ``isolated`` runs the command in a subprocess under ``seconds`` and
     ``max_rss_mb`` (FIFOs, devices, large inputs). ``security``: exit 0 means a file outside an
     artefact folder was read; ``leak`` changes that outside file, and a message that changes
-    with it tells the user something about the file."""
+    with it tells the user something about the file. ``env``: environment variables set for the
+    run."""
 
     probe: str
     args: list[str]
@@ -54,6 +55,7 @@ class Case:
     max_rss_mb: float = 2048.0
     security: bool = False
     leak: Callable[[], None] | None = None
+    env: dict[str, str] | None = None
 
 
 def cli(*args: object) -> list[str]:

@@ -90,7 +90,8 @@ def run_isolated(case: Case) -> tuple[int, str, str | None]:
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen([sys.executable, "-m", "phrasekit", *case.args], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=case.cwd, start_new_session=True)
+                                cwd=case.cwd, start_new_session=True,
+                                env={**os.environ, **(case.env or {})})
         start, peak, over, status, usage = time.monotonic(), 0, None, 0, None
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)

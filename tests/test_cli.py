@@ -116,10 +116,16 @@ def test_models_marks_the_default_and_aligns_descriptions():
     starred = {ln.split()[1] for ln in lines if ln.startswith("*")}
     assert DEFAULT_MODEL in starred and starred == set(TASK_DEFAULTS)
     assert lines[0].startswith("# *: the default model") and "dev score" in lines[1]
-    lines = format_models({"a": "short name", "a-much-longer-name": "long name"}, {"a": "encode"})
-    assert lines[2:] == ["  model               default of (dev measure)  description",
-                         "* a                   encode                    short name",
-                         "  a-much-longer-name                            long name"]
+    assert max(map(len, lines)) <= 100  # fits 100 columns (it was 268 wide)
+    lines = format_models({"a": "short name " * 12, "a-much-longer-name": "long name"},
+                          {"a": "encode"}, width=60)
+    assert lines[2:] == ["  model               description",
+                         "* a                   short name short name short name short",
+                         "                        name short name short name short",
+                         "                        name short name short name short",
+                         "                        name short name short name",
+                         "                      default of: encode",
+                         "  a-much-longer-name  long name"]
 
 
 def test_models_json_lists_each_model_with_its_defaults():

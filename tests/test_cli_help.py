@@ -88,3 +88,44 @@ def test_output_named_for_another_format_is_refused(tmp_path) -> None:
                                str(tmp_path / "m.npy")])
     assert join.exit_code == 2 and "name the output .csv or" in join.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.csv", "p.txt", "r.csv"]
+
+
+def test_usage_errors_are_one_line() -> None:
+    """A missing or unknown option or a value of the wrong type: one line naming the command
+    and the option, exit code 2 (no usage panel)."""
+    runner = CliRunner()
+    for args, named in ((["encode", "x.txt"], "Missing option '--out'"),
+                        (["encode", "x.txt", "-o", "x.npy", "--batch-size", "abc"],
+                         "'--batch-size'"),
+                        (["eval", "--task", "x"], "No such option: --task"),
+                        (["--nope"], "No such option: --nope"),
+                        (["topics", "apply"], "Missing argument")):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, res.output
+        assert res.output.count("\n") == 1 and named in res.output, res.output
+        assert res.output.startswith("error: phrasekit") and "Usage:" not in res.output
+
+
+def test_topics_help_is_compact_with_whole_examples_and_the_saved_model_commands() -> None:
+    """Issue 68: `topics --help` was about 200 lines, showed flags as <bool> and wrapped its
+    examples mid-command; apply and search appeared only in a closing note."""
+    result = CliRunner().invoke(app, ["topics", "--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) < 80 and max(map(len, lines)) <= 100
+    usage = [line for line in lines[:4] if "topics" in line]
+    assert "CORPUS" in usage[0] and " apply DIR CORPUS" in usage[1] and " search DIR" in usage[2]
+    for example in ("phrasekit topics sample --out runs/demo",
+                    "phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out "
+                    "runs/pntm", 'phrasekit topics search runs/model "interest rates" -k 3'):
+        assert f"  {example}" in lines
+    assert "<bool>" not in result.output and "--cache/--no-cache" in result.output
+    assert any(line.startswith("  --seed N") and "[default: 0]" in line for line in lines)
+
+
+def test_the_run_summary_gives_one_total() -> None:
+    from phrasekit.topics.output import format_timings
+
+    stages = {"encoding": 2.0, "clustering": 1.0}
+    assert format_timings(stages).endswith("(total 3.0s)")
+    assert "total" not in format_timings(stages, total=False)

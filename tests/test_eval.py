@@ -268,7 +268,8 @@ def test_run_benchmark_table_and_json(tmp_path, string_encoder, glove):
     lines = table.splitlines()
     assert [c.strip() for c in lines[0].split("|")[1:-1]] == [
         "model", "bird", "turney", "turney10", "ppdb", "ppdb_filtered", "conll2003 (NMI)",
-        "bc5cdr (NMI)", "autofj", "yago_proxy", "stsb", "avg7",
+        "bc5cdr (NMI)", "autofj", "autofj_join", "autofj_join_cosine", "yago_proxy", "stsb",
+        "avg7",
     ]
     assert "conll2003 (ACC)" in table and "seconds" in table
     assert f"{summary['avg7']:.1f}" in lines[2]
@@ -286,7 +287,8 @@ def test_avg7_and_table_with_missing_tasks():
     model = ModelResult("m", 4, tasks={t: TaskResult(t, metrics[t], 1.0) for t in partial})
     table = format_table(BenchmarkResult([model], list(partial), quick=True, data_dir="x"))
     row = [c.strip() for c in table.splitlines()[2].split("|")[1:-1]]
-    assert row == ["m", "70.0", "50.0", "-", "90.0", "60.0", "40.0", "-", "70.0", "-", "-", "-"]
+    assert row == ["m", "70.0", "50.0", "-", "90.0", "60.0", "40.0", "-", "70.0", "-", "-", "-",
+                   "-", "-"]
 
 
 def test_unknown_task_is_rejected_before_any_model_loads(monkeypatch):
@@ -440,8 +442,10 @@ def test_run_benchmark_with_noise(tmp_path):
     assert format_table(load_report(out)) == table  # round-trips
     # the default tasks with noise are the noise-capable ones
     again = run_benchmark([enc], data_dir=FIX, noise="typo", show_progress=False)
-    assert again.tasks == ["bird+typo", "autofj+typo"]
-    assert again.models[0].main_scores() == result.models[0].main_scores()  # seeded
+    assert again.tasks == ["bird+typo", "autofj+typo", "autofj_join+typo",
+                           "autofj_join_cosine+typo"]
+    scores = again.models[0].main_scores()
+    assert {t: scores[t] for t in result.tasks} == result.models[0].main_scores()  # seeded
 
 
 def test_noise_with_unsupported_task_is_rejected_before_loading(monkeypatch):

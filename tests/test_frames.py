@@ -135,3 +135,30 @@ def test_encode_frame_names_a_missing_row() -> None:
     pd = pytest.importorskip("pandas", reason="pandas is not installed")
     with pytest.raises(ValueError, match="row 1 of column 'city' is missing"):
         phrasekit.encode_frame(pd.DataFrame({"city": ["x", np.nan]}), "city", model="string")
+
+
+def test_join_takes_the_models_default_threshold_as_the_cli(monkeypatch) -> None:
+    """``threshold="default"`` (the default) is the scorer's default for the model, as
+    ``phrasekit join`` takes it: the hybrid combiner's probability, or the cosine's
+    ``DEFAULT_THRESHOLDS`` entry; None keeps every candidate (issue 68: "Paris" matched
+    "Los Angeles" at 0.58 without one)."""
+    from phrasekit.similarity import join
+    from phrasekit.similarity.hybrid import shipped_combiner
+
+    hybrid = shipped_combiner("pearl-minilm").threshold
+    assert join.resolve_threshold("default", "pearl-minilm") == hybrid
+    assert join.resolve_threshold("default", "pearl-minilm", "cosine") == 0.73
+    assert join.resolve_threshold("default", "string", "cosine") is None
+    assert join.resolve_threshold(0.2, "pearl-minilm") == 0.2
+    assert join.resolve_threshold(None, "pearl-minilm") is None
+    with pytest.raises(ValueError, match="'default' or None"):
+        join.resolve_threshold("high", "minilm")
+    monkeypatch.setitem(join.DEFAULT_THRESHOLDS, "string", 0.99)
+    left, right = pa.table(LEFT), pa.table(RIGHT)
+    strict = _rows(phrasekit.join_frames(left, right, "name", "city", model="string",
+                                         how="left", scorer="cosine"))
+    assert all(r["left_value"] is None for r in strict)  # no pair reaches 0.99
+    every = _rows(phrasekit.join_frames(left, right, "name", "city", model="string",
+                                        threshold=None, scorer="cosine"))
+    assert len(every) == 3
+    assert len(phrasekit.fuzzy_join(LEFT["name"], RIGHT["city"], "string", scorer="cosine")) == 0

@@ -142,3 +142,18 @@ def test_write_json_streams_a_last_list_into_the_same_file(tmp_path, head, rows)
     with pytest.raises(ValueError, match="non-finite"):
         write_json(tmp_path / "bad.json", head, rows=("rows", iter([{"x": float("nan")}])))
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path) -> None:
+    """JSON may escape a lone UTF-16 surrogate, which no tokenizer or UTF-8 writer takes: the
+    record is refused where it is read (it reached spaCy's tokenizer as a codec error)."""
+    path = tmp_path / "sur.jsonl"
+    path.write_text('{"id": "1", "text": "fine"}\n{"id": "2", "text": "bad \\ud800 one"}\n'
+                    '{"id": "3", "text": "ok", "label": "x\\udfffy"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"sur\.jsonl:2: field 'text' holds an unpaired"):
+        read_corpus(path)
+    path.write_text('{"id": "3", "text": "ok", "label": "x\\udfffy"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"sur\.jsonl:1: field 'label'"):
+        read_corpus(path)
+    path.write_text('{"id": "4", "text": "a pair \\ud83d\\ude00 is fine"}\n', encoding="utf-8")
+    assert read_corpus(path)[0].text == "a pair \U0001f600 is fine"

@@ -220,21 +220,31 @@ def test_encode_cached_stores_digests_not_texts(tmp_path: Path) -> None:
         assert "texts" not in z and z["keys"].shape == (50,)
 
 
-def test_encode_cached_rebuilds_unchecked_or_damaged_caches(tmp_path: Path) -> None:
-    cache = tmp_path / "old.npz"  # the first format: texts, no checksum
+def test_encode_cached_leaves_unmarked_files_and_rebuilds_damaged_caches(tmp_path: Path
+                                                                         ) -> None:
+    from phrasekit.encoders.cache_files import read_marker, write_marked_npz
+
+    cache = tmp_path / "old.npz"  # the first format: texts, no checksum, no marker
     np.savez(cache, encoder=np.asarray("counting"), texts=np.asarray(["ab", "abc"]),
              embeddings=np.asarray([[2.0, 1.0], [3.0, 1.0]], dtype=np.float32))
+    before = cache.read_bytes()
     enc = _CountingEncoder()
     enc.name = "counting"
+    with pytest.raises(ValueError, match="not an embedding cache written by phrasekit"):
+        encode_cached(enc, ["abc", "xy"], cache, show_progress=False)
+    assert cache.read_bytes() == before and enc.seen == []  # left, named, nothing encoded
+    cache.unlink()
     first = encode_cached(enc, ["abc", "xy"], cache, show_progress=False)
-    assert enc.seen == ["abc", "xy"]  # nothing trusted from a cache without a checksum
+    assert enc.seen == ["abc", "xy"] and read_marker(cache) is not None
     enc.seen = []
     assert encode_cached(enc, ["abc", "xy"], cache, show_progress=False).tolist() == \
         first.tolist() and enc.seen == []
     with np.load(cache) as z:
-        parts = dict(z)
+        parts = {k: v for k, v in z.items() if k.endswith(("encoder", "keys", "embeddings",
+                                                            "sha256"))}
     parts["embeddings"] = parts["embeddings"][::-1].copy()  # rows swapped, checksum kept
-    np.savez(cache, **parts)
+    with cache.open("wb") as fh:
+        write_marked_npz(fh, "embeddings", "counting", **parts)
     assert encode_cached(enc, ["abc", "xy"], cache, show_progress=False).tolist() == \
         first.tolist() and enc.seen == ["abc", "xy"]
 

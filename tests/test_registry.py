@@ -97,3 +97,18 @@ def test_precision_request_sends_auto_only_to_models_that_take_it():
     assert precision_request(str(minilm_path()), "auto") == {}
     assert precision_request("minilm", "fp32") == {}
     assert precision_request("string", "bf16") == {"precision": "bf16"}  # refused by load
+    assert precision_request("minilm@int8", "int8") == {}
+
+
+def test_a_precision_beside_a_name_carrying_another_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from phrasekit.cli import app
+
+    (tmp_path / "p.txt").write_text("paris\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["encode", str(tmp_path / "p.txt"), "-o",
+                                   str(tmp_path / "e.npy"), "-m", "minilm@int8",
+                                   "--precision", "bf16", "-q"])
+    assert res.exit_code == 2 and res.output.count("\n") == 1
+    assert "--precision bf16 contradicts the model name 'minilm@int8'" in res.output
+    assert not (tmp_path / "e.npy").exists()

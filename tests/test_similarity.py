@@ -4,6 +4,7 @@ fixture data (AutoFJ tables, Turney / YAGO names)."""
 from __future__ import annotations
 
 import csv
+import re
 from itertools import pairwise
 from pathlib import Path
 
@@ -50,24 +51,25 @@ def test_join_accuracy_equals_benchmark_autofj():
         right = read_column(table / "right.csv", "title")
         with open(table / "gt.csv", encoding="utf-8", newline="") as fh:
             gold = {r["title_r"]: r["title_l"] for r in csv.DictReader(fh)}
-        matches = fuzzy_join(left, right, enc, k=1)
+        matches = fuzzy_join(left, right, enc, k=1, scorer="cosine")
         hits = [m.left_value == gold[m.right_value] for m in matches if m.right_value in gold]
         accs.append(np.mean(hits))
     bench = AutoFJTask().run(enc, FIXTURES)["acc"]
     assert abs(100 * np.mean(accs) - bench) < 1e-3  # the benchmark rounds to 4 decimals
 
 
-def test_join_threshold_k_and_one_to_one():
+@pytest.mark.parametrize("scorer", ["cosine", "hybrid"])
+def test_join_threshold_k_and_one_to_one(scorer):
     enc = CharNgramEncoder()
     left = read_column(TABLE / "left.csv", "title")
     right = read_column(TABLE / "right.csv", "title")
-    top3 = fuzzy_join(left, right, enc, k=3)
+    top3 = fuzzy_join(left, right, enc, k=3, scorer=scorer)
     assert len(top3) == 3 * len(right)
     assert all(a.score >= b.score for a, b in pairwise(top3)
                if a.right_row == b.right_row)
-    strict = fuzzy_join(left, right, enc, k=3, threshold=0.99)
+    strict = fuzzy_join(left, right, enc, k=3, threshold=0.99, scorer=scorer)
     assert len(strict) < len(top3) and all(m.score >= 0.99 for m in strict)
-    one = fuzzy_join(left, right, enc, k=3, one_to_one=True)
+    one = fuzzy_join(left, right, enc, k=3, one_to_one=True, scorer=scorer)
     assert len({m.left_row for m in one}) == len(one) == len({m.right_row for m in one})
     with pytest.raises(ValueError, match="k must be"):
         fuzzy_join(left, right, enc, k=0)
@@ -180,23 +182,28 @@ def test_join_cli_refuses_duplicate_columns_and_overwriting_an_input(tmp_path):
 
 
 def test_join_default_threshold_is_documented_and_applied(tmp_path):
-    """The default model's dev-chosen threshold is in --help and used unless disabled."""
+    """The dev-chosen thresholds (hybrid probability; cosine per model) are in --help and used
+    unless disabled."""
     from phrasekit.registry import JOIN_MODEL
+    from phrasekit.similarity.join import default_threshold
 
-    value = DEFAULT_THRESHOLDS[JOIN_MODEL]
-    helptext = " ".join(CliRunner().invoke(app, ["join", "--help"]).output.split())
-    assert f"{JOIN_MODEL}: {value}" in helptext and "right LEFT JOIN left" in helptext
+    helptext = " ".join(re.sub("[│╭╮╰╯─]", " ",
+                               CliRunner().invoke(app, ["join", "--help"]).output).split())
+    cos = DEFAULT_THRESHOLDS[JOIN_MODEL]
+    assert f"cosine with {JOIN_MODEL} {cos}" in helptext and "right LEFT JOIN left" in helptext
     base = ["join", str(TABLE / "left.csv"), str(TABLE / "right.csv"), "--left-on", "title",
             "--right-on", "title", "-k", "3", "--quiet"]
-    counts = {}
-    for extra in ([], ["--no-threshold"]):
-        out = tmp_path / "m.csv"
-        res = CliRunner().invoke(app, [*base, "--out", str(out), *extra])
-        assert res.exit_code == 0, res.output
-        scores = [float(r["score"]) for r in csv.DictReader(out.open(encoding="utf-8"))]
-        counts[bool(extra)] = len(scores)
-        assert extra or (f"threshold {value}" in res.output and min(scores) >= value)
-    assert counts[True] == 3 * 8 >= counts[False]
+    for scorer in ("hybrid", "cosine"):
+        value = default_threshold(JOIN_MODEL, scorer)
+        counts = {}
+        for extra in ([], ["--no-threshold"]):
+            out = tmp_path / "m.csv"
+            res = CliRunner().invoke(app, [*base, "--out", str(out), "--scorer", scorer, *extra])
+            assert res.exit_code == 0, res.output
+            scores = [float(r["score"]) for r in csv.DictReader(out.open(encoding="utf-8"))]
+            counts[bool(extra)] = len(scores)
+            assert extra or (f"threshold {value:g}" in res.output and min(scores) >= value)
+        assert counts[True] == 3 * 8 >= counts[False]
 
 
 # --- ANN index, index factory, persistence -------------------------------------------------
@@ -322,11 +329,12 @@ def test_join_ann_matches_exact_on_fixture_tables():
     for table in sorted(p for p in (FIXTURES / "autofj").iterdir() if p.is_dir()):
         left = read_column(table / "left.csv", "title")
         right = read_column(table / "right.csv", "title")
-        exact = fuzzy_join(left, right, enc, k=3, index="exact")
-        ann = fuzzy_join(left, right, enc, k=3, index="ann")
+        exact = fuzzy_join(left, right, enc, k=3, index="exact", scorer="cosine")
+        ann = fuzzy_join(left, right, enc, k=3, index="ann", scorer="cosine")
         auto = fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1,
-                          ann_min_queries=1)
-        assert fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1) == exact
+                          ann_min_queries=1, scorer="cosine")
+        assert fuzzy_join(left, right, enc, k=3, index="auto", ann_threshold=1,
+                          scorer="cosine") == exact
         key = [(m.right_row, m.rank) for m in exact]  # ties may swap left rows
         scores = [m.score for m in exact]
         for other in (ann, auto):  # faiss and numpy sum in another order: last digit may differ

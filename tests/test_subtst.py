@@ -282,6 +282,25 @@ def test_prepare_features_reuses_cache(stsb_small, tmp_path):
     assert len(again) == len({t for v in small.values() for e in v for t in (e.a, e.b)})
 
 
+
+def test_prepare_features_rebuilds_its_damaged_cache_and_leaves_other_files(stsb_small,
+                                                                             tmp_path, caplog):
+    from phrasekit.training.subtst import feature_cache_path
+
+    cfg = SubTSTConfig(kind="regression", n_topics=0, max_seq_length=48)
+    small = {k: v[:3] for k, v in stsb_small.items()}
+    features, _ = prepare_features("stsb", small, cfg, tmp_path)
+    path = feature_cache_path(tmp_path, features, "stsb")
+    for damage in (lambda b: b[:-9] + bytes([b[-9] ^ 0xFF]) + b[-8:], lambda b: b""):
+        path.write_bytes(damage(path.read_bytes()))
+        again, seconds = prepare_features("stsb", small, cfg, tmp_path)
+        assert seconds > 0 and len(again) == len(features) and str(path) in caplog.text
+    path.write_bytes(b"my own notes, not a cache")
+    with pytest.raises(ValueError, match="unreadable feature cache"):
+        prepare_features("stsb", small, cfg, tmp_path)
+    assert path.read_bytes() == b"my own notes, not a cache"
+
+
 @pytest.mark.shared
 def test_real_pair_tasks(shared_data):
     msrp = load_pair_task("msrp", shared_data)

@@ -21,6 +21,10 @@ def _members(model: DocumentTopicModel) -> set[frozenset[int]]:
     return {frozenset(np.flatnonzero(labels == t).tolist()) for t in range(model.n_topics_)}
 
 
+def _key(model: DocumentTopicModel, topic: int) -> frozenset[int]:
+    return frozenset(np.flatnonzero(np.asarray(model.doc_labels_) == topic).tolist())
+
+
 def test_merge_joins_exactly_the_given_topics(small_corpus: list[Document]) -> None:
     model = _fit(small_corpus)
     before = _members(model)
@@ -29,8 +33,12 @@ def test_merge_joins_exactly_the_given_topics(small_corpus: list[Document]) -> N
     old_shares = model.student_.predict_proba([small_corpus[i].text for i in placed])
     model.find_topics("quantum field theory")  # its term vectors, kept, must not outlive the merge
     joined = frozenset(np.flatnonzero((labels == 1) | (labels == 3)).tolist())
+    names = {_key(model, t): model.topic_label(t) for t in (0, 2, 4)}
     model.merge_topics([[1, 3]])
     after = _members(model)
+    # the untouched topics keep their names (issue 68: "labour, government" was renamed)
+    assert {_key(model, t): model.topic_label(t) for t in range(4)
+            if _key(model, t) in names} == names
     assert model.n_topics_ == 4 and len(model.topics_) == 4
     assert joined in after
     assert after - {joined} == before - {frozenset(np.flatnonzero(labels == t).tolist())
@@ -52,16 +60,33 @@ def test_merge_joins_exactly_the_given_topics(small_corpus: list[Document]) -> N
 
 def test_reduce_and_hierarchy(small_corpus: list[Document], tmp_path: Path) -> None:
     model = _fit(small_corpus)
+    back = DocumentTopicModel.load(model.save(tmp_path / "m"))  # reshapes as the fitted one
     tree = model.hierarchical_topics()
+    assert back.hierarchical_topics() == tree
     assert len(tree) == 4 and tree[-1]["topics"] == [0, 1, 2, 3, 4]
     assert all(row["label"] and row["label"] != "(no terms)" for row in tree)
     assert [row["distance"] for row in tree] == sorted(row["distance"] for row in tree)
     before = _members(model)
     model.reduce_topics(2)
-    assert model.n_topics_ == 2
+    back.reduce_topics(2)
+    assert model.n_topics_ == back.n_topics_ == 2
     for group in _members(model):  # every new topic is a union of old topics
         assert group == frozenset().union(*(g for g in before if g <= group))
-    back = DocumentTopicModel.load(model.save(tmp_path / "m"))
-    assert back.n_topics_ == 2
-    with pytest.raises(RuntimeError, match="after load"):
-        back.reduce_topics(1)
+    assert back.doc_labels_.tolist() == model.doc_labels_.tolist()
+    assert [back.topic_label(t) for t in range(2)] == [model.topic_label(t) for t in range(2)]
+    again = DocumentTopicModel.load(back.save(tmp_path / "m2"))  # a reshaped model, reloaded
+    again.merge_topics([[0, 1]])
+    assert again.n_topics_ == 1 and sum(again.topic_doc_counts_) == 80
+
+
+def test_reduce_to_as_many_topics_or_more_warns_and_changes_nothing(
+        small_corpus: list[Document], caplog: pytest.LogCaptureFixture) -> None:
+    """The README's quick start called reduce_topics(8) on a 7-topic fit: a no-op now."""
+    model = _fit(small_corpus)
+    labels = model.doc_labels_.copy()
+    with caplog.at_level("WARNING", logger="phrasekit.topics.reshape"):
+        assert model.reduce_topics(8) is model
+    assert model.n_topics_ == 5 and (model.doc_labels_ == labels).all()
+    assert "has 5 topics already" in caplog.text
+    with pytest.raises(ValueError, match="integer >= 1"):
+        model.reduce_topics(0)

@@ -84,9 +84,10 @@ def test_topics_per_class(fitted: DocumentTopicModel, small_corpus: list[Documen
     # the topic holding most astro-ph abstracts is named there by astronomy's words
     astro = max((r for r in rows if r["class"] == "astro-ph"), key=lambda r: r["frequency"])
     assert astro["share"] > 0.5
-    back = DocumentTopicModel.load(fitted.save(tmp_path / "m"))
-    with pytest.raises(RuntimeError, match="after load"):
-        back.topics_per_class(classes)
+    back = DocumentTopicModel.load(fitted.save(tmp_path / "m"))  # slices as the fitted one
+    assert back.topics_per_class(classes) == rows
+    months = [_month(d) for d in small_corpus]
+    assert back.topics_over_time(months) == fitted.topics_over_time(months)
 
 
 def test_timestamps_and_bins() -> None:
@@ -144,6 +145,9 @@ def test_cli_writes_slice_tables(small_corpus: list[Document], tmp_path: Path) -
     (None, ["--class-field", "nothing"], "dated.jsonl:1: field 'nothing' missing"),
     (None, ["--time-field", "date", "--time-bins", "0"], "--time-bins"),
     (None, ["--class-field", "label", "--method", "pntm"], "documents method"),
+    (None, ["--time-field", "date", "--time-bins", "100000000"],
+     "--time-bins 100000000: more bins than the corpus has documents (80)"),
+    (None, ["--time-field", "date", "--time-bins", "9" * 5000], "--time-bins"),
 ])
 def test_cli_bad_slice_field_exits_2(small_corpus: list[Document], tmp_path: Path, drop,
                                      args: list[str], message: str) -> None:
@@ -154,3 +158,30 @@ def test_cli_bad_slice_field_exits_2(small_corpus: list[Document], tmp_path: Pat
     assert res.exit_code == 2, res.output
     assert message in res.output and len(res.output.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_dates_at_the_ends_of_the_range() -> None:
+    assert parse_timestamp("0001-01-01T05:00:00+05:00") == datetime(1, 1, 1)
+    assert parse_timestamp("9999-12-31T23:00:00+01:00") == datetime(9999, 12, 31, 22)
+    for outside in ("0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"):
+        with pytest.raises(ValueError, match="outside the dates supported"):
+            parse_timestamp(outside)
+    far = [datetime(1, 1, 1), datetime(9999, 12, 31)]
+    assert time_bins(far, 10**8)[0] == "0001-01-01T00:00:00"  # only used bins are named
+    assert len(set(time_bins(far, "week"))) == 2
+
+
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"])
+def test_cli_date_outside_the_range_names_file_and_line(small_corpus: list[Document],
+                                                         tmp_path: Path, stamp: str) -> None:
+    corpus = _write(tmp_path / "dated.jsonl", small_corpus)
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    rec = json.loads(lines[5])
+    rec["date"] = stamp
+    lines[5] = json.dumps(rec)
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["topics", str(corpus), "--out", str(tmp_path / "out"), "-m",
+                                   "glove-50d", "-k", "4", "--time-field", "date", "-q"])
+    assert res.exit_code == 2, res.output
+    assert "dated.jsonl:6: field 'date'" in res.output and "outside the dates" in res.output
+    assert len(res.output.strip().splitlines()) == 1

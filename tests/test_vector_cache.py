@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import cached_encode, encoder_identity, prune_caches
+from phrasekit.encoders.cache_files import read_marker
 from phrasekit.settings import vector_cache_dir
 
 
@@ -118,3 +119,116 @@ def test_no_cache_with_cache_dir_is_refused(tmp_path: Path) -> None:
                                       str(tmp_path / "c")])
     assert result.exit_code == 2
     assert "--no-cache and --cache-dir" in result.output
+
+
+def test_cache_files_carry_a_marker(tmp_path: Path) -> None:
+    cached_encode(Counting("a"), ["x", "y"], tmp_path, "docs")
+    path = next(tmp_path.glob("docs-a-*.npz"))
+    assert read_marker(path) == {"kind": "docs", "key": encoder_identity(Counting("a"))}
+    assert read_marker(tmp_path) is None
+
+
+def test_a_users_npz_is_never_evicted_or_replaced(monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("PHRASEKIT_VECTOR_CACHE_MB", "0")
+    folder = vector_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = folder / "my_embeddings.npz"
+    np.savez(mine, encoder=np.asarray("toy"), embeddings=np.ones((3, 8), np.float32))
+    before = mine.read_bytes()
+    cached_encode(Counting(), ["alpha", "beta"], folder, "docs")
+    assert mine.read_bytes() == before
+    assert "my_embeddings.npz" in caplog.text
+    # a user's file at the cache's own name is left too (named), and this run is not cached
+    name = folder / f"docs-toy-{_tag(Counting())}.npz"
+    assert name.exists()
+    name.write_bytes(before)
+    enc = Counting()
+    cached_encode(enc, ["alpha"], folder, "docs")
+    assert enc.seen == 1 and name.read_bytes() == before
+    assert f"{name}: not an embedding cache written by phrasekit" in caplog.text
+
+
+def _tag(enc: Counting) -> str:
+    import hashlib
+
+    return hashlib.blake2b(encoder_identity(enc).encode("utf-8"), digest_size=4).hexdigest()
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut", "empty", "flip marker"])
+def test_a_damaged_cache_file_is_rebuilt(damage: str, caplog: pytest.LogCaptureFixture
+                                         ) -> None:
+    texts = [f"text {i}" for i in range(30)]
+    first = cached_encode(Counting(), texts, vector_cache_dir(), "docs")
+    path = next(vector_cache_dir().glob("docs-toy-*.npz"))
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+    elif damage == "cut":
+        data = data[: len(data) // 2]
+    elif damage == "empty":
+        data = bytearray()
+    else:  # the marker itself damaged: no longer known as the cache's own, so left alone
+        data[40] ^= 0xFF
+    path.write_bytes(bytes(data))
+    enc = Counting()
+    again = cached_encode(enc, texts, vector_cache_dir(), "docs")
+    np.testing.assert_allclose(again, first, atol=1e-6)
+    assert enc.seen == 30
+    if damage == "flip marker":
+        assert path.read_bytes() == bytes(data)
+        assert "not an embedding cache written by phrasekit" in caplog.text
+    else:
+        assert read_marker(path) is not None and str(path) in caplog.text
+        third = Counting()
+        cached_encode(third, texts, vector_cache_dir(), "docs")
+        assert third.seen == 0
+
+
+def test_an_earlier_versions_verified_cache_is_read_and_marked(tmp_path: Path) -> None:
+    from phrasekit.encoders.cache import encode_cached, text_key
+    from phrasekit.encoders.cache_files import legacy_digest
+
+    enc = Counting()
+    vecs = enc.encode(["a", "b"])
+    keys = np.asarray([text_key("a"), text_key("b")], dtype="S16")
+    path = tmp_path / "old.npz"
+    np.savez(path, encoder=np.asarray("toy"), keys=keys, embeddings=vecs,
+             sha256=np.asarray(legacy_digest("toy", keys, vecs)))
+    again = Counting()
+    np.testing.assert_allclose(encode_cached(again, ["a", "b", "c"], path), np.concatenate(
+        [vecs, again.encode(["c"])]), atol=1e-6)
+    assert read_marker(path) is not None
+
+
+def test_explicit_cache_path_refuses_a_users_file(tmp_path: Path) -> None:
+    from phrasekit.encoders.cache import encode_cached
+
+    path = tmp_path / "mine.npz"
+    np.savez(path, encoder=np.asarray("toy"), embeddings=np.ones((2, 8), np.float32))
+    with pytest.raises(ValueError, match=r"mine\.npz: not an embedding cache written by"):
+        encode_cached(Counting(), ["a"], path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "abc", "-1", "1e400"])
+def test_cache_budget_setting_is_checked_before_work(value: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHRASEKIT_VECTOR_CACHE_MB", value)
+    result = CliRunner().invoke(app, ["topics", str(tmp_path / "missing.jsonl"), "-o",
+                                      str(tmp_path / "out"), "-q"])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("error: PHRASEKIT_VECTOR_CACHE_MB must be a number of "
+                                     f"megabytes >= 0 (at most {2**30}), got {value!r}")
+
+
+@pytest.mark.parametrize(("name", "value"), [("PHRASEKIT_DEVICE", "gpu"),
+                                             ("PHRASEKIT_MALLOC", "fast"),
+                                             ("PHRASEKIT_VECTOR_CACHE", "FILE")])
+def test_other_settings_are_checked_before_work(name: str, value: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv(name, str(tmp_path / "a-file") if value == "FILE" else value)
+    result = CliRunner().invoke(app, ["phrases", str(tmp_path / "missing.jsonl"), "-o",
+                                      str(tmp_path / "p.json"), "-q"])
+    assert result.exit_code == 2 and name in result.output
+    assert result.output.count("\n") == 1

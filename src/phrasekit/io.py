@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import json
 import os
+import re
 import tempfile
 import textwrap
 import zlib
@@ -489,9 +490,17 @@ def _parse_jsonl_line(
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or doc_id == "":
         raise CorpusError(f"{path}:{lineno}: field {id_field!r} must be a non-empty string or an "
                           f"integer, got {json.dumps(doc_id)[:60]}")
+    for key, value in obj.items():  # a lone surrogate ("\\ud800") is no text a tool can write
+        if isinstance(value, str) and (bad := _SURROGATE.search(value)) is not None:
+            raise CorpusError(f"{path}:{lineno}: field {key!r} holds an unpaired surrogate "
+                              f"({bad.group()!a}), which is not Unicode text")
     doc_id = str(doc_id)
     meta = {k: v for k, v in obj.items() if k not in (text_field, id_field)}
     return Document(id=doc_id, text=text, meta=meta)
+
+
+#: UTF-16 surrogates: JSON may escape one alone, which no UTF-8 reader or writer accepts.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:

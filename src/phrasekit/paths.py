@@ -9,10 +9,14 @@ from an output name stay within the file-name limit for any valid name.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import re
+import site
 import stat
+import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -88,6 +92,40 @@ def is_artefact(path: str | Path) -> bool:
     return Path(path).is_dir() and any((Path(path) / m).exists() for m in ARTEFACT_MARKERS)
 
 
+#: Files that mark a folder as a model's (transformers, sentence-transformers, phrasekit).
+MODEL_MARKERS = ("config.json", "modules.json", "model.safetensors", "tokenizer.json")
+
+
+def is_model_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a folder holding a model (an artefact, or a transformers or
+    sentence-transformers folder)."""
+    return is_artefact(path) or (Path(path).is_dir()
+                                 and any((Path(path) / m).exists() for m in MODEL_MARKERS))
+
+
+@functools.lru_cache(maxsize=1)
+def protected_roots() -> tuple[tuple[Path, str], ...]:
+    """Folders no output may be written into: phrasekit's own package (its packaged models
+    among its files) and the folders Python installs packages in (model weight packages)."""
+    roots = [(Path(__file__).resolve().parent, "phrasekit's own package files")]
+    found = [sysconfig.get_paths().get(k) for k in ("purelib", "platlib")]
+    with contextlib.suppress(AttributeError):  # site lacks these in some virtualenvs
+        found += [*site.getsitepackages(), site.getusersitepackages()]
+    for folder in dict.fromkeys(f for f in found if f):
+        if Path(folder).is_dir():
+            roots.append((Path(folder), "installed Python packages"))
+    return tuple(roots)
+
+
+def check_not_protected(out: str | Path, option: str) -> None:
+    """Refuse, with ``ValueError`` naming ``option``, an output inside an installed package's
+    files or phrasekit's own (where the packaged models live)."""
+    for root, what in protected_roots():
+        if is_inside(out, root):
+            raise ValueError(f"{option} {out} is inside {what} ({root}); outputs never go "
+                             "into installed files or a model's folder: write elsewhere")
+
+
 def check_output(out: str | Path, option: str, inputs: Iterable[str | Path] = (),
                  folder: bool = False) -> Path:
     """Refuse, with ``ValueError`` naming ``option``, an output that is a FIFO/device/socket,
@@ -98,6 +136,7 @@ def check_output(out: str | Path, option: str, inputs: Iterable[str | Path] = ()
     if kind is not None:
         raise ValueError(f"{option} {out} is {kind}, not a regular "
                          f"{'folder' if folder else 'file'}; give a path to write to")
+    check_not_protected(out, option)
     if folder and is_inside(Path.cwd(), out):
         raise ValueError(f"{option} {out} is the current folder or holds it, and an output "
                          "folder is replaced as a whole; give a new folder")
@@ -111,6 +150,9 @@ def check_output(out: str | Path, option: str, inputs: Iterable[str | Path] = ()
         if is_artefact(path) and is_inside(out, path):
             raise ValueError(f"{option} {out} is inside the input folder {path} (a saved "
                              "phrasekit artefact, checked file by file); write elsewhere")
+        if is_model_folder(path) and is_inside(out, path):
+            raise ValueError(f"{option} {out} is inside the model folder {path}; outputs "
+                             "never go into a model's folder: write elsewhere")
         if folder and is_inside(path, out):
             raise ValueError(f"{option} {out} holds the input {path}, and an output folder is "
                              "replaced as a whole; write elsewhere")

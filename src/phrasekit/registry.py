@@ -263,10 +263,15 @@ def check_model_name(name_or_path: str | Path) -> None:
 def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str]:
     """``load`` keywords for a command's ``--precision``: ``auto`` goes to the registered
     models that take it (bf16 on a CPU with native bfloat16, else fp32); a model with one
-    precision, a folder, or a name that carries its own (``minilm@int8``) gets nothing; an
-    explicit precision goes to the model as asked (and is refused by one without it)."""
+    precision, a folder, or a name that carries its own (``minilm@int8``) gets nothing (another
+    explicit precision beside it raises ``ValueError``); an explicit precision goes to the model
+    as asked (and is refused by one without it)."""
     key = str(name_or_path)
-    if key.rpartition("@")[0] in _REGISTRY:
+    base, _, own = key.rpartition("@")
+    if base in _REGISTRY:
+        if precision not in ("auto", own):
+            raise ValueError(f"--precision {precision} contradicts the model name {key!r}, "
+                             f"which carries its own precision ({own}): give one of them")
         return {}
     if precision == "auto":
         spec = _REGISTRY.get(key)

@@ -9,7 +9,9 @@ any parent of the current directory or of the installed package (the layout of a
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -107,14 +109,48 @@ def onnx_cache_dir() -> Path:
 
 def vector_cache_budget() -> int:
     """Bytes the default vector cache may hold (``PHRASEKIT_VECTOR_CACHE_MB``, default 2048):
-    the files used least recently are removed beyond it."""
-    raw = os.environ.get("PHRASEKIT_VECTOR_CACHE_MB", "2048")
+    the files used least recently are removed beyond it. A value that is not a finite number
+    of megabytes >= 0 raises ``ValueError`` naming the setting."""
+    raw = os.environ.get("PHRASEKIT_VECTOR_CACHE_MB", "").strip() or "2048"
     try:
         mb = float(raw)
     except ValueError:
-        raise ValueError(f"PHRASEKIT_VECTOR_CACHE_MB must be a number of megabytes, got "
-                         f"{raw!r}") from None
-    return max(0, int(mb * 2**20))
+        mb = math.nan
+    if not math.isfinite(mb) or mb < 0 or mb > MAX_CACHE_MB:
+        raise ValueError(f"PHRASEKIT_VECTOR_CACHE_MB must be a number of megabytes >= 0 (at "
+                         f"most {MAX_CACHE_MB}), got {raw!r}")
+    return int(mb * 2**20)
+
+
+#: The largest vector cache budget taken (1 PiB in MB): beyond it a number is a typo.
+MAX_CACHE_MB = 2**30
+
+
+def _check_folder_setting(name: str) -> None:
+    env = os.environ.get(name)
+    if not env:  # unset or empty: the default folder
+        return
+    path = Path(env).expanduser()
+    if os.path.lexists(path) and not path.is_dir():
+        raise ValueError(f"{name}={env!r} is not a folder (it is a file or something else)")
+
+
+def check_environment() -> None:
+    """Check every PHRASEKIT_* setting a command may read, before any work: each bad value
+    raises ``ValueError`` naming the setting (one line, exit code 2 from the CLI)."""
+    vector_cache_budget()
+    for name in ("PHRASEKIT_CACHE", "PHRASEKIT_VECTOR_CACHE", "PHRASEKIT_ONNX_CACHE"):
+        _check_folder_setting(name)
+    device = os.environ.get("PHRASEKIT_DEVICE")
+    if device is not None and device.strip():
+        name = device.strip().lower()
+        if name not in ("auto", "cpu") and not re.fullmatch(r"cuda(:\d+)?", name):
+            raise ValueError(f"PHRASEKIT_DEVICE must be auto, cpu, cuda or cuda:N, got "
+                             f"{device!r}")
+    malloc = os.environ.get("PHRASEKIT_MALLOC", "").strip().lower()
+    if malloc not in ("", "default"):
+        raise ValueError(f"PHRASEKIT_MALLOC must be 'default' (or unset), got "
+                         f"{os.environ['PHRASEKIT_MALLOC']!r}")
 
 
 @contextlib.contextmanager

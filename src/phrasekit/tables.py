@@ -103,7 +103,9 @@ def write_table(path: str | Path, header: Sequence[str], rows: Iterable[Sequence
                 csv_safe: bool = True, fmt: str | None = None) -> int:
     """Write rows in format ``fmt`` (csv, tsv, jsonl, parquet), by default the one of
     ``path``'s suffix (:func:`table_format`; ``-``: CSV on stdout); None is an empty cell
-    (null in Parquet and JSON). Returns the rows written."""
+    (null in Parquet and JSON). ``csv_safe``: CSV and TSV text cells that start like a formula
+    get a leading ``'`` (:class:`SafeWriter`), on stdout as in a file. Returns the rows
+    written."""
     fmt = fmt or table_format(path)
     if fmt == "parquet":
         kept = list(rows)
@@ -117,8 +119,7 @@ def write_table(path: str | Path, header: Sequence[str], rows: Iterable[Sequence
                                     default=str) + "\n")
                 written += 1
             return written
-        writer = SafeWriter(fh, csv_safe and not is_stdout(path),
-                            **({"delimiter": "\t"} if fmt == "tsv" else {}))
+        writer = SafeWriter(fh, csv_safe, **({"delimiter": "\t"} if fmt == "tsv" else {}))
         writer.writerow(header)
         for row in rows:
             writer.writerow(row)

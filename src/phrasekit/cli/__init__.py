@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
 
 import click
 import typer
@@ -59,8 +60,9 @@ SHORT_HELP: dict[str, str] = {
                  "excluded).",
     "pairs": "Score sentence pairs with a SubTST model: P(paraphrase) or the predicted "
              "similarity.",
-    "join": "Fuzzy-join two tables (CSV, TSV or Parquet) by embedding similarity of one column "
-            "each.",
+    "join": "Fuzzy-join two tables (CSV, TSV or Parquet) on one column each: embedding and "
+            "character candidates scored by a learned match probability (--scorer cosine: the "
+            "cosine alone).",
     "index": "Entity retrieval: a persisted top-k index over a dictionary of names.",
     "train": "Train phrasekit's models (CPU, resumable).",
 }
@@ -101,12 +103,43 @@ class _LazyCommands(MutableMapping):
         return len(set(COMMANDS) | set(self._loaded))
 
 
+#: Click's usage error, as typer raises it (typer may carry its own copy of click).
+USAGE_ERRORS = tuple({c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"}
+                     | {click.UsageError})
+
+
+def usage_error(exc: Exception) -> typer.Exit:
+    """A command-line usage error (a missing or unknown option, a value of the wrong type)
+    printed as one line naming the command and the option, as every other user error is;
+    the exit (code 2) to raise instead of click's usage panel."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "phrasekit"
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    typer.echo(f"error: {where}: {message} (see `{where} --help`)", err=True)
+    return typer.Exit(2)
+
+
 class LazyGroup(TyperGroup):
     """The root group, whose commands are imported when used (see :class:`_LazyCommands`)."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.commands = _LazyCommands(self.commands)
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        """The root's own options parsed; a usage error is one line (:func:`usage_error`)."""
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except USAGE_ERRORS as exc:
+            raise usage_error(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a usage error of any command is one line (:func:`usage_error`)."""
+        try:
+            return super().invoke(ctx)
+        except USAGE_ERRORS as exc:
+            raise usage_error(exc) from None
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """``phrasekit --help`` lists the commands from :data:`SHORT_HELP`: no command module

@@ -21,7 +21,7 @@ from safetensors import SafetensorError
 from phrasekit.artifacts import check_folder_path, check_parent_writable
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
 from phrasekit.paths import check_output
-from phrasekit.settings import SharedDataMissingError, vector_cache_dir
+from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import is_stdout
 
 logger = logging.getLogger("phrasekit")
@@ -45,6 +45,10 @@ VectorCache = Annotated[bool, typer.Option(
                                "new text.")]
 JsonFlag = Annotated[bool, typer.Option(
     "--json", help="Print JSON (UTF-8, indented) on stdout instead of the table.")]
+Threads = Annotated[int | None, typer.Option(
+    "--threads", help="Threads to compute on (torch, OpenMP, BLAS). Default: PHRASEKIT_THREADS, "
+                      "else the CPU cores free now (cores minus the ones other processes "
+                      "keep busy).")]
 Workers = Annotated[int, typer.Option(
     help="Processes for spaCy's parsing (0: one per CPU core; a corpus of a few hundred "
          "documents is parsed in one); with --engine ray, worker actors (0: one per CPU of "
@@ -73,6 +77,13 @@ FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separat
                    ".xlsx": "an Excel workbook", ".txt": "text"}
 #: Formats that may go to stdout (``--out -``).
 TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
+
+
+def stream_path(raw: str) -> Path:
+    """The parser of an output that may be ``-`` (stdout): only ``-`` itself is stdout; a path
+    that merely normalises to it (``./-``) is the file named ``-`` in the current folder."""
+    path = Path(raw)
+    return Path.cwd() / path if str(path) == "-" and raw != "-" else path
 
 
 def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
@@ -302,6 +313,22 @@ def command_device(device: str | None) -> Iterator[None]:
             os.environ["PHRASEKIT_DEVICE"] = before
 
 
+def command_threads(threads: int | None) -> int:
+    """Set the threads a command computes on: ``--threads``, else ``PHRASEKIT_THREADS`` (a bad
+    value: one line, exit 2), else the cores free now (:mod:`phrasekit.threads`). An explicit
+    count is passed on to worker processes as ``PHRASEKIT_THREADS``."""
+    from phrasekit.threads import ENV, ThreadsError, choose_threads, set_threads
+
+    try:
+        n = choose_threads("auto" if threads is None else threads)
+    except ThreadsError as exc:
+        raise BadInputError(str(exc)) from None
+    if threads is not None:
+        os.environ[ENV] = str(n)
+    set_threads(n)
+    return n
+
+
 def command(group: typer.Typer, name: str, out: str | None = None, cls: type | None = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as command ``name`` of ``group``: logging set up from its --quiet and
@@ -315,7 +342,9 @@ def command(group: typer.Typer, name: str, out: str | None = None, cls: type | N
             setup_logging(kwargs.get("quiet", False), kwargs.get("verbose", False))
 
             def body() -> Any:
+                check_environment()
                 check_numbers(kwargs)
+                command_threads(kwargs.get("threads", kwargs.get("num_threads")))
                 check_paths(kwargs, out)
                 with command_device(kwargs.get("device")):
                     return fn(**kwargs)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from phrasekit.cli.common import BadInputError, Device, Quiet, Verbose, command
+from phrasekit.cli.common import BadInputError, Device, Quiet, Threads, Verbose, command
 from phrasekit.settings import torch_threads
 
 app = typer.Typer()
@@ -24,12 +24,11 @@ def eval_cmd(
         "--json", help="Write all metrics as JSON.")] = None,
     data_dir: Annotated[Path | None, typer.Option(
         help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
-    threads: Annotated[int | None, typer.Option(
-        help="torch threads for the run (default: torch's own).")] = None,
+    threads: Threads = None,
     timings: Annotated[bool, typer.Option(help="Also print seconds per task.")] = True,
     noise: Annotated[str | None, typer.Option(
-        help="Test-side noise for robustness: `typo` (seeded; bird and autofj only, the default "
-             "tasks then).")] = None,
+        help="Test-side noise for robustness: `typo` (seeded; bird, autofj and the autofj_join "
+             "tasks only, the default tasks then).")] = None,
     aliases: Annotated[Path | None, typer.Option(
         help="Also score real-alias retrieval (per alias kind) on this aliases.tsv.gz or PEARL "
              "data folder (`train pearl-data --redirects`); alone, without --tasks, only that."
@@ -45,6 +44,7 @@ def eval_cmd(
 
     Example: phrasekit eval --model minilm --model minilm@bf16 --json runs/eval.json
     Typo robustness: phrasekit eval --model minilm --tasks bird,autofj --noise typo
+    The join itself: phrasekit eval -m pearl-minilm --tasks autofj_join,autofj_join_cosine
     Real aliases: phrasekit eval -m minilm -m pearl-minilm --aliases runs/pearl-data
     """
     # imported on use: the runner pulls in torch and scikit-learn, which `eval --help` skips

@@ -11,10 +11,12 @@ import typer
 
 from phrasekit.cli.common import (
     BadInputError,
+    CsvSafe,
     Device,
     ModelOpt,
     Quiet,
     SummaryFlag,
+    Threads,
     VectorCache,
     Verbose,
     Workers,
@@ -24,11 +26,12 @@ from phrasekit.cli.common import (
     finish_run,
     resolve_workers,
     stdin_corpus,
+    stream_path,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
 from phrasekit.cli.options import with_config
-from phrasekit.cli.topics import TextField, set_threads
+from phrasekit.cli.topics import TextField
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
 from phrasekit.io import Document, read_corpus
@@ -59,14 +62,15 @@ def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Do
                               run.store, show_progress=show_progress)
 
 
-def write_keyphrases(out: Path | str, fmt: str, ids: list[str], results: list[Keyphrases]
-                     ) -> None:
+def write_keyphrases(out: Path | str, fmt: str, ids: list[str], results: list[Keyphrases],
+                     csv_safe: bool = True) -> None:
     """JSON lines (``fmt`` .jsonl: one ``{id, keyphrases: [{phrase, score}]}`` per document;
-    ``-``: stdout) or a flat table of id, rank, phrase, score."""
+    ``-``: stdout) or a flat table of id, rank, phrase, score (``csv_safe``: formula-like
+    CSV/TSV cells made text)."""
     if fmt != ".jsonl":
         write_table(out, ("id", "rank", "phrase", "score"),
                     ([i, rank, p, round(s, 6)] for i, r in zip(ids, results, strict=True)
-                     for rank, (p, s) in enumerate(r, start=1)))
+                     for rank, (p, s) in enumerate(r, start=1)), csv_safe=csv_safe)
         return
     write_table(out, ("id", "keyphrases"),
                 ([i, [{"phrase": p, "score": round(s, 6)} for p, s in r]]
@@ -101,9 +105,10 @@ def keyphrases_cmd(
         "documents.jsonl or Parquet shards, `sample`, or - for stdin (JSON lines, or one "
         "document per line).")],
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per "
-                            "document), or a flat table of id, rank, phrase, score as "
-                            ".parquet, .csv or .tsv; default (or -): JSON lines on stdout.")
+        "--out", "-o", parser=stream_path,
+        help="Output: .jsonl (one {id, keyphrases: [{phrase, score}]} per document), or a "
+             "flat table of id, rank, phrase, score as .parquet, .csv or .tsv; default (or "
+             "-): JSON lines on stdout.")
     ] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
     model: ModelOpt = DOCUMENTS_MODEL,
@@ -122,10 +127,10 @@ def keyphrases_cmd(
     text_field: TextField = "text",
     split: Split = None,
     gold_field: GoldField = None,
-    threads: Annotated[int | None, typer.Option(
-        help="torch threads (default: torch's own).")] = None,
+    threads: Threads = None,
     workers: Workers = 0,
     cache: VectorCache = True,
+    csv_safe: CsvSafe = True,
     device: Device = "auto",
     as_json: SummaryFlag = False,
     quiet: Quiet = False,
@@ -141,7 +146,6 @@ def keyphrases_cmd(
     """
     fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
     check_summary_out(as_json, out)
-    set_threads(threads)
     options: dict[str, Any] = {"encoder": model, "top_n": top_n,
                                "n_process": resolve_workers(workers),
                                "cache_dir": vector_cache(None, cache)}
@@ -162,7 +166,8 @@ def keyphrases_cmd(
                   quiet=quiet) as sharded:
         results = keyphrases_for(sharded, extractor, docs, show_progress=not quiet)
     secs = time.perf_counter() - t0
-    write_keyphrases(out or STDOUT, fmt, [d.id for d in docs], [r[:top_n] for r in results])
+    write_keyphrases(out or STDOUT, fmt, [d.id for d in docs], [r[:top_n] for r in results],
+                     csv_safe)
     if not to_stdout and not as_json:
         typer.echo(f"{len(docs)} documents in {secs:.1f}s -> {out}")
     summary: dict[str, Any] = {

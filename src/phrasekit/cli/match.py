@@ -28,6 +28,7 @@ from phrasekit.cli.common import (
     command,
     echo_json,
     finish_run,
+    stream_path,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -36,12 +37,14 @@ from phrasekit.io import atomic_write
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.pipeline import ShardedSearch
 from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, check_model_name, load
+from phrasekit.similarity.hybrid import SCORERS, shipped_combiner
 from phrasekit.similarity.index import INDEX_KINDS
 from phrasekit.similarity.join import (
     DEFAULT_THRESHOLDS,
     JOIN_HOWS,
     SafeWriter,
     column_values,
+    default_threshold,
     fuzzy_join,
     read_table,
     write_joined,
@@ -128,7 +131,8 @@ def pairs_cmd(
     input: Annotated[Path, typer.Argument(
         help="Tab-separated file: sentence A, sentence B per line (no header).")],
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="TSV to write (A, B, score); default (or -): stdout.")] = None,
+        "--out", "-o", parser=stream_path,
+        help="TSV to write (A, B, score); default (or -): stdout.")] = None,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
     as_json: SummaryFlag = False,
@@ -158,7 +162,7 @@ def pairs_cmd(
     if encoder.config.kind == "classification":
         scores = scores[:, 1]
     buf = io.StringIO()
-    writer = SafeWriter(buf, output is not None and csv_safe, delimiter="\t",
+    writer = SafeWriter(buf, csv_safe, delimiter="\t",
                         lineterminator="\n")
     for (a, b), s in zip(pairs, scores, strict=True):
         writer.writerow([a, b, f"{float(s):.4f}"])
@@ -186,23 +190,27 @@ def join_cmd(
     left_on: Annotated[str, typer.Option(help="Column of the left table to match on.")],
     right_on: Annotated[str, typer.Option(help="Column of the right table to match on.")],
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output table: right_row, right_value, left_row, left_value, rank, "
-                            "score, then the other columns of the left table as left_<name> "
-                            "and of the right as right_<name> (a name already taken gets _2). "
-                            "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
-                            "to stdout. Must not be one of the input files.")],
+        "--out", "-o", parser=stream_path,
+        help="Output table: right_row, right_value, left_row, left_value, rank, "
+             "score, then the other columns of the left table as left_<name> "
+             "and of the right as right_<name> (a name already taken gets _2). "
+             "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
+             "to stdout. Must not be one of the input files.")],
     model: ModelOpt = JOIN_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
+    scorer: Annotated[str, typer.Option(
+        help="hybrid: candidates of the embedding and of character n-grams, scored by a "
+             "learned combiner of embedding, n-gram, string-ratio, token-overlap, number and "
+             "initials features; the score is a match probability. cosine: the embedding's "
+             "cosine alone.")] = "hybrid",
     threshold: Annotated[float | None, typer.Option(
-        help=f"Drop candidates under this cosine (in [-1, 1]). Default with {JOIN_MODEL}: "
-             f"{DEFAULT_THRESHOLDS[JOIN_MODEL]}, the cutoff among 0.00, 0.01, ..., 1.00 with "
-             "the highest F1 of top-1 matches (right when the left row is the true partner; "
-             "any match of a right row that has no partner is wrong) on the dev half of the "
-             "AutoFJ fuzzy-join benchmark: right rows 0, 2, 4, ... of each of its 50 DBpedia "
-             "tables. It trades recall for precision. Other models: no threshold unless "
-             "given.")] = None,
+        help="Drop candidates under this score (hybrid: a probability in [0, 1]; cosine: in "
+             "[-1, 1]). Default: the cutoff with the highest F1 of top-1 matches on the dev "
+             "half of the AutoFJ benchmark (right rows 0, 2, 4, ... of its 50 tables): "
+             f"hybrid {shipped_combiner(JOIN_MODEL).threshold:.2f}; cosine with {JOIN_MODEL} "
+             f"{DEFAULT_THRESHOLDS[JOIN_MODEL]} (other models: none unless given).")] = None,
     no_threshold: Annotated[bool, typer.Option(
-        "--no-threshold", help="Keep every candidate, however low its cosine.")] = False,
+        "--no-threshold", help="Keep every candidate, however low its score.")] = False,
     how: Annotated[str, typer.Option(
         help="inner: write only right rows that have a match. left: keep the right CSV (the "
              "table whose rows are matched) whole, as SQL's `right LEFT JOIN left`: every "
@@ -224,7 +232,8 @@ def join_cmd(
     *,
     run: dict[str, Any],
 ) -> None:
-    """Fuzzy-join two tables (CSV, TSV or Parquet) by embedding similarity of one column each.
+    """Fuzzy-join two tables (CSV, TSV or Parquet) on one column each: embedding and character
+    candidates scored by a learned match probability (--scorer cosine: the cosine alone).
 
     Example: phrasekit join left.csv right.csv --left-on title --right-on title --out matches.csv
     """
@@ -237,8 +246,10 @@ def join_cmd(
         raise BadInputError(f"--how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
     if no_threshold and threshold is not None:
         raise BadInputError("give --threshold or --no-threshold, not both")
+    check_join_scorer(scorer, threshold)
     if threshold is None and not no_threshold:
-        threshold = DEFAULT_THRESHOLDS.get(model)
+        threshold = default_threshold(Path(model).name if Path(model).is_dir() else model,
+                                      scorer)
     left_table, right_table = read_table(left), read_table(right)
     left_vals = column_values(left_table, left_on, skip_empty=skip_empty)
     right_vals = column_values(right_table, right_on, skip_empty=skip_empty)
@@ -247,17 +258,30 @@ def join_cmd(
             ShardedSearch(sharded.engine, sharded.store, show_progress=not quiet)
         matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model), k=k,
                              threshold=threshold, one_to_one=one_to_one,
-                             show_progress=not quiet, index=index, search=search)
+                             show_progress=not quiet, index=index, search=search,
+                             scorer=scorer)
     rows = write_joined(out, matches, left_table, left_on, right_table, right_on, how=how,
                         csv_safe=csv_safe)
-    cut = "no threshold" if threshold is None else f"threshold {threshold}"
+    cut = f"{scorer}, " + ("no threshold" if threshold is None else f"threshold {threshold:g}")
     finish_run(as_json, f"{len(matches)} matches for {len(right_vals)} right rows ({cut}); "
                f"{rows} rows -> {'stdout' if is_stdout(out) else out}", {
                    "command": "join", "left": left, "right": right, "model": model,
                    "left_rows": len(left_vals), "right_rows": len(right_vals),
-                   "matches": len(matches), "rows_written": rows, "threshold": threshold,
-                   "how": how, "seconds": round(time.perf_counter() - t0, 3), "output": out},
+                   "matches": len(matches), "rows_written": rows, "scorer": scorer,
+                   "threshold": threshold, "how": how,
+                   "seconds": round(time.perf_counter() - t0, 3), "output": out},
                err=is_stdout(out))
+
+
+def check_join_scorer(scorer: str, threshold: float | None) -> None:
+    """One line for an unknown ``--scorer`` or a ``--threshold`` outside its scale."""
+    if scorer not in SCORERS:
+        raise BadInputError(f"--scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
+    low = 0.0 if scorer == "hybrid" else -1.0
+    if threshold is not None and not low <= threshold <= 1.0:
+        what = "a match probability" if scorer == "hybrid" else "a cosine"
+        raise BadInputError(f"--threshold is {what} in [{low:g}, 1] with --scorer {scorer}, "
+                            f"got {threshold}")
 
 
 @command(index_app, "build", out="folder")
@@ -300,13 +324,18 @@ def index_query_cmd(
     directory: Annotated[Path, typer.Argument(help="Folder written by `phrasekit index build`.")],
     texts: Annotated[list[str] | None, typer.Argument(help="Query texts.")] = None,
     k: Annotated[int, typer.Option("-k", help="Results per query.")] = 5,
+    scorer: Annotated[str, typer.Option(
+        help="hybrid: embedding and character n-gram candidates scored by the learned "
+             "combiner (the score is a match probability); cosine: the cosine alone.")
+    ] = "hybrid",
     queries: Annotated[Path | None, typer.Option(
         help="Queries file: .txt (one per line) or .csv/.tsv (with --column).")] = None,
     column: Annotated[str | None, typer.Option(
         help="Query column of a .csv/.tsv queries file.")] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Write results as CSV (query_row, query, rank, name, id, score) "
-                            "instead of printing them (- prints them).")] = None,
+        "--out", "-o", parser=stream_path,
+        help="Write results as CSV (query_row, query, rank, name, id, score) "
+             "instead of printing them (- prints them).")] = None,
     as_json: JsonFlag = False,
     csv_safe: CsvSafe = True,
     device: Device = "auto",
@@ -320,6 +349,7 @@ def index_query_cmd(
     """
     if k < 1:
         raise BadInputError(f"-k must be at least 1, got {k}")
+    check_join_scorer(scorer, None)
     if as_json and out is not None and not is_stdout(out):
         raise BadInputError("--json prints to stdout and --out writes CSV: give one")
     items = list(texts or [])
@@ -328,7 +358,7 @@ def index_query_cmd(
     if not items:
         raise BadInputError("give query texts or --queries FILE")
     ent = EntityIndex.load(directory)
-    results = ent.query(items, k=k, show_progress=not quiet)
+    results = ent.query(items, k=k, show_progress=not quiet, scorer=scorer)
     rows = [(i, q, rank, name, ident, f"{score:.6f}")
             for i, (q, hits) in enumerate(zip(items, results, strict=True))
             for rank, (name, ident, score) in enumerate(hits, start=1)]

@@ -26,6 +26,7 @@ from phrasekit.cli.common import (
     finish_run,
     logger,
     stdin_lines,
+    stream_path,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
@@ -50,21 +51,31 @@ app = typer.Typer()
 
 
 #: The lines `phrasekit models` prints above its table.
-MODELS_LEGEND = ("# *: the default model of the commands in the next column (used when no "
-                 "--model is given);",
-                 "#    in brackets, the dev score that chose it.")
+MODELS_LEGEND = ("# *: the default model of the commands its \"default of\" line names (used "
+                 "when no --model",
+                 "#    is given); in brackets, the dev score that chose it.")
+#: `phrasekit models` fits in this many columns (descriptions wrap under themselves).
+MODELS_WIDTH = 100
 
 
-def format_models(models: dict[str, str], defaults: dict[str, str]) -> list[str]:
-    """The legend, a header, then one line per model in aligned columns: a ``*`` for a
-    default, the name, the commands it is the default of, the description."""
-    head = ("model", "default of (dev measure)", "description")
-    width = max(map(len, [*models, head[0]]))
-    tasks = max(len(head[1]), *(len(v) for v in defaults.values()))
-    rows = [(" ", *head)] + [("*" if name in defaults else " ", name, defaults.get(name, ""),
-                              desc) for name, desc in models.items()]
-    return [*MODELS_LEGEND] + [f"{star} {name:<{width}}  {tasks_of:<{tasks}}  {desc}".rstrip()
-                              for star, name, tasks_of, desc in rows]
+def format_models(models: dict[str, str], defaults: dict[str, str],
+                  width: int = MODELS_WIDTH) -> list[str]:
+    """The legend, a header, then per model: a ``*`` for a default, the name and its
+    description, wrapped under itself within ``width`` columns, and for a default a "default
+    of" line naming its commands."""
+    import textwrap
+
+    names = max(map(len, [*models, "model"]))
+    indent = " " * (names + 4)
+    lines = [*MODELS_LEGEND, f"  {'model':<{names}}  description"]
+    for name, desc in models.items():
+        text = [desc] + ([f"default of: {defaults[name]}"] if name in defaults else [])
+        body = [part for t in text for part in textwrap.wrap(
+            t, width - len(indent), subsequent_indent="  ", break_on_hyphens=False)]
+        star = "*" if name in defaults else " "
+        lines.append(f"{star} {name:<{names}}  {body[0]}".rstrip())
+        lines += [indent + part for part in body[1:]]
+    return lines
 
 
 def models_records(models: dict[str, str], defaults: dict[str, str]) -> list[dict[str, Any]]:
@@ -115,10 +126,13 @@ def export_cmd(
 
     Example: phrasekit export phrase-bert-minilm --out runs/phrase-bert-st
     """
+    from phrasekit.artifacts import check_output_folder
     from phrasekit.encoders import export_sentence_transformers
+    from phrasekit.encoders.export import EXPORT_KIND
     from phrasekit.registry import load
 
     check_model_name(model)
+    check_output_folder(out, EXPORT_KIND)  # an existing folder judged before the model loads
     export_sentence_transformers(load(model, device="cpu"), out)
     modules = json.loads((Path(out) / "modules.json").read_text(encoding="utf-8"))
     if any(m.get("type", "").startswith("phrasekit.") for m in modules):  # PEARL's own parts
@@ -164,8 +178,9 @@ def encode_cmd(
         help="Text file, one phrase per line (UTF-8; - reads stdin), or a table (.csv, .tsv, "
              ".parquet) with a header row: the phrases are the cells of --column.")],
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output: .npy (n x d matrix), .parquet (text and vector columns) "
-                            "or .jsonl; - writes JSON lines to stdout.")],
+        "--out", "-o", parser=stream_path,
+        help="Output: .npy (n x d matrix), .parquet (text and vector columns) "
+             "or .jsonl; - writes JSON lines to stdout.")],
     model: ModelOpt = DEFAULT_MODEL,
     column: Annotated[str | None, typer.Option(
         help="The column to encode when the input is a table (default: its only "
@@ -200,8 +215,8 @@ def encode_cmd(
     t0 = time.perf_counter()
     if dtype not in VECTOR_DTYPES:
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
-    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     kwargs = precision_request(model, precision)
+    n_texts, texts = encode_input(input_file, column, skip_blank)  # before any work
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         encoder = encoder_for(sharded, model, **kwargs)
         rows = encoder.encode_stream(texts(), batch_size=batch_size, show_progress=not quiet,

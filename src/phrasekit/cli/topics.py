@@ -14,10 +14,12 @@ from typer.core import TyperCommand
 from phrasekit.artifacts import check_folder_path, check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
+    CsvSafe,
     Device,
     JsonFlag,
     Quiet,
     SummaryFlag,
+    Threads,
     VectorCache,
     Verbose,
     Workers,
@@ -89,6 +91,14 @@ SaveModel = Annotated[Path | None, typer.Option(
 
 #: ``phrasekit topics NAME ...``: the commands on a saved model (``cli.topics_saved``).
 SAVED_MODEL_COMMANDS = ("apply", "search")
+#: ``topics --help``'s usage lines: fitting, then the commands on a saved model.
+TOPICS_USAGE = ("[OPTIONS] CORPUS",
+                "apply DIR CORPUS --out OUT   (place a corpus in saved topics)",
+                "search DIR QUERY [-k N]      (the saved topics nearest a query)")
+#: ... and its examples of them.
+SAVED_EXAMPLES = ["phrasekit topics sample --out runs/demo --save-model runs/model",
+                  "phrasekit topics apply runs/model new.jsonl --out runs/new",
+                  'phrasekit topics search runs/model "interest rates" -k 3']
 
 
 class TopicsCommand(TyperCommand):
@@ -99,10 +109,17 @@ class TopicsCommand(TyperCommand):
         super().__init__(**kwargs)
         self.short_help = (f"{self.help.split(chr(10))[0].rstrip('.')}; `topics apply` and "
                            "`topics search` use a saved model.")
-        self.epilog = ("Saved models (--save-model DIR): `phrasekit topics apply DIR CORPUS "
-                       "--out OUT` places a corpus in their topics without refitting; "
-                       "`phrasekit topics search DIR QUERY -k N` lists the topics nearest a "
-                       "query.")
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """A compact help (under 80 lines): the saved-model commands in the usage lines, the
+        examples verbatim, one or two lines per option."""
+        from phrasekit.cli.compact_help import compact_help
+
+        text = self.help or ""
+        examples = [line.strip().removeprefix("Examples:").strip()
+                    for line in text[text.find("Examples:"):].splitlines()]
+        examples = [e for e in examples if e.startswith("phrasekit ")]
+        formatter.write(compact_help(self, ctx, TOPICS_USAGE, examples + SAVED_EXAMPLES))
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
@@ -183,6 +200,7 @@ def mentions_cmd(
         "150-word windows encoded and averaged; a second pass over the corpus).")] = False,
     text_field: TextField = "text",
     workers: Workers = 0,
+    threads: Threads = None,
     device: Device = "auto",
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -259,39 +277,37 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
 
 def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
     """``--save-model``: the documents method, a folder that is no input and may be written."""
+    from phrasekit.paths import is_inside, same_path
     from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
     if save_model is not None:
         if method != "documents":
             raise BadInputError(f"--save-model saves the documents method, not {method}")
+        if is_inside(save_model, out) or is_inside(out, save_model):
+            how = "is" if same_path(save_model, out) else "overlaps"
+            raise BadInputError(f"--save-model {save_model} {how} --out {out}: each is "
+                                "written as a whole, so give two separate folders")
         check_folder_path(save_model, (corpus, out))
         check_output_folder(save_model, TOPIC_MODEL_KIND)
 
 
 def slice_options(method: str, time_field: str | None, class_field: str | None,
-                  time_bins: str) -> dict[str, Any]:
+                  time_bins: str, csv_safe: bool = True) -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
     from phrasekit.topics.slices import check_bins
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")
-    bins: str | int = int(time_bins) if time_bins.isdigit() else time_bins
+    digits = time_bins.isascii() and time_bins.isdigit()
+    bins: str | int = int(time_bins) if digits and len(time_bins) < 19 else time_bins
     try:
         check_bins(bins)
     except ValueError as exc:
         raise BadInputError(f"--time-bins: {exc}") from None
     if not (time_field or class_field):
         return {}
-    return {"time_field": time_field, "class_field": class_field, "time_bins": bins}
-
-
-def set_threads(threads: int | None) -> None:
-    """``--threads``: torch's intra-op threads (None: leave torch's own setting)."""
-    import torch
-    if threads is not None:
-        if threads < 1:
-            raise BadInputError(f"--threads must be at least 1, got {threads}")
-        torch.set_num_threads(threads)
+    return {"time_field": time_field, "class_field": class_field, "time_bins": bins,
+            "csv_safe": csv_safe}
 
 
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
@@ -329,6 +345,10 @@ def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topi
                            **({} if fit_docs is None else {"fit_docs": (
                                int(fit_docs) if fit_docs.isdigit() else fit_docs)}), **common)
     return tm.n_topics_, tm, paths
+
+
+TopicsSeed = Annotated[int, typer.Option(
+    help="Random seed (clustering, sampling, PNTM initialisation).")]
 
 
 @command(app, "topics", out="folder", cls=TopicsCommand)
@@ -371,11 +391,12 @@ def topics_cmd(
     time_field: TimeField = None,
     class_field: ClassField = None,
     time_bins: TimeBins = "month",
+    csv_safe: CsvSafe = True,
     save_model: SaveModel = None,
     text_field: TextField = "text",
     workers: Workers = 0,
-    seed: Annotated[int, typer.Option(
-        help="Random seed (clustering, sampling, PNTM initialisation).")] = 0,
+    threads: Threads = None,
+    seed: TopicsSeed = 0,
     report: Annotated[bool, typer.Option(
         "--report/--no-report", help="Also write report.html (self-contained page: metrics, "
                                      "topic overview, 2-D map of terms).")] = True,
@@ -400,7 +421,7 @@ def topics_cmd(
     check_save_model(save_model, method, corpus, out)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
-              **slice_options(method, time_field, class_field, time_bins)}
+              **slice_options(method, time_field, class_field, time_bins, csv_safe)}
     t0 = time.perf_counter()
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         k, tm, paths = mine_topics(
@@ -418,7 +439,7 @@ def _finish_topics(as_json: bool, secs: float, k: int, tm: Any, paths: dict[str,
                    save_model: Path | None, summary: dict[str, Any]) -> None:
     """`topics`' last line and, with ``--json``, its run summary."""
     from phrasekit.topics import format_timings
-    finish_run(as_json, f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_)}) "
+    finish_run(as_json, f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_, total=False)}) "
                f"-> {paths.get('report', paths['markdown'])}"
                + (f"; model -> {save_model}" if save_model is not None else ""), {
                    "command": "topics", **summary, "topics": k,

@@ -83,7 +83,9 @@ def apply_cmd(
     applied, paths = apply_topics(saved_model_dir(model_dir), path, out, encoder=model,
                                   cache_dir=cache_dir, text_field=text_field, report=report,
                                   quiet=quiet, placement=placement)
-    typer.echo(f"{len(applied.doc_ids_)} documents placed in {applied.n_topics_} topics in "
+    unassigned = int((applied.doc_labels_ < 0).sum())
+    typer.echo(f"{len(applied.doc_ids_)} documents placed in {applied.n_topics_} topics "
+               f"({unassigned} unassigned: no word the model knows, or none) in "
                f"{time.perf_counter() - t0:.1f}s -> {paths.get('report', paths['markdown'])}")
 
 

@@ -23,9 +23,16 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.allocator import keep_freed_memory
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.settings import torch_threads
+from phrasekit.threads import SMALL_JOB_CHARS
 
 logger = logging.getLogger(__name__)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def small_job_threads(items: Sequence[str]) -> int | None:
+    """One thread for a small job (a query, a few phrases: at most ``SMALL_JOB_CHARS``
+    characters), where more threads cost more than they give; None otherwise."""
+    return 1 if sum(map(len, items)) <= SMALL_JOB_CHARS else None
 
 
 def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
@@ -230,7 +237,8 @@ class Encoder(ABC):
         out = np.empty((len(items), self.dim), dtype=np.float32)
         if self.device == "cpu" and self.torch_modules():
             keep_freed_memory()  # activations reuse freed heap instead of fresh pages
-        with torch_threads(self.num_threads):
+        small = None if getattr(self, "backend", "torch") == "onnx" else small_job_threads(items)
+        with torch_threads(self.num_threads or small):  # (an ONNX session keeps its count)
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
                 out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))
         return check_finite(out, self.name)

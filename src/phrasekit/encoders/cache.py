@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from phrasekit.encoders.cache_files import (
+    is_empty_file,
+    legacy_digest,
+    prune_marked,
+    read_marker,
+    write_marked_npz,
+)
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import atomic_write, writable_target
 from phrasekit.paths import same_path
@@ -46,33 +53,28 @@ def stored_keys(keys: np.ndarray) -> list[bytes]:
     return [bytes(k).ljust(KEY_BYTES, b"\0") for k in keys]
 
 
-def _digest(name: str, keys: np.ndarray, embeddings: np.ndarray) -> str:
-    """sha256 over a cache's encoder name, keys and embeddings (stored with them, checked at
-    read, so a damaged cache is rebuilt instead of handing back wrong vectors)."""
-    digest = hashlib.sha256(name.encode("utf-8"))
-    digest.update(np.ascontiguousarray(keys).tobytes())
-    digest.update(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
-    return digest.hexdigest()
-
-
 def _read_cache(cache: Path, name: str | None
                 ) -> tuple[list[bytes], np.ndarray | None, str | None]:
     """Keys, embeddings and encoder name of a cache file written for encoder ``name`` (None:
-    any encoder); nothing when it is another encoder's or fails its checksum (it is rebuilt).
-    A file that is not such a cache (no ``.npz`` of these arrays) raises ``ValueError`` naming
+    any encoder); nothing when it is another encoder's, or a cache file of phrasekit's that is
+    damaged (flipped, cut or emptied: it is rebuilt). A file phrasekit did not write (no
+    cache marker, and not a verified cache of an earlier version) raises ``ValueError`` naming
     it: a cache replaces only a file phrasekit wrote."""
-    _check_is_cache(cache)
+    writable_target(cache)
+    if read_marker(cache) is None and not is_empty_file(cache):
+        return _read_legacy(cache, name)
     try:
         with np.load(cache, allow_pickle=False) as z:
             found = str(z["encoder"])
             if name is not None and found != name:
-                logger.warning("embedding cache %s is for %s, not %s: ignored", cache, found,
+                logger.warning("embedding cache %s is for %s, not %s: rebuilt", cache, found,
                                name)
                 return [], None, None
             keys, emb = z["keys"], np.asarray(z["embeddings"], dtype=np.float32)
-            ok = "sha256" in z and str(z["sha256"]) == _digest(found, keys, emb)
-    except (OSError, ValueError, KeyError, EOFError, zlib.error) as exc:
-        logger.warning("embedding cache %s is unreadable (%s): rebuilt", cache, exc)
+            ok = str(z["sha256"]) == legacy_digest(found, keys, emb)
+    except Exception as exc:  # a marked file is the cache's own: failing to read it is damage
+        logger.warning("embedding cache %s is damaged (%s): rebuilt", cache,
+                       " ".join(str(exc).split()) or type(exc).__name__)
         return [], None, None
     if not ok or len(keys) != len(emb):
         logger.warning("embedding cache %s fails its checksum: rebuilt", cache)
@@ -80,25 +82,38 @@ def _read_cache(cache: Path, name: str | None
     return stored_keys(keys), emb, found
 
 
-#: The arrays an embedding cache ``.npz`` may hold (``texts``: the first format's) and those
-#: it always holds: how a file is known to be one.
-_CACHE_ARRAYS = {"encoder.npy", "keys.npy", "texts.npy", "embeddings.npy", "sha256.npy"}
-_CACHE_REQUIRED = {"encoder.npy", "embeddings.npy"}
+#: The arrays an embedding cache ``.npz`` of an earlier version (no marker) holds.
+_LEGACY_ARRAYS = {"encoder.npy", "keys.npy", "embeddings.npy", "sha256.npy"}
 
 
-def _check_is_cache(cache: Path) -> None:
-    """Raise ``ValueError`` unless ``cache`` is a regular file holding a cache's arrays."""
+def _not_ours(cache: Path, why: str) -> ValueError:
+    return ValueError(f"{cache}: not an embedding cache written by phrasekit ({why}); not "
+                      "replacing it: move it away")
+
+
+def _read_legacy(cache: Path, name: str | None
+                 ) -> tuple[list[bytes], np.ndarray | None, str | None]:
+    """A cache file of an earlier version (no marker): taken only when it holds exactly a
+    cache's arrays and its checksum verifies (proof that phrasekit wrote it); it is then
+    rewritten with a marker. Anything else raises ``ValueError`` naming it."""
     try:
-        writable_target(cache)
         with zipfile.ZipFile(cache) as zf:
-            ours = _CACHE_REQUIRED <= set(zf.namelist()) <= _CACHE_ARRAYS
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{cache}: not an embedding cache written by phrasekit ({exc}); not "
-                         "replacing it: move it away, or delete it if it is a damaged "
-                         "cache") from None
-    if not ours:
-        raise ValueError(f"{cache}: not an embedding cache written by phrasekit (other "
-                         "arrays); not replacing it: move it away")
+            members = set(zf.namelist())
+        if members != _LEGACY_ARRAYS:
+            raise _not_ours(cache, "no cache marker; other arrays")
+        with np.load(cache, allow_pickle=False) as z:
+            found = str(z["encoder"])
+            keys, emb = z["keys"], np.asarray(z["embeddings"], dtype=np.float32)
+            ok = str(z["sha256"]) == legacy_digest(found, keys, emb) and len(keys) == len(emb)
+    except (OSError, KeyError, EOFError, zlib.error, zipfile.BadZipFile,
+            NotImplementedError) as exc:
+        raise _not_ours(cache, f"no cache marker; {' '.join(str(exc).split())}") from None
+    if not ok:
+        raise _not_ours(cache, "no cache marker, and its checksum fails")
+    if name is not None and found != name:
+        logger.warning("embedding cache %s is for %s, not %s: rebuilt", cache, found, name)
+        return [], None, None
+    return stored_keys(keys), emb, found
 
 
 def _missing(keys: list[bytes], row: dict[bytes, int]) -> list[int]:
@@ -158,7 +173,7 @@ def encoder_identity(encoder: Any) -> str:
 def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None = None,
                   show_progress: bool = True, batch_size: int = 256,
                   identity: Callable[[Any], str] = encoder_name,
-                  max_bytes: int | None = None) -> np.ndarray:
+                  max_bytes: int | None = None, kind: str = "embeddings") -> np.ndarray:
     """Embed ``texts`` (unit rows), reusing and extending an ``.npz`` cache of this encoder.
 
     The cache holds ``encoder`` (name), ``keys`` (a digest per text, ``text_key``) and
@@ -168,7 +183,8 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     path must tell models apart), so reading cached vectors loads no model. ``identity``:
     what the file is keyed by besides the texts (``encoder_identity`` for settings and
     weights). ``max_bytes``: the most the file may hold; beyond it the rows of these
-    ``texts`` are kept, then the newest others.
+    ``texts`` are kept, then the newest others. ``kind``: what the file's marker calls it
+    (with the encoder's name as its key); a file without the marker is never replaced.
     """
     loader = None if hasattr(encoder, "encode") else encoder
     name = None if loader is not None else identity(encoder)
@@ -205,8 +221,10 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
         kept = _bounded_rows(len(row), wanted, all_emb.shape[1], max_bytes)
         all_keys = np.asarray(old_keys + new_keys, dtype=f"S{KEY_BYTES}")[kept]
         with atomic_write(cache, "wb") as fh:
-            np.savez(fh, encoder=np.asarray(name), keys=all_keys, embeddings=all_emb[kept],
-                     sha256=np.asarray(_digest(str(name), all_keys, all_emb[kept])))
+            write_marked_npz(fh, kind, str(name), encoder=np.asarray(name), keys=all_keys,
+                             embeddings=all_emb[kept],
+                             sha256=np.asarray(legacy_digest(str(name), all_keys,
+                                                             all_emb[kept])))
     return all_emb[wanted]
 
 
@@ -227,36 +245,30 @@ def _bounded_rows(n: int, wanted: list[int], dim: int, max_bytes: int | None) ->
 
 def prune_caches(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
     """Remove the least recently used embedding caches in ``folder`` (files this module
-    wrote: ``*.npz`` holding a cache's arrays) until they hold at most ``max_bytes``; ``keep``
-    is never removed. Returns the removed files."""
-    files = []
-    for path in folder.glob("*.npz"):
-        try:
-            _check_is_cache(path)
-            stat = path.stat()
-            files.append((stat.st_mtime_ns, stat.st_size, path))
-        except (OSError, ValueError):
-            continue
-    total = sum(size for _, size, _ in files)
-    removed = []
-    for _, size, path in sorted(files, key=lambda f: f[0]):
-        if total <= max_bytes:
-            break
-        if keep is not None and path == keep:
-            continue
-        path.unlink(missing_ok=True)
-        total -= size
-        removed.append(path)
-    if removed:
-        logger.info("vector cache %s: removed %d least recently used files to stay under "
-                    "%d MB", folder, len(removed), max_bytes >> 20)
-    return removed
+    wrote: ``*.npz`` carrying the cache marker) until they hold at most ``max_bytes``; ``keep``
+    is never removed, files without the marker never. Returns the removed files."""
+    return prune_marked(folder, max_bytes, keep)
 
 
 def chunk_words(text: str, size: int, max_chunks: int) -> list[str]:
     """Cut ``text`` into at most ``max_chunks`` windows of ``size`` whitespace words."""
     words = text.split()
     return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
+
+
+def _replaceable(cache: Path) -> bool:
+    """Whether the cache may read and replace the file at ``cache`` (nothing there, a marked
+    file, an empty one or a verified earlier cache); otherwise it is named in a warning and
+    left, and this run's vectors are not cached."""
+    if not os.path.lexists(cache) or read_marker(cache) is not None or is_empty_file(cache):
+        return True
+    try:
+        writable_target(cache)
+        _read_legacy(cache, None)
+    except ValueError as exc:
+        logger.warning("%s; vectors not cached this run", exc)
+        return False
+    return True
 
 
 def cached_encode(
@@ -282,8 +294,10 @@ def cached_encode(
     budget = vector_cache_budget() if managed else None
     if managed:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    if not _replaceable(cache):
+        return encode_cached(encoder, list(texts), None, show_progress=show_progress, **sizes)
     out = encode_cached(encoder, list(texts), cache, show_progress=show_progress,
-                        identity=encoder_identity, max_bytes=budget, **sizes)
+                        identity=encoder_identity, max_bytes=budget, kind=kind, **sizes)
     if managed and budget is not None:
         if cache.exists():
             os.utime(cache)  # most recently used

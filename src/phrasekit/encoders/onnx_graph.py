@@ -69,10 +69,10 @@ class _LastHidden(torch.nn.Module):
 
 def reduce_range() -> bool:
     """int8 weights in 7 bits where the CPU has no VNNI instructions: ONNX Runtime's advice,
-    as its 8-bit products can saturate there."""
-    from phrasekit.encoders.cpu import cpu_flags
+    as its 8-bit products can saturate there (an x86 concern: ARM's do not)."""
+    from phrasekit.encoders.cpu import cpu_flags, native_int8_dot
 
-    return not {"avx512_vnni", "avx_vnni", "amx_int8"} & cpu_flags()
+    return not native_int8_dot(cpu_flags())
 
 
 def graph_key(model: torch.nn.Module, input_names: tuple[str, ...], precision: str) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from phrasekit.encoders.base import Encoder, cap_chars, check_device, resolve_device
-from phrasekit.encoders.cpu import cpu_flags
+from phrasekit.encoders.cpu import cpu_flags, native_bf16
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
 
@@ -32,14 +32,15 @@ BACKENDS = ("torch", "onnx", "auto")
 
 
 def cpu_supports_bf16() -> bool:
-    """True when the CPU advertises native bfloat16 arithmetic (AVX512-BF16 or AMX)."""
-    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+    """True when the CPU advertises native bfloat16 arithmetic (AVX512-BF16 or AMX; ARM's
+    BF16 on Linux: :func:`~phrasekit.encoders.cpu.native_bf16`)."""
+    return native_bf16(cpu_flags())
 
 
 @functools.cache
 def _auto_precision() -> str:
     choice = "bf16" if cpu_supports_bf16() else "fp32"
-    logger.info("precision auto -> %s (%s)", choice, "the CPU has AVX512-BF16 or AMX"
+    logger.info("precision auto -> %s (%s)", choice, "the CPU has native bfloat16"
                 if choice == "bf16" else "no native bfloat16 on this CPU")
     return choice
 

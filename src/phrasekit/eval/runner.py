@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from phrasekit import __version__
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.autofj import AutoFJTask
+from phrasekit.eval.autofj_join import AutoFJJoinTask
 from phrasekit.eval.base import Task, check_noise
 from phrasekit.eval.bird import BirdTask
 from phrasekit.eval.clustering import EntityClusteringTask
@@ -52,6 +53,8 @@ TASKS: dict[str, Task] = {
         EntityClusteringTask("conll2003"),
         EntityClusteringTask("bc5cdr"),
         AutoFJTask(),
+        AutoFJJoinTask("hybrid"),
+        AutoFJJoinTask("cosine"),
         YagoProxyTask(),
         STSBTask(),
     )
@@ -389,7 +392,8 @@ def format_table(result: BenchmarkResult, timings: bool = False) -> str:
     """Markdown table: one row per model, one column per task (main metric, one decimal).
 
     Columns: bird, turney, turney10, ppdb, ppdb_filtered, conll2003 (NMI), bc5cdr (NMI),
-    autofj, yago_proxy, stsb, avg7 ('-' for tasks not run; avg7 only when all seven ran).
+    autofj, autofj_join, autofj_join_cosine, yago_proxy, stsb, avg7 ('-' for tasks not run;
+    avg7 only when all seven ran).
     A noisy variant that ran (``bird+typo``) gets its column right after its clean task.
     When a clustering task ran, a second table gives its Hungarian ACC; with ``timings`` a
     third gives the seconds per task.

@@ -31,6 +31,8 @@ def check_phrase_cache(cache: str | Path | None) -> None:
         return
     try:
         writable_target(cache)
+        if Path(cache).stat().st_size == 0:  # an emptied cache: nothing to lose, rebuilt
+            return
         opener = gzip.open if Path(cache).suffix.lower() == ".gz" else open
         with opener(cache, "rb") as fh:
             head = fh.read(len(_CACHE_HEAD))
@@ -44,6 +46,20 @@ def check_phrase_cache(cache: str | Path | None) -> None:
 _CACHE_HEAD = ('{"format":' + json.dumps(FORMAT_NAME)).encode("utf-8")
 
 
+def _read_cache(cache: str | Path | None) -> PhraseVocabulary | None:
+    """The vocabulary in a phrase cache that ``check_phrase_cache`` accepted; None when there
+    is none, or when it is damaged further on (cut, emptied, a flipped byte): phrasekit wrote
+    it, so it is rebuilt, with a warning naming it."""
+    if cache is None or not os.path.lexists(cache):
+        return None
+    try:
+        return PhraseVocabulary.from_json(cache)
+    except (ValueError, OSError, EOFError, zlib.error) as exc:
+        logger.warning("phrase cache %s is damaged (%s): re-extracting", cache,
+                       " ".join(str(exc).split()) or type(exc).__name__)
+        return None
+
+
 def load_or_extract_vocabulary(
     docs: list[Document],
     cache: str | Path | None,
@@ -54,11 +70,8 @@ def load_or_extract_vocabulary(
     same documents with the same settings, otherwise extracted (and written to ``cache``)."""
     extractor = extractor or PhraseExtractor()
     check_phrase_cache(cache)
-    if cache is not None and os.path.lexists(cache):
-        try:
-            vocab = PhraseVocabulary.from_json(cache)
-        except ValueError as exc:
-            raise _not_a_cache(cache, exc) from None
+    vocab = _read_cache(cache)
+    if vocab is not None:
         if vocab.doc_ids != [d.id for d in docs]:
             logger.warning("phrase cache %s is for other documents; re-extracting", cache)
         elif vocab.params != extractor.get_params():

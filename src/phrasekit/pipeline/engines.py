@@ -106,7 +106,9 @@ class LocalEngine(Engine):
         import concurrent.futures as cf
         import multiprocessing
 
-        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        from phrasekit.threads import choose_threads
+
+        threads = max(1, choose_threads() // self.workers)  # the free cores, shared
         flight: dict[cf.Future, str] = {}
         with cf.ProcessPoolExecutor(self.workers, multiprocessing.get_context("spawn"),
                                     initializer=_process_setup,

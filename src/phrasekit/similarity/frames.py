@@ -65,18 +65,21 @@ def join_frames(
     right_on: str | None = None,
     model: Encoder | str | Path = JOIN_MODEL,
     k: int = 1,
-    threshold: float | None = None,
+    threshold: float | str | None = "default",
     how: str = "inner",
     one_to_one: bool = False,
     skip_empty: bool = False,
     show_progress: bool = False,
+    scorer: str = "hybrid",
 ) -> Any:
     """Fuzzy-join data frame ``right`` to ``left`` on one column each (``right_on``: default
     ``left_on``) and return the matches as a frame of ``right``'s library.
 
     ``model``: a model name or folder, an encoder, or any object with ``encode``
-    (``phrasekit.load``). ``k``, ``threshold``, ``one_to_one`` and ``how`` as in
-    ``phrasekit join`` (no threshold unless given); an empty join cell raises ``ValueError``
+    (``phrasekit.load``). ``k``, ``threshold``, ``one_to_one``, ``how`` and ``scorer`` as in
+    ``phrasekit join``: ``threshold="default"`` takes the model's and scorer's (0.34, a match
+    probability, for the hybrid scorer), None keeps every candidate; an empty join cell raises
+    ``ValueError``
     naming its row unless ``skip_empty``.
     """
     left_frame, right_frame = _frame(left, "left"), _frame(right, "right")
@@ -85,7 +88,7 @@ def join_frames(
     matches = fuzzy_join(column_values(left_table, left_on, skip_empty, "skip_empty=True"),
                          column_values(right_table, right_on, skip_empty, "skip_empty=True"),
                          model, k=k, threshold=threshold, one_to_one=one_to_one,
-                         show_progress=show_progress)
+                         show_progress=show_progress, scorer=scorer)
     header = carried_columns(left_table, left_on, right_table, right_on)
     rows = list(joined_rows(matches, left_table, left_on, right_table, right_on, how=how))
     return _like(arrow_columns(header, rows), right_frame)

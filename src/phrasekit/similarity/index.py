@@ -48,6 +48,9 @@ INDEX_KIND = "search-index"
 # a one-off search (a join) only repays the build with roughly 40k+ queries.
 ANN_THRESHOLD = 100_000
 ANN_MIN_QUERIES = 40_000
+#: Exact search computes at most this many scores at a time (64M float32: 256 MB), so its
+#: memory stays bounded however large the index.
+SEARCH_CELLS = 64 * 2**20
 # HNSW defaults, from the same measurement (100k items, 10k queries; tie-aware recall@10 vs
 # exact): M=32/efC=40/efS=64 0.968 (build 48 s); M=32/efC=80/efS=64 0.975, efS=128 0.984
 # (build 72 s, 10k queries 3.6 s / 6.3 s); M=32/efC=200/efS=128 0.994 (build 171 s);
@@ -220,15 +223,17 @@ class VectorIndex(SearchIndex):
         n = len(queries)
         scores = np.empty((n, k), dtype=np.float32)
         ids = np.empty((n, k), dtype=np.int64)
+        # queries per product: at most `chunk`, and a score matrix of at most SEARCH_CELLS
+        step = max(1, min(self.chunk, SEARCH_CELLS // max(1, len(self.vectors))))
         with tqdm(total=n, desc="search[exact]", unit="row", disable=not show_progress,
                   leave=False) as bar:
-            for s in range(0, n, self.chunk):
-                sim = queries[s : s + self.chunk] @ self.vectors.T
+            for s in range(0, n, step):
+                sim = queries[s : s + step] @ self.vectors.T
                 bar.update(len(sim))
                 if k == 1:  # argmax: the first best item on ties, like a plain nearest neighbour
                     best = np.argmax(sim, axis=1)
-                    ids[s : s + self.chunk, 0] = best
-                    scores[s : s + self.chunk, 0] = sim[np.arange(len(sim)), best]
+                    ids[s : s + step, 0] = best
+                    scores[s : s + step, 0] = sim[np.arange(len(sim)), best]
                     continue
                 if k < sim.shape[1]:
                     part = np.argpartition(-sim, k - 1, axis=1)[:, :k]
@@ -237,8 +242,8 @@ class VectorIndex(SearchIndex):
                 part_scores = np.take_along_axis(sim, part, axis=1)
                 # sort by score desc, then id asc (stable tie-break)
                 order = np.lexsort((part, -part_scores), axis=1)
-                ids[s : s + self.chunk] = np.take_along_axis(part, order, axis=1)
-                scores[s : s + self.chunk] = np.take_along_axis(part_scores, order, axis=1)
+                ids[s : s + step] = np.take_along_axis(part, order, axis=1)
+                scores[s : s + step] = np.take_along_axis(part_scores, order, axis=1)
         return scores, ids
 
     def reconstruct(self, ids: np.ndarray | list[int]) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder, known_rows
 from phrasekit.registry import as_encoder
+from phrasekit.similarity.hybrid import K_EMBED, SCORERS, hybrid_top_k, shipped_combiner
 from phrasekit.similarity.index import (
     ANN_MIN_QUERIES,
     ANN_THRESHOLD,
@@ -49,6 +50,20 @@ MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "
 #: pearl-minilm (the default of `join`) 0.73, dev F1 68.7 (P 73.1, R 64.8) against 67.6, the
 #: held-out half 69.6 against 68.4.
 DEFAULT_THRESHOLDS: dict[str, float] = {"minilm": 0.70, "pearl-minilm": 0.73}
+
+
+def resolve_threshold(threshold: float | str | None, model: Any, scorer: str = "hybrid"
+                      ) -> float | None:
+    """``threshold="default"``: :func:`default_threshold` of the model and scorer, as
+    ``phrasekit join`` takes it (by the name given, else the encoder's name); a number, or
+    None for no threshold, as it is."""
+    if isinstance(threshold, str):
+        if threshold != "default":
+            raise ValueError(f"threshold is a number, 'default' or None, got {threshold!r}")
+        name = model if isinstance(model, str | Path) else getattr(model, "name", None)
+        name = Path(name).name if isinstance(name, Path) or Path(str(name)).is_dir() else name
+        return default_threshold(str(name), scorer) if name is not None else None
+    return threshold
 
 
 #: A search function: (index over the left vectors, left vectors, right vectors, k) ->
@@ -124,37 +139,63 @@ def join_values(values: Any, side: str, skip_empty: bool = False) -> list[tuple[
     return out
 
 
+def default_threshold(model: str, scorer: str = "hybrid") -> float | None:
+    """The default threshold of a join with encoder ``model``: the hybrid combiner's match
+    probability (chosen by F1 on AutoFJ's dev half), or for ``cosine`` the model's cosine in
+    ``DEFAULT_THRESHOLDS`` (None for other models)."""
+    check_scorer(scorer)
+    if scorer == "hybrid":
+        return shipped_combiner(model).threshold
+    return DEFAULT_THRESHOLDS.get(model)
+
+
+def check_scorer(scorer: str) -> None:
+    """Raise ValueError naming the scorers when ``scorer`` is not one."""
+    if scorer not in SCORERS:
+        raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
+
+
 def fuzzy_join(
     left: list[tuple[int, str]] | Any,
     right: list[tuple[int, str]] | Any,
     encoder: Encoder | str | Path,
     k: int = 1,
-    threshold: float | None = None,
+    threshold: float | str | None = "default",
     one_to_one: bool = False,
     show_progress: bool = False,
     index: str = "auto",
     ann_threshold: int = ANN_THRESHOLD,
     ann_min_queries: int = ANN_MIN_QUERIES,
     search: Search | None = None,
+    scorer: str = "hybrid",
+    combiner: Any = None,
 ) -> list[Match]:
     """Top-``k`` left candidates for every right value, as ``Match`` rows sorted by right row.
 
-    ``threshold`` drops candidates with a lower cosine; ``one_to_one`` keeps, greedily by
+    ``scorer="hybrid"`` (default): candidates of the embedding search united with a character
+    n-gram search, each scored by the learned combiner (``similarity.hybrid``; ``combiner``
+    replaces the shipped one): ``score`` is a match probability. ``scorer="cosine"``: the
+    embedding's cosine alone. ``threshold`` drops candidates with a lower score (None: none;
+    :func:`default_threshold` gives the chosen one); ``one_to_one`` keeps, greedily by
     decreasing score, only pairs whose left and right rows are still unmatched. ``index`` is
-    ``"exact"``, ``"ann"`` (faiss HNSW: approximate candidates, exact scores) or ``"auto"``
-    (ANN from ``ann_threshold`` left rows and ``ann_min_queries`` right rows on: below either,
-    exact search is faster than building the graph). ``search(index, left_vectors,
-    right_vectors, k)`` replaces the in-process search (e.g. a sharded one on a cluster).
-    ``encoder``: an encoder, or a model name or folder (``phrasekit.load``). ``left`` and
-    ``right``: ``(row, text)`` pairs, or texts (a list, or a pandas, Polars or Arrow series;
-    rows are then positions), see :func:`join_values`.
+    ``"exact"``, ``"ann"`` (faiss HNSW) or ``"auto"`` (ANN from ``ann_threshold`` left rows and
+    ``ann_min_queries`` right rows on). ``search(index, left_vectors, right_vectors, k)``
+    replaces the in-process embedding search (e.g. a sharded one on a cluster). ``encoder``:
+    an encoder, or a model name or folder (``phrasekit.load``). ``left`` and ``right``:
+    ``(row, text)`` pairs, or texts (a list, or a pandas, Polars or Arrow series; rows are then
+    positions), see :func:`join_values`. ``threshold="default"``:
+    the model's and scorer's, as ``phrasekit join`` takes it (:func:`resolve_threshold`).
     """
+    check_scorer(scorer)
+    threshold = resolve_threshold(threshold, encoder, scorer)
     encoder = as_encoder(encoder)
     left, right = join_values(left, "left"), join_values(right, "right")
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    if threshold is not None and not -1.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold is a cosine in [-1, 1], got {threshold}")
+    low = 0.0 if scorer == "hybrid" else -1.0
+    if threshold is not None and not low <= threshold <= 1.0:
+        raise ValueError(f"threshold is a {'probability' if low == 0 else 'cosine'} in "
+                         f"[{low:g}, 1], got {threshold}")
     if not left or not right:
         raise ValueError("both tables need at least one value to join")
     # validate before encoding; a join is a one-off search, so the query count matters too
@@ -164,15 +205,40 @@ def fuzzy_join(
     right_vecs = _embed(encoder, [v for _, v in right], show_progress)
     search_index = build_index(left_vecs, kind=kind, show_progress=show_progress)
     logger.info("searching %d right rows in %s", len(right), search_index.describe())
+    k_search = k if scorer == "cosine" else max(k, K_EMBED)
     if search is None:
-        scores, ids = search_index.search(right_vecs, k=k, show_progress=show_progress)
+        scores, ids = search_index.search(right_vecs, k=k_search, show_progress=show_progress)
     else:
-        scores, ids = search(search_index, left_vecs, right_vecs, k)
-    # a value the encoder knows nothing of (no GloVe word) matches only its exact repeat
+        scores, ids = search(search_index, left_vecs, right_vecs, k_search)
+    if scorer == "hybrid":
+        scores, ids = hybrid_top_k(
+            [v for _, v in left], [v for _, v in right], left_vecs, right_vecs, ids, k,
+            combiner or _combiner_for(encoder), show_progress=show_progress)
+        unknown = np.zeros(len(right), dtype=bool)
+    else:
+        unknown = _unknown(encoder, right, right_vecs)
+    matches = _matches(left, right, scores, ids, threshold, unknown)
+    return _one_to_one(matches) if one_to_one else matches
+
+
+def _combiner_for(encoder: Encoder) -> Any:
+    return shipped_combiner(getattr(encoder, "name", ""))
+
+
+def _unknown(encoder: Encoder, right: list[tuple[int, str]], right_vecs: np.ndarray
+             ) -> np.ndarray:
+    """Right rows the encoder knows nothing of (no GloVe word): they match only an identical
+    left value under the cosine scorer."""
     unknown = ~known_rows(encoder, [v for _, v in right], right_vecs)
     if unknown.any():
         logger.warning("%d right value(s) have no known word for %s; they match only an "
                        "identical left value", int(unknown.sum()), getattr(encoder, "name", ""))
+    return unknown
+
+
+def _matches(left: list[tuple[int, str]], right: list[tuple[int, str]], scores: np.ndarray,
+             ids: np.ndarray, threshold: float | None, unknown: np.ndarray) -> list[Match]:
+    """Match rows of every right row's ranked candidates above ``threshold``."""
     matches: list[Match] = []
     for i, (r_row, r_val) in enumerate(right):
         for rank, (score, j) in enumerate(zip(scores[i], ids[i], strict=True), start=1):
@@ -181,17 +247,20 @@ def fuzzy_join(
                 break
             l_row, l_val = left[int(j)]
             matches.append(Match(r_row, r_val, l_row, l_val, rank, round(float(score), 6)))
-    if one_to_one:
-        used_left: set[int] = set()
-        used_right: set[int] = set()
-        kept = []
-        for m in sorted(matches, key=lambda m: (-m.score, m.right_row, m.left_row)):
-            if m.left_row not in used_left and m.right_row not in used_right:
-                kept.append(m)
-                used_left.add(m.left_row)
-                used_right.add(m.right_row)
-        matches = sorted(kept, key=lambda m: (m.right_row, m.rank))
     return matches
+
+
+def _one_to_one(matches: list[Match]) -> list[Match]:
+    """Greedily by decreasing score, the matches whose left and right rows are still free."""
+    used_left: set[int] = set()
+    used_right: set[int] = set()
+    kept = []
+    for m in sorted(matches, key=lambda m: (-m.score, m.right_row, m.left_row)):
+        if m.left_row not in used_left and m.right_row not in used_right:
+            kept.append(m)
+            used_left.add(m.left_row)
+            used_right.add(m.right_row)
+    return sorted(kept, key=lambda m: (m.right_row, m.rank))
 
 
 def write_matches(path: str | Path, matches: list[Match], csv_safe: bool = True) -> None:

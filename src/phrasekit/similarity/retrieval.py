@@ -46,6 +46,13 @@ from phrasekit.io import (
     write_json,
 )
 from phrasekit.registry import JOIN_MODEL, load
+from phrasekit.similarity.hybrid import (
+    K_EMBED,
+    SCORERS,
+    LeftSide,
+    hybrid_top_k,
+    shipped_combiner,
+)
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
     ANNIndex,
@@ -231,6 +238,7 @@ class EntityIndex:
         self.index = index
         self.encoder = encoder
         self.model = model
+        self._left_side: LeftSide | None = None  # the hybrid scorer's n-grams, on first use
 
     def __len__(self) -> int:
         return len(self.names)
@@ -282,17 +290,33 @@ class EntityIndex:
         return cls(names, ids, vectors, search_index, enc, model)
 
     def query(
-        self, texts: str | Sequence[str], k: int = 5, show_progress: bool = False
+        self, texts: str | Sequence[str], k: int = 5, show_progress: bool = False,
+        scorer: str = "hybrid",
     ) -> list[list[Hit]]:
-        """The ``k`` best ``(name, id, cosine)`` per text, best first (one list per text)."""
+        """The ``k`` best ``(name, id, score)`` per text, best first (one list per text).
+
+        ``scorer="hybrid"`` (default): candidates of the embedding and of character n-grams
+        scored by the learned combiner (``similarity.hybrid``): the score is a match
+        probability. ``scorer="cosine"``: the embedding's cosine alone.
+        """
         if int(k) < 1:
             raise ValueError(f"k must be at least 1, got {k}")
+        if scorer not in SCORERS:
+            raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
         if isinstance(texts, str):
             texts = [texts]
         vecs = self.encoder.encode(list(texts), show_progress=show_progress)
         if len(vecs) == 0:
             return []
-        scores, idx = self.index.search(vecs, k=k, show_progress=show_progress)
+        if scorer == "cosine":
+            scores, idx = self.index.search(vecs, k=k, show_progress=show_progress)
+        else:
+            _, emb_ids = self.index.search(vecs, k=max(k, K_EMBED), show_progress=show_progress)
+            if self._left_side is None:
+                self._left_side = LeftSide.fit(self.names)
+            scores, idx = hybrid_top_k(self._left_side, list(texts), self.vectors, vecs,
+                                       emb_ids, k, shipped_combiner(str(self.encoder.name)),
+                                       show_progress=show_progress)
         return [
             [(self.names[j], self.ids[j], float(s)) for s, j in zip(row_s, row_i, strict=True)
              if j >= 0]

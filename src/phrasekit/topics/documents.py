@@ -37,32 +37,42 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
-from itertools import islice
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.encoders.cache import encode_documents, iter_document_vectors
+from phrasekit.encoders.cache import encode_documents
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import Document, iter_known_documents
+from phrasekit.io import Document
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents, sample_by_words
 from phrasekit.registry import DOCUMENTS_MODEL, as_encoder
 from phrasekit.text import TokenDocs
+from phrasekit.threads import choose_threads, limited_threads, parse_threads
 from phrasekit.topics.choose_k import CRITERIA, choose_k
-from phrasekit.topics.explore import NearestDocs, TopicExplorer, sample_keys
+from phrasekit.topics.explore import TopicExplorer, sample_keys
 from phrasekit.topics.guided import TopicGuide
 from phrasekit.topics.labels import candidates, name_topics
-from phrasekit.topics.params import check_extractor, check_int, check_share, check_topics_k
+from phrasekit.topics.params import (
+    check_extractor,
+    check_int,
+    check_share,
+    check_topics_k,
+    given_embeddings,
+    resolve_cache,
+    resolve_progress,
+)
+from phrasekit.topics.placement import shares_of, sq_distances, warn_unassigned, without_unknown
+from phrasekit.topics.placing import TopicPlacer
 from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.reshape import TopicReshaper
 from phrasekit.topics.sampling import sample_corpus
 from phrasekit.topics.slices import TopicSlicer
 from phrasekit.topics.student import PLACEMENTS, TopicStudent
 from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
+from phrasekit.topics.verbs import TopicVerbs
 
 logger = logging.getLogger(__name__)
 
@@ -77,25 +87,10 @@ FIT_SHARE = 0.2
 FIT_DOCS_MAX = 4_000
 #: ``fit_docs="all"``: every document is encoded.
 ALL_DOCS = 2**62
-#: Softmax temperature turning squared distances to the topic centres into shares.
-SHARE_TEMPERATURE = 0.05
-#: Documents per block when the documents outside the fitted sample are assigned.
-ASSIGN_BLOCK = 2048
 
 
-def _sq_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """(n, k) squared Euclidean distances, without the (n, k, d) intermediate."""
-    d2 = (X**2).sum(axis=1)[:, None] - 2.0 * X @ centres.T + (centres**2).sum(axis=1)[None, :]
-    return np.maximum(d2, 0.0)
-
-
-def _shares(d2: np.ndarray) -> np.ndarray:
-    """Topic shares from squared distances to the centres: a softmax at ``SHARE_TEMPERATURE``."""
-    e = np.exp(-(d2 - d2.min(axis=1, keepdims=True)) / SHARE_TEMPERATURE)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, BaseEstimator):
+class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
+                         TopicGuide, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
 
     Args:
@@ -118,7 +113,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
             20newsgroups the chosen K fell from 7 to 6 and NMI from 0.515 to 0.490.
         n_init: k-means restarts for the final partition.
         random_state: seed of k-means and of K's choice.
-        cache_dir: where document vectors are cached between runs (None: no cache).
+        cache_dir: where document vectors are cached between runs: ``"auto"`` (default, as
+            the CLI) phrasekit's vector cache (``settings.vector_cache_dir``), a folder, or
+            None for no cache.
         n_jobs: spaCy worker processes for the phrases.
         phrase_words: spaCy reads a seeded sample of documents holding about this many
             words (None: every document); phrases are counted in all of them. 150,000
@@ -144,6 +141,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         zero_shot_topics, zero_shot_min_similarity: topic names; documents at least this
             cosine from a name go to it, the rest are clustered (``guided``; 0.1 chosen on
             bbc_news).
+        threads: threads the fit computes on (torch, OpenMP, BLAS), restored afterwards:
+            ``"auto"`` (``PHRASEKIT_THREADS``, else the CPU cores free now:
+            :mod:`phrasekit.threads`), a number, or None to leave the libraries' settings.
     """
 
     def __init__(
@@ -164,7 +164,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         max_chunks: int = 8,
         n_init: int = 5,
         random_state: int = 0,
-        cache_dir: str | None = None,
+        cache_dir: str | None = "auto",
         phrase_words: int | None = 150_000,
         n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
@@ -174,6 +174,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         seed_pull: float = 0.0,
         zero_shot_topics: list[str] | None = None,
         zero_shot_min_similarity: float = 0.1,
+        threads: int | str | None = "auto",
     ) -> None:
         self.encoder = encoder
         self.n_topics = n_topics
@@ -201,6 +202,7 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         self.seed_pull = seed_pull
         self.zero_shot_topics = zero_shot_topics
         self.zero_shot_min_similarity = zero_shot_min_similarity
+        self.threads = threads
 
     # ------------------------------------------------------------------ validation
     def check_params(self) -> None:
@@ -221,6 +223,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         for name in ("generic_share", "misc_share", "k_tolerance"):
             check_share(name, getattr(self, name), "[0, 1)")
         check_extractor(self.extractor)
+        if self.threads is not None:
+            parse_threads(self.threads, "threads")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
         self._check_guidance()
@@ -237,17 +241,26 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         return enc.name if isinstance(enc, Encoder) else str(enc)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, docs: Iterable[Document | str], y: Any = None,
-            vocabulary: PhraseVocabulary | None = None, show_progress: bool = False
-            ) -> DocumentTopicModel:
+    def fit(self, docs: Iterable[Document | str], embeddings: np.ndarray | None = None,
+            y: Any = None, vocabulary: PhraseVocabulary | None = None,
+            show_progress: bool | None = None) -> DocumentTopicModel:
         """Fit topics on ``docs``: documents or strings, in a list or in a re-iterable corpus
         read afresh on each pass (``io.StreamedCorpus``, for corpora larger than memory). At
         most ``fit_docs`` of them (a seeded sample when there are more) are clustered and read
         for terms; the others are then assigned to their nearest topic (``doc_embeddings_``
         and ``token_docs_`` hold the sample, at ``sample_index_``). ``vocabulary``: spaCy
-        phrases already extracted from exactly these documents (e.g. a cache)."""
+        phrases already extracted from exactly these documents (e.g. a cache). ``embeddings``:
+        one vector per document, in order, from ``encoder`` (BERTopic's precomputed
+        embeddings): used instead of encoding, and to place the documents outside the sample.
+        ``show_progress``: None shows bars in a terminal or notebook."""
         del y
         self.check_params()
+        with limited_threads(None if self.threads is None else choose_threads(self.threads)):
+            return self._fit(docs, vocabulary, resolve_progress(show_progress), embeddings)
+
+    def _fit(self, docs: Iterable[Document | str], vocabulary: PhraseVocabulary | None,
+             show_progress: bool, embeddings: np.ndarray | None) -> DocumentTopicModel:
+        """``fit``'s steps, on the threads it set."""
         if isinstance(docs, str | bytes) or iter(docs) is docs:
             docs = as_documents(docs)  # an iterator is read more than once
         auto = self.fit_docs == "auto"
@@ -259,18 +272,21 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
             raise ValueError(
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
                 f"than the {len(ids)} given; re-extract it or pass the same corpus")
-        self._fit_sample(sample, vocabulary, show_progress)
+        given = given_embeddings(embeddings, len(ids))
+        self._fit_sample(sample, vocabulary, show_progress,
+                         None if given is None else given[index])
         self.sample_keys_ = sample_keys(sample)
         self._name_guided_topics()
         self.doc_ids_ = ids
         self.sample_index_ = index
         if len(index) < len(ids):
             t0 = time.perf_counter()
-            if self.placement == "student":
+            if self.placement == "student" and given is None:
                 self.student_ = TopicStudent(self.n_topics_).fit(
                     [d.text for d in sample], self.doc_labels_)
-            self._assign_rest(docs, show_progress)
+            self._assign_rest(docs, show_progress, given)
             self.timings_["assigning"] = time.perf_counter() - t0
+        warn_unassigned(self.doc_labels_, "topics")
         logger.info("%d topics (%d miscellaneous) over %d docs (fitted on %d) from %d terms "
                     "(%s)", self.n_topics_, int(self.miscellaneous_.sum()), len(ids),
                     len(index), len(self.terms_),
@@ -278,8 +294,9 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         return self
 
     def _fit_sample(self, documents: list[Document], vocabulary: PhraseVocabulary | None,
-                    show_progress: bool) -> None:
-        """Steps 1-7 on ``documents`` (all of the corpus, or its sample)."""
+                    show_progress: bool, X: np.ndarray | None = None) -> None:
+        """Steps 1-7 on ``documents`` (all of the corpus, or its sample); ``X``: their given
+        vectors (None: encoded)."""
         texts = [d.text for d in documents]
         if not any(t.split() for t in texts):
             raise ValueError("the corpus is empty: no documents with words to find topics in")
@@ -287,8 +304,14 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
-        X = encode_documents(encoder, texts, self.chunk_size, self.max_chunks, self.cache_dir,
-                             show_progress)
+        if X is None:
+            X = without_unknown(encoder, encode_documents(
+                encoder, texts, self.chunk_size, self.max_chunks, resolve_cache(self.cache_dir),
+                show_progress), texts, self.chunk_size, self.max_chunks)
+        elif X.shape[1] != encoder.dim:
+            raise ValueError(f"embeddings have {X.shape[1]} dimensions; the encoder "
+                             f"{encoder.name} gives {encoder.dim} (give the encoder that made "
+                             "them)")
         timings["encoding"] = time.perf_counter() - t0
         used = np.linalg.norm(X, axis=1) > 0
         self.doc_mean_ = X[used].mean(axis=0) if used.any() else np.zeros(X.shape[1], X.dtype)
@@ -331,36 +354,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
 
         self.encoder_ = encoder
         self.doc_embeddings_ = Xc
+        self.sample_texts_ = texts
         self.timings_ = timings
-
-    def _assign_rest(self, docs: Iterable[Document | str], show_progress: bool) -> None:
-        """The documents outside the sample, streamed in blocks: encoded, given their nearest
-        topic, shares and term count; topic sizes and typical documents over all of them."""
-        n, k, index = len(self.doc_ids_), self.n_topics_, self.sample_index_
-        labels = np.full(n, -1, dtype=np.int64)
-        shares = np.zeros((n, k), dtype=np.float32)
-        n_terms = np.zeros(n, dtype=np.int64)
-        labels[index], shares[index] = self.doc_labels_, self.doc_topics_
-        n_terms[index] = self.doc_n_phrases_
-        nearest = NearestDocs(k, self.n_typical)
-        nearest.add(index, labels[index], _sq_distances(self.doc_embeddings_,
-                                                        self.cluster_centers_))
-        in_sample = np.zeros(n, dtype=bool)
-        in_sample[index] = True
-        again = iter_known_documents(docs, self.doc_ids_, "the corpus changed while it was read")
-        rest = ((i, d.text) for i, d in again if not in_sample[i])
-        blocks = iter(lambda: list(islice(rest, ASSIGN_BLOCK)), [])
-        for block, rows, d2, block_shares in self._placed_blocks(blocks, show_progress):
-            shares[rows] = block_shares
-            labels[rows] = np.where(block_shares.any(axis=1), block_shares.argmax(axis=1), -1)
-            P = presence_matrix(TokenDocs(t for _, t in block), self.vocabulary_.terms, "csr")
-            n_terms[rows] = np.asarray(P.sum(axis=1)).ravel()
-            if d2 is not None:  # typical documents are judged on transformer vectors only
-                nearest.add(rows, labels[rows], d2)
-        self.doc_labels_, self.doc_topics_, self.doc_n_phrases_ = labels, shares, n_terms
-        self.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0], minlength=k)]
-        self.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
-                              for t in range(k)]
 
     def _choose_k(self, X: np.ndarray, show_progress: bool) -> tuple[int, dict[int, float]]:
         if self.n_topics is not None:
@@ -388,8 +383,8 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
         labels = np.where(labels >= 0, remap[np.maximum(labels, 0)], -1)
         centres, scores, misc = centres[order], scores[order], misc[order]
 
-        d2 = _sq_distances(Xc, centres)
-        shares = _shares(d2)
+        d2 = sq_distances(Xc, centres)
+        shares = shares_of(d2)
         shares[labels < 0] = 0.0
 
         self.n_topics_ = k
@@ -448,40 +443,17 @@ class DocumentTopicModel(TopicExplorer, TopicReshaper, TopicSlicer, TopicGuide, 
             return self.custom_labels_[topic]
         return self.topic_names_[topic].text(bool(self.miscellaneous_[topic]))
 
-    def transform(self, docs: Iterable[Document | str], show_progress: bool = False
+    def transform(self, docs: Iterable[Document | str], show_progress: bool | None = None
                   ) -> np.ndarray:
         """Topic shares of new documents, (n_docs, K)."""
         self._check_fitted()
-        X = encode_documents(self.encoder_, [d.text for d in as_documents(docs)],
-                             self.chunk_size, self.max_chunks, None, show_progress)
-        return self._place(X)[2]
-
-    def _placed_blocks(self, blocks: Iterable[list[tuple[int, str]]], show_progress: bool
-                       ) -> Iterator[tuple[list[tuple[int, str]], np.ndarray, np.ndarray | None,
-                                           np.ndarray]]:
-        """``(block, rows, squared distances or None, shares)`` of each block of documents
-        outside the sample: placed by the student, or encoded and placed by the encoder."""
-        if self.placement == "student":
-            bar = tqdm(blocks, desc="topics[student]", unit="block", disable=not show_progress,
-                       leave=False)
-            for block in bar:
-                rows = np.asarray([i for i, _ in block], dtype=np.int64)
-                yield block, rows, None, self.student_.predict_proba([t for _, t in block])
-            return
-        for block, X in iter_document_vectors(self.encoder_, blocks,
-                                              lambda b: [t for _, t in b], self.chunk_size,
-                                              self.max_chunks, show_progress):
-            _, d2, block_shares = self._place(X)
-            yield block, np.asarray([i for i, _ in block], dtype=np.int64), d2, block_shares
-
-    def _place(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Document vectors against the fitted topics: which have words, squared distances
-        to the centres, and topic shares (zero for a document without words)."""
-        used = np.linalg.norm(X, axis=1) > 0
-        Xc = np.zeros_like(X)
-        Xc[used] = l2_normalize(X[used] - self.doc_mean_)
-        d2 = _sq_distances(Xc, self.cluster_centers_)
-        return used, d2, np.where(used[:, None], _shares(d2), 0.0)
+        texts = [d.text for d in as_documents(docs)]
+        X = encode_documents(self.encoder_, texts, self.chunk_size, self.max_chunks, None,
+                             resolve_progress(show_progress))
+        _, _, shares = self._place(without_unknown(self.encoder_, X, texts, self.chunk_size,
+                                                   self.max_chunks))
+        warn_unassigned(np.where(shares.any(axis=1), 0, -1), "transform")
+        return shares
 
     def summary(self) -> dict[str, Any]:
         """Key numbers of the fit."""

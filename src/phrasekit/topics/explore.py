@@ -28,13 +28,18 @@ from phrasekit.registry import available_models
 from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.labels import TopicName
+from phrasekit.topics.placement import warn_unassigned, without_unknown
+from phrasekit.topics.reshape import reshape_state, restore_reshape_state
 from phrasekit.topics.student import TopicStudent
 from phrasekit.topics.terms import TermVocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 
 KIND = "phrasekit-document-topics"
-FORMAT_VERSION = 2
+#: Version 3 adds what reshaping and slicing need (``reshape.reshape_state``); version 2
+#: models still load, and place documents, but do not reshape.
+FORMAT_VERSION = 3
+READ_VERSIONS = (2, 3)
 CONFIG, ARRAYS = "config.json", "arrays.safetensors"
 #: ``find_topics`` scores a topic by the query's mean cosine to this many of its top terms
 #: (those nearest the query), beside its centre. Class names as queries found their gold topic
@@ -154,6 +159,8 @@ class TopicExplorer:
         rows, rest = np.flatnonzero(encoded), np.flatnonzero(~encoded)
         X = encode_documents(self.encoder_, [texts[i] for i in rows], self.chunk_size,
                              self.max_chunks, cache_dir, show_progress)
+        X = without_unknown(self.encoder_, X, [texts[i] for i in rows], self.chunk_size,
+                            self.max_chunks)
         used_rows, d2, row_shares = self._place(X)
         shares = np.zeros((len(texts), self.n_topics_), dtype=np.float32)
         shares[rows] = row_shares
@@ -162,6 +169,7 @@ class TopicExplorer:
         if len(rest):
             shares[rest] = student.predict_proba([texts[i] for i in rest])
             labels[rest] = np.where(shares[rest].any(axis=1), shares[rest].argmax(axis=1), -1)
+        warn_unassigned(labels, "placing documents")
         nearest = NearestDocs(self.n_topics_, self.n_typical)
         if len(rows):  # typical documents are judged on transformer vectors where there are
             nearest.add(rows, labels[rows], d2)
@@ -177,6 +185,7 @@ class TopicExplorer:
         new.doc_labels_, new.doc_topics_ = labels, shares.astype(np.float32)
         new.doc_n_phrases_ = np.asarray(P.sum(axis=1)).ravel().astype(np.int64)
         new.token_docs_ = token_docs
+        new.sample_texts_, new.typical_texts_ = texts, {}  # get_representative_docs reads them
         new.topic_doc_counts_ = [int(x) for x in np.bincount(labels[labels >= 0],
                                                              minlength=self.n_topics_)]
         new.typical_docs_ = [[(int(d), round(float(shares[d, t]), 4)) for d in nearest.rows[t]]
@@ -201,6 +210,8 @@ class TopicExplorer:
                        "doc_labels": np.asarray(self.doc_labels_, np.int32)})
         if getattr(self, "sample_keys_", None) is not None:
             arrays["sample_keys"] = np.asarray(self.sample_keys_, np.uint64)
+        reshape_config, reshape_arrays = reshape_state(self)
+        arrays.update(reshape_arrays)
         vocab = self.vocabulary_
         config = {
             "format": KIND, "version": FORMAT_VERSION,
@@ -216,6 +227,7 @@ class TopicExplorer:
                            "doc_freq": [int(x) for x in vocab.doc_freq],
                            "n_words": int(vocab.n_words)},
             "student": student_config,
+            **reshape_config,
         }
         with staged_folder(path, KIND) as tmp:
             write_json(tmp / CONFIG, config)
@@ -236,24 +248,44 @@ class TopicExplorer:
         path = Path(path)
         verify_folder(path, KIND, required=(CONFIG, ARRAYS))
         config = read_json_object(path / CONFIG)
-        if config.get("format") != KIND or config.get("version") != FORMAT_VERSION:
+        if config.get("format") != KIND or config.get("version") not in READ_VERSIONS:
             raise ValueError(f"{path / CONFIG}: not a saved document topic model of format "
-                             f"{KIND} version {FORMAT_VERSION}")
+                             f"{KIND} version {' or '.join(map(str, READ_VERSIONS))}")
         try:
             arrays = safetensors_load((path / ARRAYS).read_bytes())
+        except SafetensorError as exc:
+            raise ValueError(f"{path / ARRAYS}: not a readable safetensors file ({exc})") from None
+        where = path / CONFIG
+        try:
             saved = config["encoder"]
             params = {k: v for k, v in config["params"].items() if k != "encoder"}
             model = cls(encoder=saved["spec"], **params)
-            enc = load_encoder(saved["spec"] if encoder is None else encoder)
-            if encoder_identity(enc) != saved["identity"]:
-                raise ValueError(f"{path} was fitted with encoder {saved['identity']!r}; got "
-                                 f"{encoder_identity(enc)!r}: documents would be placed in "
-                                 "another space")
+            spec = str(saved["spec"])
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"{where}: params or encoder: {_why(exc)}") from None
+        try:
+            enc = load_encoder(spec if encoder is None else encoder)
+        except (ValueError, OSError) as exc:
+            if encoder is not None:
+                raise
+            raise ValueError(f"{where}: encoder.spec {spec!r}: {_why(exc)}") from None
+        if encoder_identity(enc) != saved.get("identity"):
+            raise ValueError(f"{path} was fitted with encoder {saved.get('identity')!r}; got "
+                             f"{encoder_identity(enc)!r}: documents would be placed in "
+                             "another space")
+        try:
             _restore(model, config, arrays)
-        except (KeyError, TypeError, SafetensorError) as exc:
-            raise ValueError(f"{path}: malformed saved topic model ({exc!r})") from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise ValueError(f"{where}: {_why(exc)}") from None
         model.encoder_ = enc
         return model
+
+
+def _why(exc: BaseException) -> str:
+    """An exception met while reading a saved model, as a message (a missing key named)."""
+    if isinstance(exc, KeyError):
+        return f"field {exc.args[0]!r} missing"
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _encoder_spec(model: Any) -> str:
@@ -289,7 +321,10 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     model.custom_labels_ = {int(t): str(v) for t, v in config["custom_labels"].items()}
     model.topic_names_ = [TopicName(str(label), bool(mixed))
                           for label, mixed in config["topic_names"]]
-    model.vocabulary_ = TermVocabulary(**config["vocabulary"])
+    try:
+        model.vocabulary_ = TermVocabulary(**config["vocabulary"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"vocabulary: {_why(exc)}") from None
     model.terms_ = model.vocabulary_.surface
     model.cluster_centers_ = arrays["cluster_centers"]
     model.doc_mean_ = arrays["doc_mean"]
@@ -299,10 +334,13 @@ def _restore(model: Any, config: dict[str, Any], arrays: dict[str, np.ndarray]) 
     model.sample_keys_ = arrays.get("sample_keys")
     model.timings_ = {}
     if len(model.doc_ids_) != len(model.doc_labels_):
-        raise ValueError(f"{len(model.doc_ids_)} document ids but {len(model.doc_labels_)} "
-                         "document topics")
-    if len(model.cluster_centers_) != model.n_topics_ or len(model.topics_) != model.n_topics_ \
-            or len(model.topic_names_) != model.n_topics_:
-        raise ValueError(f"{model.n_topics_} topics but {len(model.cluster_centers_)} centres")
+        raise ValueError(f"doc_ids: {len(model.doc_ids_)} document ids but doc_labels in "
+                         f"{ARRAYS} holds {len(model.doc_labels_)} document topics")
+    k = model.n_topics_
+    for field, n in (("cluster_centers (in " + ARRAYS + ")", len(model.cluster_centers_)),
+                     ("topics_", len(model.topics_)), ("topic_names", len(model.topic_names_))):
+        if n != k:
+            raise ValueError(f"n_topics_: {k} topics but {field} holds {n}")
     if config["student"] is not None:
         model.student_ = TopicStudent.from_state(config["student"], arrays)
+    restore_reshape_state(model, config, arrays)

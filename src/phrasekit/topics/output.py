@@ -213,11 +213,13 @@ def write_topic_outputs(
     report: bool = False,
     title: str | None = None,
     tables: dict[str, list[dict[str, Any]]] | None = None,
+    csv_safe: bool = True,
 ) -> dict[str, Path]:
     """Write ``topics.json`` and ``topics.md`` (and ``report.html`` with ``report``) into
     ``out_dir`` (created if needed), each atomically. ``docs`` must be the documents the model
     was fitted on (for the snippets). ``tables``: slice tables (``SliceFields.tables``) written
-    as CSV files of those names in the same set.
+    as CSV files of those names in the same set (formula-like cells made text unless
+    ``csv_safe`` is False).
 
     ``doc_topics.parquet`` (:func:`doc_topics_table`) holds the documents' topics as a table.
 
@@ -227,7 +229,7 @@ def write_topic_outputs(
     data = topics_head(model, docs, snippet_chars=snippet_chars)
     return _write_set(out_dir, data, topics_to_markdown(data), model, docs, report, title,
                       rows=("doc_topics", doc_topic_rows(model)), tables=tables,
-                      doc_table=doc_topics_table(model))
+                      doc_table=doc_topics_table(model), csv_safe=csv_safe)
 
 
 def doc_topics_table(model: DocumentTopicModel | PhraseTopicModel) -> Any:
@@ -268,7 +270,7 @@ def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: 
                documents: Iterable[Document | str], report: bool, title: str | None,
                rows: tuple[str, Iterable[Any]] | None = None,
                tables: dict[str, list[dict[str, Any]]] | None = None,
-               doc_table: Any = None) -> dict[str, Path]:
+               doc_table: Any = None, csv_safe: bool = True) -> dict[str, Path]:
     """Write ``topics.json`` (``rows``: its last key, streamed), ``topics.md`` (and
     ``report.html``, ``doc_topics.parquet`` from ``doc_table``) as one set: built beside
     ``out_dir`` and swapped in at once, so a crash leaves the old set or the new, never a
@@ -284,7 +286,7 @@ def _write_set(out_dir: str | Path, data: dict[str, Any], markdown: str, model: 
         if doc_table is not None:
             write_parquet(tmp / "doc_topics.parquet", doc_table)
         for name, table in (tables or {}).items():
-            write_slice_csv(tmp / name, table)
+            write_slice_csv(tmp / name, table, csv_safe)
         write_json(tmp / "topics.json", data, rows=rows)
         write_text(tmp / "topics.md", markdown)
         if report:
@@ -491,8 +493,8 @@ def _fmt_seconds(seconds: float) -> str:
     return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
 
 
-def format_timings(timings: dict[str, float]) -> str:
-    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``."""
-    parts = [f"{k} {_fmt_seconds(v)}" for k, v in timings.items()]
-    total = sum(timings.values())
-    return ", ".join(parts) + f" (total {_fmt_seconds(total)})"
+def format_timings(timings: dict[str, float], total: bool = True) -> str:
+    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``; without the total
+    when ``total`` is false (a caller that prints its own)."""
+    parts = ", ".join(f"{k} {_fmt_seconds(v)}" for k, v in timings.items())
+    return parts + (f" (total {_fmt_seconds(sum(timings.values()))})" if total else "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,3 +45,36 @@ def check_extractor(extractor: Any) -> None:
     """None or a ``PhraseExtractor``."""
     if extractor is not None and not isinstance(extractor, PhraseExtractor):
         raise TypeError(f"extractor must be a PhraseExtractor, got {type(extractor).__name__}")
+
+
+def resolve_progress(show_progress: bool | None) -> bool:
+    """``show_progress`` as given; None: bars where someone watches (a terminal on stderr, or
+    a notebook)."""
+    if show_progress is not None:
+        return bool(show_progress)
+    return "ipykernel" in sys.modules or bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def resolve_cache(cache_dir: str | Path | None) -> Path | None:
+    """The vector cache folder: ``"auto"`` phrasekit's (``settings.vector_cache_dir``), a
+    folder as given, None none."""
+    from phrasekit.settings import vector_cache_dir
+
+    if cache_dir is None:
+        return None
+    return vector_cache_dir() if str(cache_dir) == "auto" else Path(cache_dir)
+
+
+def given_embeddings(embeddings: Any, n_docs: int) -> np.ndarray | None:
+    """Precomputed document vectors as float32 rows of unit length (zero rows kept: documents
+    without words), checked to be one per document; None as it is."""
+    if embeddings is None:
+        return None
+    X = np.asarray(embeddings, dtype=np.float32)
+    if X.ndim != 2 or len(X) != n_docs:
+        raise ValueError(f"embeddings must be one row per document, ({n_docs}, dim); got "
+                         f"shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError("embeddings hold NaN or infinite values")
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)

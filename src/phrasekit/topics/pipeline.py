@@ -54,6 +54,7 @@ def run_topics(
     time_field: str | None = None,
     class_field: str | None = None,
     time_bins: str | int = "month",
+    csv_safe: bool = True,
     **model_kwargs: Any,
 ) -> tuple[DocumentTopicModel | PhraseTopicModel, dict[str, Path]]:
     """Read ``corpus``, fit a ``DocumentTopicModel`` (``method="documents"``) or a
@@ -61,13 +62,13 @@ def run_topics(
     ``report.html`` with ``report``) into ``out_dir``. Parameters are checked before any long
     work starts; None keeps the model's default.
 
-    ``phrase_cache``: a ``.json(.gz)`` file to reuse extracted phrases between runs.
+    ``phrase_cache``: a ``.json(.gz)`` file reusing extracted phrases between runs;
     ``cache_dir`` (documents): a folder caching document vectors between runs.
     ``workers``: spaCy processes for phrase extraction. ``extractor``: the phrase extractor
     (None: the method's own, with ``workers`` processes).
     ``time_field`` / ``class_field`` (documents): fields slicing the topics (``slices``), written
-    to topics_over_time.csv / topics_per_class.csv. Extra keyword arguments go to the model.
-    Returns the model and the paths written.
+    to topics_over_time.csv / topics_per_class.csv (``csv_safe``: formula-like cells as text).
+    Extra keyword arguments go to the model. Returns the model and the paths written.
     """
     if method not in TOPIC_MODELS:
         raise ValueError(f"method must be one of {sorted(TOPIC_MODELS)}, got {method!r}")
@@ -103,14 +104,13 @@ def run_topics(
     if phrase_cache is not None:
         extractor = estimator.phrase_extractor() if method == "documents" \
             else estimator.extractor
-        vocabulary = load_or_extract_vocabulary(docs, phrase_cache, extractor,
-                                                show_progress=not quiet)
+        vocabulary = load_or_extract_vocabulary(docs, phrase_cache, extractor, not quiet)
     extraction_s = time.perf_counter() - t0
     estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
     if vocabulary is not None:
         estimator.timings_["extraction"] = extraction_s
     name = "document topics" if method == "documents" else "phrase clusters"
-    paths = write_topic_outputs(estimator, docs, out_dir, report=report,
+    paths = write_topic_outputs(estimator, docs, out_dir, report=report, csv_safe=csv_safe,
                                 title=_title(corpus, name), tables=fields.tables(estimator))
     return estimator, paths
 

@@ -10,6 +10,7 @@ inner node the way a topic is named.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ from phrasekit.topics.labels import CANDIDATES, name_topics
 from phrasekit.topics.reading import rank_terms, topic_term_scores
 from phrasekit.topics.terms import presence_matrix
 
+logger = logging.getLogger(__name__)
+
 
 class TopicReshaper:
     """Mixin of :class:`~phrasekit.topics.DocumentTopicModel`."""
@@ -27,8 +30,9 @@ class TopicReshaper:
     def _check_reshapable(self) -> None:
         self._check_fitted()
         if getattr(self, "token_docs_", None) is None:
-            raise RuntimeError("topics can be reshaped after a fit, not after load: reshape "
-                               "before saving")
+            raise RuntimeError("this model keeps no fitted sample (saved by phrasekit before "
+                               "format 3, or applied to a corpus): reshape after a fit or "
+                               "after loading a model saved since")
 
     def merge_topics(self, groups: Sequence[Sequence[int]]) -> Any:
         """Merge each group of topics into one (``[[1, 4], [2, 3, 7]]``); topics are then
@@ -51,13 +55,18 @@ class TopicReshaper:
 
     def reduce_topics(self, n_topics: int) -> Any:
         """Merge the closest topics (average cosine linkage of their centres) until
-        ``n_topics`` remain. Returns ``self``."""
+        ``n_topics`` remain; with ``n_topics`` at or above the current number nothing changes
+        (a warning says so). Returns ``self``."""
         from scipy.cluster.hierarchy import fcluster
 
         self._check_reshapable()
-        if not 1 <= int(n_topics) <= self.n_topics_:
-            raise ValueError(f"n_topics must be in 1..{self.n_topics_}, got {n_topics}")
-        if int(n_topics) < self.n_topics_:
+        if isinstance(n_topics, bool) or not isinstance(n_topics, int | np.integer) \
+                or n_topics < 1:
+            raise ValueError(f"n_topics must be an integer >= 1, got {n_topics!r}")
+        if int(n_topics) >= self.n_topics_:
+            logger.warning("reduce_topics(%d): the model has %d topics already; nothing to "
+                           "merge", n_topics, self.n_topics_)
+        else:
             cut = fcluster(self._linkage(), t=int(n_topics), criterion="maxclust")
             self._regroup(np.unique(cut, return_inverse=True)[1])
         return self
@@ -124,6 +133,7 @@ class TopicReshaper:
         np.add.at(centres, compress, self.cluster_centers_ * counts[:, None])
         centres /= np.maximum(np.bincount(compress, weights=counts, minlength=k_new), 1)[:, None]
         names = getattr(self, "custom_labels_", {})
+        old_names = list(self.topic_names_)
         self._term_matrix = None  # find_topics encodes the new topics' terms again
         P = presence_matrix(self.token_docs_, self.vocabulary_.terms, format="csr")
         self._describe(self.doc_embeddings_, grouped, centres.astype(np.float32), k_new,
@@ -134,6 +144,8 @@ class TopicReshaper:
         alone = np.bincount(compress, minlength=k_new) == 1
         self.custom_labels_ = {int(to_final[t]): v for t, v in names.items()
                                if alone[compress[t]]}
+        for t in np.flatnonzero(alone[compress]).tolist():  # a topic not merged keeps its name
+            self.topic_names_[int(to_final[t])] = old_names[t]
         if len(index) == len(full_labels):
             return
         labels = np.where(full_labels >= 0, to_final[np.maximum(full_labels, 0)], -1)
@@ -146,3 +158,51 @@ class TopicReshaper:
         self.typical_docs_ = [[(int(index[d]), s) for d, s in row] for row in self.typical_docs_]
         if getattr(self, "student_", None) is not None:
             self.student_.merge_topics(to_final, k_new)
+
+
+#: What a saved model keeps so that a loaded one reshapes and slices as a fitted one: arrays
+#: (name -> attribute, dtype) ...
+RESHAPE_ARRAYS = {"doc_embeddings": ("doc_embeddings_", np.float32),
+                  "sample_index": ("sample_index_", np.int64),
+                  "doc_topics": ("doc_topics_", np.float32),
+                  "doc_n_phrases": ("doc_n_phrases_", np.int64),
+                  "term_scores": ("term_scores_", np.float32),
+                  "specificity": ("specificity_", np.float32)}
+
+
+def reshape_state(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The config entries and arrays a loaded ``model`` needs to reshape and slice: the
+    fitted sample's texts and vectors, every document's shares, the term scores and the
+    typical documents (with the texts of those outside the sample). Empty for a model without
+    them (one ``applied_to`` a corpus)."""
+    if getattr(model, "sample_texts_", None) is None or \
+            any(getattr(model, attr, None) is None for attr, _ in RESHAPE_ARRAYS.values()):
+        return {}, {}
+    arrays = {name: np.asarray(getattr(model, attr), dtype)
+              for name, (attr, dtype) in RESHAPE_ARRAYS.items()}
+    config = {"sample_texts": list(model.sample_texts_),
+              "typical_docs": [[[int(d), float(s)] for d, s in row]
+                               for row in model.typical_docs_],
+              "typical_texts": {str(r): t for r, t in
+                                getattr(model, "typical_texts_", {}).items()}}
+    return {"reshape": config}, arrays
+
+
+def restore_reshape_state(model: Any, config: dict[str, Any],
+                          arrays: dict[str, np.ndarray]) -> None:
+    """Set what :func:`reshape_state` saved (nothing for a model saved without it)."""
+    from phrasekit.text import TokenDocs
+
+    saved = config.get("reshape")
+    if not saved:
+        return
+    for name, (attr, dtype) in RESHAPE_ARRAYS.items():
+        setattr(model, attr, np.asarray(arrays[name], dtype))
+    model.sample_texts_ = [str(t) for t in saved["sample_texts"]]
+    model.token_docs_ = TokenDocs(model.sample_texts_)
+    model.typical_docs_ = [[(int(d), float(s)) for d, s in row] for row in saved["typical_docs"]]
+    model.typical_texts_ = {int(r): str(t) for r, t in saved["typical_texts"].items()}
+    if len(model.sample_texts_) != len(model.doc_embeddings_) or \
+            len(model.sample_index_) != len(model.sample_texts_):
+        raise ValueError(f"{len(model.sample_texts_)} sample texts but "
+                         f"{len(model.doc_embeddings_)} sample vectors")

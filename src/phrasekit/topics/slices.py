@@ -55,7 +55,11 @@ def parse_timestamp(value: Any) -> datetime:
     else:
         raise ValueError(f"{value!r} is not a date (give ISO 8601 text such as 2007-04-15)")
     if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+        try:
+            stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+        except (OverflowError, ValueError):
+            raise ValueError(f"{value!r} is outside the dates supported (0001-01-01 to "
+                             "9999-12-31 in UTC)") from None
     return stamp
 
 
@@ -97,8 +101,17 @@ def time_bins(stamps: Sequence[datetime], bins: str | int) -> list[str]:
     lo, hi = float(seconds.min()), float(seconds.max())
     width = (hi - lo) / int(bins) or 1.0
     which = np.minimum(((seconds - lo) // width).astype(np.int64), int(bins) - 1)
-    starts = [EPOCH + timedelta(seconds=lo + w * width) for w in range(int(bins))]
-    return [starts[w].isoformat(timespec="seconds") for w in which]
+    starts = {int(w): (EPOCH + timedelta(seconds=lo + int(w) * width)).isoformat(
+        timespec="seconds") for w in np.unique(which)}  # only the bins that hold a document
+    return [starts[int(w)] for w in which]
+
+
+def check_bins_fit(bins: str | int, n_docs: int) -> None:
+    """``ValueError`` when a number of bins exceeds the documents to put in them."""
+    if isinstance(bins, int) and not isinstance(bins, bool) and bins > max(1, n_docs):
+        raise ValueError(f"--time-bins {bins}: more bins than the corpus has documents "
+                         f"({n_docs}); give at most {max(1, n_docs)} or a calendar unit "
+                         f"({', '.join(TIME_BINS)})")
 
 
 class TopicSlicer:
@@ -129,7 +142,9 @@ class TopicSlicer:
     def _check_sliceable(self, values: Sequence[Any], what: str) -> None:
         self._check_fitted()
         if getattr(self, "token_docs_", None) is None:
-            raise RuntimeError("topics can be sliced after a fit, not after load")
+            raise RuntimeError("this model keeps no fitted sample (saved by phrasekit before "
+                               "format 3): slice after a fit or after loading a model saved "
+                               "since")
         if isinstance(values, str | bytes) or len(values) != len(self.doc_ids_):
             raise ValueError(f"{what}: give one per fitted document ({len(self.doc_ids_)}), "
                              f"got {1 if isinstance(values, str | bytes) else len(values)}")
@@ -216,13 +231,17 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
                                   f"{exc}") from None
         if class_field is not None:
             classes.append(str(doc.meta[class_field]))
+    if time_field is not None:
+        check_bins_fit(bins, len(stamps))
     return SliceFields(stamps if time_field else None, classes if class_field else None, bins)
 
 
-def write_slice_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """A slice table as CSV (terms joined by "; "), for a spreadsheet."""
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
+def write_slice_csv(path: Path, rows: list[dict[str, Any]], csv_safe: bool = True) -> None:
+    """A slice table as CSV (terms joined by "; "), for a spreadsheet: text cells that start
+    like a formula get a leading ``'`` unless ``csv_safe`` is False (``tables.write_table``)."""
+    from phrasekit.tables import write_table
 
-    table = pa.Table.from_pylist([{**r, "terms": "; ".join(r["terms"])} for r in rows])
-    pa_csv.write_csv(table, path)
+    header = list(rows[0]) if rows else ["topic", "label", "slice", "frequency", "share",
+                                         "terms"]
+    write_table(path, header, ([("; ".join(r[h]) if h == "terms" else r[h]) for h in header]
+                               for r in rows), csv_safe=csv_safe, fmt="csv")

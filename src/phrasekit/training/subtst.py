@@ -11,6 +11,7 @@ epoch in its history.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -245,6 +246,24 @@ def feature_cache_path(cache_dir: str | Path, features: TokenFeatures, task: str
     return Path(cache_dir) / f"features-{task}-{safe}.safetensors"
 
 
+def is_feature_cache(path: Path) -> bool:
+    """Whether ``path`` is a feature cache phrasekit wrote, judged by its header alone (its
+    metadata names a key, the texts and a checksum), so one damaged further on is still known
+    and rebuilt; an empty file holds nothing to lose. Anything else is left alone."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(8)
+            if not head:
+                return True
+            size = int.from_bytes(head, "little")
+            if len(head) < 8 or size > 1 << 30:
+                return False
+            meta = json.loads(fh.read(size)).get("__metadata__") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(meta, dict) and {"key", "texts", "sha256"} <= set(meta)
+
+
 def prepare_features(task: str, data: dict[str, list[PairExample]], config: SubTSTConfig,
                      cache_dir: str | Path | None = None, show_progress: bool = False
                      ) -> tuple[TokenFeatures, float]:
@@ -256,7 +275,12 @@ def prepare_features(task: str, data: dict[str, list[PairExample]], config: SubT
                              max_seq_length=config.max_seq_length)
     path = feature_cache_path(cache_dir, features, task) if cache_dir else None
     if path is not None and path.is_file():
-        logger.info("loaded %d cached sentence features from %s", features.load(path), path)
+        try:
+            logger.info("loaded %d cached sentence features from %s", features.load(path), path)
+        except ValueError as exc:
+            if not is_feature_cache(path):
+                raise
+            logger.warning("%s: rebuilt", str(exc).removesuffix("; delete it"))
     texts = [t for split in data.values() for e in split for t in (e.a, e.b)]
     before = len(features)
     t0 = time.perf_counter()

@@ -1,0 +1,303 @@
+"""Pair features of the hybrid matcher, and the character n-gram search that finds candidates.
+
+A fuzzy join compares a query (a right value) with candidates (left values). Embeddings catch
+paraphrases and aliases; character n-grams catch typos, abbreviations and word order; string
+ratios, IDF-weighted token overlap, numbers and initials catch what both miss ("1998 season"
+against "1999 season"). :func:`pair_features` computes them all for (query, candidate) pairs,
+and :func:`query_context` adds what a candidate is worth among the query's other candidates
+(its rank and its margin), as record-linkage tools compare the best candidate with the rest.
+:data:`FEATURES` names the columns, in order, that the combiner reads.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Columns of :func:`pair_features` then :func:`query_context`, in order.
+PAIR_FEATURES = (
+    "emb_cos", "char_cos", "ratio", "token_set", "token_sort", "partial", "jaro_winkler",
+    "idf_jaccard", "idf_query_cover", "idf_cand_cover", "len_ratio", "token_len_ratio",
+    "exact", "num_agree", "num_conflict", "num_one_side", "initials",
+    "year_agree", "year_conflict", "base_exact", "base_ratio", "qual_jaccard", "qual_one_side",
+    "contained", "monge_elkan_query", "monge_elkan_cand",
+)
+CONTEXT_FEATURES = (
+    "emb_rank", "char_rank", "emb_gap", "char_gap", "emb_margin", "char_margin", "n_cands",
+)
+FEATURES = PAIR_FEATURES + CONTEXT_FEATURES
+
+_WORD = re.compile(r"[^\W_]+")
+_NUMBER = re.compile(r"\d+")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_ROMAN = re.compile(r"^(?=[ivxlc])c{0,3}(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$")
+#: A trailing qualifier: "Sand Church (Nordland)", "Nevada caucuses, 2012".
+_QUALIFIER = re.compile(r"\s*(\(([^)]*)\)|,\s*([^,]*))\s*$")
+
+
+def normalise(text: str) -> str:
+    """Lower case, every run of non-alphanumeric characters one space."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+@dataclass
+class CharNgrams:
+    """Character 2-4-gram tf-idf of a join's left values (sublinear tf, idf from the left side).
+
+    ``search`` returns each query's ``k`` left values of highest n-gram cosine: the blocking
+    that finds candidates with typos or abbreviations the embedding misses. n-grams in more
+    than ``max_df`` of the left values (and more than ``min_df_cap``) are left out of the search
+    (not of the cosine): they match nearly everything and make the sparse product dense.
+    """
+
+    max_df: float = 0.01
+    min_df_cap: int = 2000
+
+    def fit(self, left: Sequence[str]) -> CharNgrams:
+        """Learn the n-gram vocabulary and idf on ``left``; returns self."""
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vectorizer_ = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4),
+                                           sublinear_tf=True, dtype=np.float32)
+        self.left_ = self.vectorizer_.fit_transform(list(left)).tocsr()
+        df = np.bincount(self.left_.indices, minlength=self.left_.shape[1])
+        cap = max(self.min_df_cap, int(self.max_df * self.left_.shape[0]))
+        self.search_cols_ = np.flatnonzero(df <= cap)
+        self.left_t_ = self.left_[:, self.search_cols_].T.tocsr()
+        return self
+
+    def transform(self, texts: Sequence[str]):  # -> scipy.sparse.csr_matrix
+        """Unit-length tf-idf rows of ``texts`` in the left side's vocabulary."""
+        return self.vectorizer_.transform(list(texts)).tocsr()
+
+    def search(self, queries, k: int, chunk: int = 128) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` left rows of each query row (tf-idf rows): (scores, ids), best first, -1
+        where fewer than ``k`` left values share a searched n-gram with the query. The product
+        stays sparse, so memory follows the shared n-grams, not the left table's size."""
+        n = queries.shape[0]
+        ids = np.full((n, k), -1, dtype=np.int64)
+        scores = np.zeros((n, k), dtype=np.float32)
+        q_cols = queries[:, self.search_cols_].tocsr()
+        for s in range(0, n, chunk):
+            sim = (q_cols[s : s + chunk] @ self.left_t_).tocsr()
+            for i in range(sim.shape[0]):
+                lo, hi = sim.indptr[i], sim.indptr[i + 1]
+                cols, vals = sim.indices[lo:hi], sim.data[lo:hi]
+                if len(vals) > k:
+                    part = np.argpartition(-vals, k - 1)[:k]
+                    cols, vals = cols[part], vals[part]
+                order = np.lexsort((cols, -vals))
+                ids[s + i, : len(order)] = cols[order]
+                scores[s + i, : len(order)] = vals[order]
+        return scores, ids
+
+
+def row_dots(a, b) -> np.ndarray:
+    """Row-wise dot products of two equally shaped sparse matrices."""
+    return np.asarray(a.multiply(b).sum(axis=1), dtype=np.float32).ravel()
+
+
+def token_idf(left: Sequence[str]) -> dict[str, float]:
+    """Smoothed idf of the words of ``left`` (normalised); unseen words get the largest idf."""
+    df: Counter[str] = Counter()
+    for text in left:
+        df.update(set(normalise(text).split()))
+    n = len(left)
+    return {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
+
+
+def _acronym(words: list[str]) -> str:
+    return "".join(w[0] for w in words if not w.isdigit()) if len(words) > 1 else ""
+
+
+def _numbers(words: list[str]) -> set[str]:
+    """Digits and Roman numerals (not a lone "i") among ``words``: "Walter V" is not
+    "Walter III"."""
+    return {w for w in words if w.isdigit() or (w != "i" and _ROMAN.match(w))}
+
+
+def split_qualifier(text: str) -> tuple[str, str]:
+    """(base, qualifier) of a name: the text before a trailing "(...)" or ", ...", and it."""
+    m = _QUALIFIER.search(text)
+    if not m or m.start() == 0:
+        return text, ""
+    return text[: m.start()], m.group(2) if m.group(2) is not None else m.group(3)
+
+
+def _overlap(qs: set[str], cs: set[str], weight: dict[str, float]) -> tuple[float, ...]:
+    """IDF-weighted Jaccard, query cover and candidate cover of two word sets."""
+    shared = sum(weight[w] for w in qs & cs)
+    union = sum(weight[w] for w in qs | cs) or 1.0
+    return (shared / union, shared / (sum(weight[w] for w in qs) or 1.0),
+            shared / (sum(weight[w] for w in cs) or 1.0))
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What the lexical features read of one text, parsed once however many pairs it is in."""
+
+    norm: str
+    words: list[str]
+    wordset: frozenset[str]
+    numbers: frozenset[str]
+    years: frozenset[str]
+    acronym: str
+    base: str
+    qualifier: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> Parsed:
+        """Parse ``text``."""
+        norm = normalise(text)
+        words = norm.split()
+        base, qual = split_qualifier(text)
+        return cls(norm, words, frozenset(words), frozenset(_numbers(words)),
+                   frozenset(_YEAR.findall(norm)), _acronym(words), normalise(base),
+                   frozenset(normalise(qual).split()))
+
+
+def _lexical(q: Parsed, c: Parsed, weight: dict[str, float]) -> list[float]:
+    """IDF overlap, lengths, exact match, number, year, initials and qualifier agreement of
+    one pair (``weight``: idf of every word of both)."""
+    from rapidfuzz import fuzz
+
+    qs, cs = q.wordset, c.wordset
+    lq, lc = max(len(q.norm), 1), max(len(c.norm), 1)
+    both = bool(q.numbers) and bool(c.numbers)
+    years = bool(q.years) and bool(c.years)
+    initials = (len(c.acronym) > 1 and c.acronym in qs) or (len(q.acronym) > 1 and
+                                                              q.acronym in cs)
+    return [
+        *_overlap(qs, cs, weight),
+        min(lq, lc) / max(lq, lc),
+        min(len(q.words), len(c.words)) / max(len(q.words), len(c.words), 1),
+        float(q.norm == c.norm), float(both and q.numbers == c.numbers),
+        float(both and q.numbers != c.numbers), float(bool(q.numbers) != bool(c.numbers)),
+        float(initials), float(years and bool(q.years & c.years)),
+        float(years and not q.years & c.years), float(bool(q.base) and q.base == c.base),
+        fuzz.ratio(q.base, c.base) / 100.0,
+        _overlap(q.qualifier, c.qualifier, weight)[0] if q.qualifier and c.qualifier else 0.0,
+        float(bool(q.qualifier) != bool(c.qualifier)),
+        float(bool(qs) and bool(cs) and (qs <= cs or cs <= qs)),
+    ]
+
+
+def _monge_elkan(q: Parsed, cands: list[Parsed], weight: dict[str, float]) -> np.ndarray:
+    """IDF-weighted Monge-Elkan similarity of one query with each of its candidates, both ways
+    (each word's best Jaro-Winkler match among the other side's words: "Gautier V" ~
+    "Walter V" word by word); one Jaro-Winkler matrix per query. (n_cands, 2)."""
+    from rapidfuzz.distance import JaroWinkler
+    from rapidfuzz.process import cdist
+
+    out = np.zeros((len(cands), 2), dtype=np.float32)
+    vocab = list(dict.fromkeys(w for c in cands for w in c.words))
+    if not q.words or not vocab:
+        return out
+    sim = cdist(q.words, vocab, scorer=JaroWinkler.normalized_similarity, dtype=np.float32)
+    col = {w: i for i, w in enumerate(vocab)}
+    wq = np.asarray([weight[w] for w in q.words])
+    best_col = sim.max(axis=0)
+    for i, c in enumerate(cands):
+        if not c.words:
+            continue
+        idx = [col[w] for w in c.words]
+        wc = np.asarray([weight[w] for w in c.words])
+        out[i] = (sim[:, idx].max(axis=1) @ wq / wq.sum(), best_col[idx] @ wc / wc.sum())
+    return out
+
+
+def _fuzz(queries: list[str], cands: list[str], workers: int) -> np.ndarray:
+    """rapidfuzz similarities (0-1) of aligned pairs: ratio, token set, token sort, partial,
+    Jaro-Winkler, on lower-cased, punctuation-free strings."""
+    from rapidfuzz import fuzz, utils
+    from rapidfuzz.distance import JaroWinkler
+    from rapidfuzz.process import cpdist
+
+    scorers = (fuzz.ratio, fuzz.token_set_ratio, fuzz.token_sort_ratio, fuzz.partial_ratio,
+               JaroWinkler.normalized_similarity)
+    out = np.empty((len(queries), len(scorers)), dtype=np.float32)
+    for j, scorer in enumerate(scorers):
+        vals = cpdist(queries, cands, scorer=scorer, processor=utils.default_process,
+                      workers=workers, dtype=np.float32)
+        out[:, j] = vals / (1.0 if scorer is JaroWinkler.normalized_similarity else 100.0)
+    return out
+
+
+def pair_features(
+    query_texts: Sequence[str], cand_texts: Sequence[str], emb_cos: np.ndarray,
+    char_cos: np.ndarray, idf: dict[str, float], workers: int = 1,
+) -> np.ndarray:
+    """The :data:`PAIR_FEATURES` of aligned (query, candidate) pairs, float32 (n, 26); each
+    text is parsed once, and a query's pairs are best kept together (one Jaro-Winkler matrix
+    per run of equal queries)."""
+    n = len(query_texts)
+    if n == 0:
+        return np.zeros((0, len(PAIR_FEATURES)), dtype=np.float32)
+    unseen = max(idf.values(), default=1.0)
+    parsed = {t: Parsed.of(t) for t in {*query_texts, *cand_texts}}
+    fuzz_cols = _fuzz(list(query_texts), list(cand_texts), workers)
+    lexical = np.zeros((n, len(PAIR_FEATURES) - 7), dtype=np.float32)
+    start = 0
+    while start < n:
+        end = start
+        while end < n and query_texts[end] == query_texts[start]:
+            end += 1
+        q = parsed[query_texts[start]]
+        cands = [parsed[c] for c in cand_texts[start:end]]
+        weight = {w: idf.get(w, unseen) for p in (q, *cands) for w in p.words}
+        for i, c in enumerate(cands):
+            lexical[start + i, :-2] = _lexical(q, c, weight)
+        lexical[start:end, -2:] = _monge_elkan(q, cands, weight)
+        start = end
+    return np.column_stack([emb_cos, char_cos, fuzz_cols, lexical]).astype(np.float32)
+
+
+def _group_rank(group: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """1-based rank of each score within its group (best 1, equal scores the same rank;
+    ``group`` sorted ascending)."""
+    order = np.lexsort((-score, group))
+    g, sc = group[order], score[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(g)) + 1]
+    pos = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    new_value = np.r_[True, (np.diff(g) != 0) | (np.diff(sc) != 0)]
+    first = np.maximum.accumulate(np.where(new_value, np.arange(len(order)), 0))
+    rank = np.empty(len(order), dtype=np.float32)
+    rank[order] = pos[first] + 1
+    return rank
+
+
+def _group_max(group: np.ndarray, score: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.maximum.reduceat(score, starts)[np.searchsorted(starts, np.arange(len(group)),
+                                                              side="right") - 1]
+
+
+def query_context(group: np.ndarray, emb_cos: np.ndarray, char_cos: np.ndarray) -> np.ndarray:
+    """The :data:`CONTEXT_FEATURES` of pairs grouped by query (``group`` sorted ascending):
+    log-rank, gap to the query's best, margin over the best other candidate, and the number
+    of candidates, for the embedding and the character cosine."""
+    n = len(group)
+    if n == 0:
+        return np.zeros((0, len(CONTEXT_FEATURES)), dtype=np.float32)
+    starts = np.r_[0, np.flatnonzero(np.diff(group)) + 1]
+    sizes = np.diff(np.r_[starts, n])
+    cols = []
+    for score in (emb_cos, char_cos):
+        cols.append(np.log(_group_rank(group, score)))
+    for score in (emb_cos, char_cos):
+        cols.append(score - _group_max(group, score, starts))
+    for score in (emb_cos, char_cos):
+        best = _group_max(group, score, starts)
+        # the best *other* candidate: the second best for the top one, the best for the rest
+        masked = np.where(score >= best, -np.inf, score)
+        second = _group_max(group, masked, starts)
+        ties = np.add.reduceat((score >= best).astype(np.int64), starts)
+        ties = np.repeat(ties, sizes)
+        other = np.where((score >= best) & (ties == 1), second, best)
+        cols.append(np.where(np.isfinite(other), score - other, 1.0))
+    cols.append(np.log(np.repeat(sizes, sizes).astype(np.float32)))
+    return np.column_stack(cols).astype(np.float32)
