@@ -156,7 +156,7 @@ def test_join_finds_each_value_in_a_shuffled_copy(tmp_path_factory, string_encod
     left, right = read_table(root / "left.csv"), read_table(root / "right.csv")
     assert [r[2] for r in left.rows] == [[v, extra[i]] for i, v in enumerate(values)]
     matches = fuzzy_join(column_values(left, "name"), column_values(right, "name"),
-                         string_encoder, k=1, index="exact")
+                         string_encoder, k=1, index="exact", scorer="cosine", threshold=None)
     assert len(matches) == len(values)
     assert all(m.score >= 1 - 1e-4 for m in matches)  # its own copy is always found
     out = root / "out.csv"

@@ -146,16 +146,10 @@ def keyphrases_cmd(
     """
     fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
     check_summary_out(as_json, out)
-    options: dict[str, Any] = {"encoder": model, "top_n": top_n,
-                               "n_process": resolve_workers(workers),
-                               "cache_dir": vector_cache(None, cache)}
-    if diversity is not None:
-        options["diversity"] = diversity
-    if candidates is not None:
-        options["candidates"] = candidates
-    if suppress_nested is not None:
-        options["suppress_nested"] = suppress_nested
-    extractor = KeyphraseExtractor(**options)  # validates before the corpus is read
+    given = {"diversity": diversity, "candidates": candidates, "suppress_nested": suppress_nested}
+    extractor = KeyphraseExtractor(  # validates before the corpus is read
+        encoder=model, top_n=top_n, n_process=resolve_workers(workers),
+        cache_dir=vector_cache(None, cache), **{k: v for k, v in given.items() if v is not None})
     docs = read_documents(corpus, text_field, split)
     golds = gold_of(docs, gold_field) if gold_field is not None else None
     if golds is not None:  # score at 5 and 10 even when fewer are written

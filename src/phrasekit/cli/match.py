@@ -241,25 +241,16 @@ def join_cmd(
     check_out_format(out, JOIN_WRITES)
     check_summary_out(as_json, out)
     t0 = time.perf_counter()
-    _check_index_kind(index)
-    if how not in JOIN_HOWS:
-        raise BadInputError(f"--how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
-    if no_threshold and threshold is not None:
-        raise BadInputError("give --threshold or --no-threshold, not both")
-    check_join_scorer(scorer, threshold)
-    if threshold is None and not no_threshold:
-        threshold = default_threshold(Path(model).name if Path(model).is_dir() else model,
-                                      scorer)
+    threshold = join_threshold(model, scorer, threshold, no_threshold, how, index)
     left_table, right_table = read_table(left), read_table(right)
     left_vals = column_values(left_table, left_on, skip_empty=skip_empty)
     right_vals = column_values(right_table, right_on, skip_empty=skip_empty)
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
-        search = None if sharded is None else \
-            ShardedSearch(sharded.engine, sharded.store, show_progress=not quiet)
         matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model), k=k,
-                             threshold=threshold, one_to_one=one_to_one,
-                             show_progress=not quiet, index=index, search=search,
-                             scorer=scorer)
+                             threshold=threshold, one_to_one=one_to_one, scorer=scorer,
+                             show_progress=not quiet, index=index,
+                             search=sharded and ShardedSearch(sharded.engine, sharded.store,
+                                                              show_progress=not quiet))
     rows = write_joined(out, matches, left_table, left_on, right_table, right_on, how=how,
                         csv_safe=csv_safe)
     cut = f"{scorer}, " + ("no threshold" if threshold is None else f"threshold {threshold:g}")
@@ -271,6 +262,21 @@ def join_cmd(
                    "threshold": threshold, "how": how,
                    "seconds": round(time.perf_counter() - t0, 3), "output": out},
                err=is_stdout(out))
+
+
+def join_threshold(model: str, scorer: str, threshold: float | None, no_threshold: bool,
+                   how: str, index: str) -> float | None:
+    """Check ``join``'s options (one line each) and return the threshold to use: the given
+    one, none with ``--no-threshold``, else the scorer's default for the model."""
+    _check_index_kind(index)
+    if how not in JOIN_HOWS:
+        raise BadInputError(f"--how must be one of {', '.join(JOIN_HOWS)}, got {how!r}")
+    if no_threshold and threshold is not None:
+        raise BadInputError("give --threshold or --no-threshold, not both")
+    check_join_scorer(scorer, threshold)
+    if threshold is None and not no_threshold:
+        return default_threshold(Path(model).name if Path(model).is_dir() else model, scorer)
+    return threshold
 
 
 def check_join_scorer(scorer: str, threshold: float | None) -> None:

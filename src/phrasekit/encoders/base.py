@@ -235,10 +235,12 @@ class Encoder(ABC):
                     ) -> np.ndarray:
         """``encode`` of validated texts: batches of similar length, unit rows in order."""
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        if self.device == "cpu" and self.torch_modules():
+        uses_torch = bool(self.torch_modules())
+        if self.device == "cpu" and uses_torch:
             keep_freed_memory()  # activations reuse freed heap instead of fresh pages
         small = None if getattr(self, "backend", "torch") == "onnx" else small_job_threads(items)
-        with torch_threads(self.num_threads or small):  # (an ONNX session keeps its count)
+        # (an ONNX session keeps its count; an encoder without torch never imports it)
+        with torch_threads((self.num_threads or small) if uses_torch else None):
             for idx in self._batches(items, batch_size, f"encode[{self.name}]", show_progress):
                 out[idx] = l2_normalize(self._encode_batch([items[i] for i in idx]))
         return check_finite(out, self.name)

@@ -48,8 +48,7 @@ INDEX_KIND = "search-index"
 # a one-off search (a join) only repays the build with roughly 40k+ queries.
 ANN_THRESHOLD = 100_000
 ANN_MIN_QUERIES = 40_000
-#: Exact search computes at most this many scores at a time (64M float32: 256 MB), so its
-#: memory stays bounded however large the index.
+#: Scores exact search computes at a time (256 MB of float32): memory bounded at any size.
 SEARCH_CELLS = 64 * 2**20
 # HNSW defaults, from the same measurement (100k items, 10k queries; tie-aware recall@10 vs
 # exact): M=32/efC=40/efS=64 0.968 (build 48 s); M=32/efC=80/efS=64 0.975, efS=128 0.984
@@ -223,7 +222,6 @@ class VectorIndex(SearchIndex):
         n = len(queries)
         scores = np.empty((n, k), dtype=np.float32)
         ids = np.empty((n, k), dtype=np.int64)
-        # queries per product: at most `chunk`, and a score matrix of at most SEARCH_CELLS
         step = max(1, min(self.chunk, SEARCH_CELLS // max(1, len(self.vectors))))
         with tqdm(total=n, desc="search[exact]", unit="row", disable=not show_progress,
                   leave=False) as bar:

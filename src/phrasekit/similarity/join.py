@@ -205,7 +205,7 @@ def fuzzy_join(
     right_vecs = _embed(encoder, [v for _, v in right], show_progress)
     search_index = build_index(left_vecs, kind=kind, show_progress=show_progress)
     logger.info("searching %d right rows in %s", len(right), search_index.describe())
-    k_search = k if scorer == "cosine" else max(k, K_EMBED)
+    k_search = k if scorer == "cosine" else min(max(k, K_EMBED), len(left))
     if search is None:
         scores, ids = search_index.search(right_vecs, k=k_search, show_progress=show_progress)
     else:
