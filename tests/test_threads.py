@@ -117,6 +117,9 @@ def test_a_small_encode_runs_on_one_thread_and_a_large_one_as_set():
     class Spy(Encoder):
         name, dim = "spy", 2
 
+        def torch_modules(self):  # a torch encoder: its thread count is phrasekit's to set
+            return [torch.nn.Identity()]
+
         def _encode_batch(self, texts):
             seen.append(torch.get_num_threads())
             return np.ones((len(texts), 2), dtype=np.float32)
