@@ -12,7 +12,6 @@ into the probability that the candidate is the query's match.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,7 @@ from phrasekit.similarity.features import (
     row_dots,
     token_idf,
 )
+from phrasekit.threads import requested_threads, usable_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -57,14 +57,6 @@ def _union(emb_ids: np.ndarray, char_ids: np.ndarray) -> tuple[np.ndarray, np.nd
     return pairs[:, 0], pairs[:, 1]
 
 
-def workers() -> int:
-    """Threads for rapidfuzz: the CPUs this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def find_candidates(
     left_texts: list[str], right_texts: list[str], left_vecs: np.ndarray,
     right_vecs: np.ndarray, emb_ids: np.ndarray, k_char: int = K_CHAR,
@@ -84,7 +76,8 @@ def find_candidates(
     char_cos = row_dots(right_tfidf[query], ngrams.left_[left])
     q_texts = [right_texts[i] for i in query]
     c_texts = [left_texts[j] for j in left]
-    pair = pair_features(q_texts, c_texts, emb_cos, char_cos, idf, workers=workers())
+    workers = requested_threads() or usable_cpus()  # rapidfuzz's threads
+    pair = pair_features(q_texts, c_texts, emb_cos, char_cos, idf, workers=workers)
     context = query_context(query, emb_cos, char_cos)
     return Candidates(query, left, np.hstack([pair, context]))
 
