@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document
 from phrasekit.topics import DocumentTopicModel
 
@@ -41,35 +40,55 @@ def test_seeded_topics_gather_their_archives_and_keep_k(small_corpus: list[Docum
     assert many.n_topics_ == 6  # K is raised to the number of seed lists
 
 
-def test_zero_shot_names_topics_and_clusters_the_rest(small_corpus: list[Document],
-                                                      tmp_path: Path) -> None:
-    model = DocumentTopicModel(encoder="glove-50d", n_topics=3, min_df=2,
-                               zero_shot_topics=NAMES, zero_shot_min_similarity=0.2
-                               ).fit(small_corpus)
+def test_zero_shot_names_whole_topics(small_corpus: list[Document], tmp_path: Path) -> None:
+    """Names take whole topics of the unguided clustering: each topic found without names lies
+    in one topic of the named fit, so no named topic has a discovered duplicate."""
+    kwargs = {"encoder": "minilm", "n_topics": 5, "min_df": 2}
+    plain = DocumentTopicModel(**kwargs).fit(small_corpus)
+    model = DocumentTopicModel(zero_shot_topics=NAMES, zero_shot_min_similarity=0.2,
+                               **kwargs).fit(small_corpus)
     named = {label: t for t, label in model.custom_labels_.items()}
-    assert set(named) <= set(NAMES) and len(named) >= 2
-    assert model.n_topics_ == len(named) + 3  # the rest in n_topics clustered topics
+    assert set(named) == set(NAMES)
     assert _gold(small_corpus, model, named["astronomy"]).most_common(1)[0][0] == "astro-ph"
-    # a document placed in a named topic is at least the threshold from its name
-    vectors = model.encoder_.encode(list(named))
-    names = l2_normalize(vectors - model.doc_mean_)
-    labels = np.asarray(model.doc_labels_)
-    for i, t in enumerate(named.values()):
-        sims = model.doc_embeddings_[labels == t] @ names[i]
-        assert (sims >= 0.2 - 1e-5).all()
+    pairs = set(zip(plain.doc_labels_, model.doc_labels_, strict=True))
+    assert len({a for a, _ in pairs}) == len(pairs)  # each plain topic went to one topic
+    assert model.n_topics_ == len(pairs) - sum(
+        len({a for a, b in pairs if b == t}) - 1 for t in named.values())
     assert model.topic_label(named["biology"]) == "biology"
     back = DocumentTopicModel.load(model.save(tmp_path / "m"))
     assert back.topic_label(named["biology"]) == "biology"
 
 
+def test_zero_shot_owners_follow_the_centres() -> None:
+    """A topic goes to its most similar name when at least the threshold; a name always takes
+    its home topic (positive and not nearer another name); a topic nearer another name is not
+    taken."""
+    from phrasekit.topics.guided import _name_owners
+
+    sim = np.array([[0.30, 0.05],    # home of name 0
+                    [0.12, 0.02],    # above 0.1, nearest name 0
+                    [0.06, 0.08],    # home of name 1 (0.08 > 0), though under 0.1
+                    [0.04, -0.2],    # under 0.1 and not a home: stays discovered
+                    [-0.1, -0.3]])
+    assert _name_owners(sim, 0.1).tolist() == [0, 0, 1, -1, -1]
+    assert _name_owners(sim, 1.0).tolist() == [0, -1, 1, -1, -1]
+    assert _name_owners(sim, -1.0).tolist() == [0, 0, 1, 0, 0]
+    assert _name_owners(-np.abs(sim), 1.0).tolist() == [-1] * 5
+
+
 def test_zero_shot_extremes(small_corpus: list[Document],
                             caplog: pytest.LogCaptureFixture) -> None:
-    kwargs = {"encoder": "glove-50d", "n_topics": 3, "min_df": 2, "zero_shot_topics": NAMES}
-    none = DocumentTopicModel(zero_shot_min_similarity=1.0, **kwargs).fit(small_corpus)
-    assert none.n_topics_ == 3 and not getattr(none, "custom_labels_", {})
-    assert "zero-shot topics with no document" in caplog.text
+    kwargs = {"encoder": "glove-50d", "n_topics": 4, "min_df": 2, "zero_shot_topics": NAMES}
+    homes = DocumentTopicModel(zero_shot_min_similarity=1.0, **kwargs).fit(small_corpus)
+    assert homes.n_topics_ == 4 and len(homes.custom_labels_) <= len(NAMES)
     every = DocumentTopicModel(zero_shot_min_similarity=-1.0, **kwargs).fit(small_corpus)
-    assert set(every.custom_labels_.values()) == set(NAMES) and every.n_topics_ == 3
+    assert set(every.custom_labels_.values()) <= set(NAMES)
+    assert every.n_topics_ == len(every.custom_labels_)  # every topic taken by a name
+    twins = {k: v for k, v in kwargs.items() if k != "zero_shot_topics"}
+    same = DocumentTopicModel(zero_shot_topics=["astronomy", "Astronomy"],  # one vector
+                              zero_shot_min_similarity=1.0, **twins).fit(small_corpus)
+    assert list(same.custom_labels_.values()) == ["astronomy"]
+    assert "zero-shot names that took no topic: Astronomy" in caplog.text
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

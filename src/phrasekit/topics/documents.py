@@ -138,8 +138,9 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
             only pull that lowered NMI on neither of two development corpora
             (``benchmarks/topics_seed_pull.py``; 0.25 cost 0.009-0.046). Weak vectors (GloVe)
             may need 0.25 for a seed to hold its topic.
-        zero_shot_topics, zero_shot_min_similarity: topic names; documents at least this
-            cosine from a name go to it, the rest are clustered (``guided``; 0.1 chosen on
+        zero_shot_topics, zero_shot_min_similarity: topic names. Topics are found as
+            without names, then each name takes its home topic and the topics whose centre is
+            at least this cosine from it, merged into one topic (``guided``; 0.1 chosen on
             bbc_news).
         threads: threads the fit computes on (torch, OpenMP, BLAS), restored afterwards:
             ``"auto"`` (``PHRASEKIT_THREADS``, else the CPU cores free now:

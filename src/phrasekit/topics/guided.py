@@ -13,11 +13,15 @@ and ``zeroshot_topic_list``), as the clustering step of ``DocumentTopicModel``.
   0.25 to keep its topic on its theme.
   The centres kept are the means of the documents' own vectors, so new documents are placed as
   usual. ``seeded_topics_`` lists the topic each seed list became.
-- **Zero-shot** (``zero_shot_topics=["economy", "sport", ...]``): a document whose cosine to a
-  name's vector (centred like the documents) is at least ``zero_shot_min_similarity`` goes to
-  the nearest such name; the other documents are clustered as usual (K chosen on them, or
-  ``n_topics`` of them). A named topic keeps its name as its label; one no document reached is
-  dropped.
+- **Zero-shot** (``zero_shot_topics=["economy", "sport", ...]``): the documents are clustered as
+  without names (K chosen as usual, raised to the number of names if smaller, or ``n_topics``),
+  then the names take whole topics, so a topic is never split between a name and a discovered
+  duplicate. Each topic's centre is compared with each name's vector (both centred like the
+  documents): a name takes its home topic (the topic most similar to it, when the cosine is
+  positive and no other name is more similar to that topic), and every other topic whose
+  centre is at least ``zero_shot_min_similarity`` from it and nearer it than to any other
+  name. The topics one name takes are merged into one topic labelled by the name; the others
+  stay as found. A name that takes no topic is dropped with a warning.
 """
 
 from __future__ import annotations
@@ -57,6 +61,20 @@ def _group_means(X: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
     sums = np.zeros((k, X.shape[1]), dtype=np.float64)
     np.add.at(sums, labels, X)
     return (sums / np.maximum(np.bincount(labels, minlength=k), 1)[:, None]).astype(X.dtype)
+
+
+def _name_owners(sim: np.ndarray, min_similarity: float) -> np.ndarray:
+    """Per topic, the index of the name that takes it, or -1, from the (topics, names) cosines
+    of topic centres to names: each topic can go only to its most similar name; a name takes
+    its home topic (its most similar, when positive) and any topic at least ``min_similarity``
+    from it."""
+    nearest = sim.argmax(axis=1)
+    top = sim[np.arange(len(sim)), nearest]
+    owner = np.where(top >= min_similarity, nearest, -1)
+    for j, home in enumerate(sim.argmax(axis=0)):
+        if nearest[home] == j and sim[home, j] > 0:
+            owner[home] = j
+    return owner
 
 
 class TopicGuide:
@@ -129,32 +147,26 @@ class TopicGuide:
 
     def _zero_shot(self, X: np.ndarray, encoder: Encoder, show_progress: bool
                    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """Documents near a named topic go there; the others are clustered as usual."""
+        """Topics found as without names, then named whole (see the module's docstring)."""
         names = list(self.zero_shot_topics)
-        sim = X @ self._guide_vectors([[n] for n in names], encoder).T
-        best = sim.argmax(axis=1)
-        hit = sim.max(axis=1) >= float(self.zero_shot_min_similarity)
-        used, labels = np.unique(best[hit], return_inverse=True)
+        k, self.k_scores_ = self._choose_k(X, show_progress)
+        k = max(k, min(len(names), int(self.n_distinct_) - 1))
+        found, _ = kmeans_labels(X, k, self.n_init, self.random_state)
+        sim = l2_normalize(_group_means(X, found, k)) @ \
+            self._guide_vectors([[n] for n in names], encoder).T
+        owner = _name_owners(sim, float(self.zero_shot_min_similarity))
+        used = np.unique(owner[owner >= 0])
         dropped = [n for i, n in enumerate(names) if i not in set(used.tolist())]
         if dropped:
-            logger.warning("zero-shot topics with no document: %s", ", ".join(dropped))
-        n_named, rest = len(used), ~hit
-        out = np.empty(len(X), dtype=np.int64)
-        out[hit] = labels
-        self.k_scores_ = {}
-        need = self.n_topics or self.k_range[0]
-        if len(np.unique(np.round(X[rest], 5), axis=0)) > need:
-            k, self.k_scores_ = self._choose_k(X[rest], show_progress)
-            out[rest] = n_named + kmeans_labels(X[rest], k, self.n_init, self.random_state)[0]
-        elif rest.any():  # too few left to cluster: each goes to its nearest name
-            if n_named == 0:
-                raise ValueError("no document is near a zero-shot topic and too few are left "
-                                 "to cluster")
-            out[rest] = np.searchsorted(used, np.where(np.isin(best, used), best, used[0]))[rest]
+            logger.warning("zero-shot names that took no topic: %s", ", ".join(dropped))
+        group = np.where(owner >= 0, np.searchsorted(used, owner), 0)
+        group[owner < 0] = len(used) + np.arange(int((owner < 0).sum()))
+        out = group[found]
         k = int(out.max()) + 1
         self._guided_names = {g: names[int(i)] for g, i in enumerate(used.tolist())}
-        logger.info("zero-shot: %d of %d documents placed in %d named topics", int(hit.sum()),
-                    len(X), n_named)
+        logger.info("zero-shot: %d names took %d of %d topics (%d of %d documents)", len(used),
+                    int((owner >= 0).sum()), len(owner), int(np.isin(out, range(len(used))).sum()),
+                    len(X))
         return out, _group_means(X, out, k), k
 
     def _name_guided_topics(self) -> None:
