@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set everything up, then lint and run the default test suite (tests needing ../shared are
+# Set everything up (phrasekit[dev,ray,bench]), then lint and run the default test suite (tests needing ../shared are
 # skipped with a reason when it is absent; heavy benchmarks live in benchmarks/, not here).
 #
 # Usage: bash scripts/run-tests.sh [--with-browser] [pytest arguments...]
@@ -18,7 +18,8 @@ for arg in "$@"; do
     PYTEST_ARGS+=("$arg")
   fi
 done
-bash scripts/setup.sh
+# The tests also run the docs' BERTopic and KeyBERT blocks, so the bench extra comes too.
+PHRASEKIT_EXTRAS="${PHRASEKIT_EXTRAS:-dev,ray,bench}" bash scripts/setup.sh
 if [ "$WITH_BROWSER" = 1 ] && \
    { ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; }; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
