@@ -133,6 +133,13 @@ def test_shipped_combiner_is_trained_and_calibrated_to_a_probability(caplog):
     with caplog.at_level(logging.WARNING):
         other = shipped_combiner("no-such-model")
     assert "no hybrid combiner was trained" in caplog.text and other.model == "pearl-minilm"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):  # the same weights at another precision
+        for name in ("pearl-minilm@bf16", "pearl-minilm@int8"):
+            assert shipped_combiner(name).threshold == comb.threshold
+    assert not caplog.text
+    assert default_threshold("pearl-minilm@bf16", "cosine") == \
+        default_threshold("pearl-minilm", "cosine") is not None
 
 
 def test_hybrid_is_the_default_scorer_everywhere():

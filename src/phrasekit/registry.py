@@ -210,6 +210,13 @@ def installed_models() -> list[str]:
     return sorted(name for name, spec in _REGISTRY.items() if spec.installed())
 
 
+def registered_base(name: str) -> str:
+    """The registered model behind ``NAME@PRECISION`` (``pearl-minilm@bf16`` -> ``pearl-minilm``):
+    the same weights at another precision; any other name as it is."""
+    base, sep, _ = name.rpartition("@")
+    return base if sep and base in _REGISTRY else name
+
+
 def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Split ``NAME@PRECISION`` and check that the name is registered or a model folder."""
     if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():

@@ -20,6 +20,7 @@ from phrasekit.cli.common import (
     Device,
     JsonFlag,
     ModelOpt,
+    Precision,
     Quiet,
     SummaryFlag,
     Verbose,
@@ -36,7 +37,13 @@ from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_
 from phrasekit.io import atomic_write
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.pipeline import ShardedSearch
-from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, check_model_name, load
+from phrasekit.registry import (
+    DEFAULT_MODEL,
+    JOIN_MODEL,
+    check_model_name,
+    load,
+    precision_request,
+)
 from phrasekit.similarity.hybrid import SCORERS, shipped_combiner
 from phrasekit.similarity.index import INDEX_KINDS
 from phrasekit.similarity.join import (
@@ -225,6 +232,7 @@ def join_cmd(
         help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right "
              "rows).")] = "auto",
     csv_safe: CsvSafe = True,
+    precision: Precision = "auto",
     device: Device = "auto",
     as_json: SummaryFlag = False,
     quiet: Quiet = False,
@@ -242,11 +250,12 @@ def join_cmd(
     check_summary_out(as_json, out)
     t0 = time.perf_counter()
     threshold = join_threshold(model, scorer, threshold, no_threshold, how, index)
+    options = precision_request(model, precision)
     left_table, right_table = read_table(left), read_table(right)
     left_vals = column_values(left_table, left_on, skip_empty=skip_empty)
     right_vals = column_values(right_table, right_on, skip_empty=skip_empty)
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
-        matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model), k=k,
+        matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model, **options), k=k,
                              threshold=threshold, one_to_one=one_to_one, scorer=scorer,
                              show_progress=not quiet, index=index,
                              search=sharded and ShardedSearch(sharded.engine, sharded.store,

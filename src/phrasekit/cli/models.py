@@ -16,6 +16,7 @@ from phrasekit.cli.common import (
     Device,
     JsonFlag,
     ModelOpt,
+    Precision,
     Quiet,
     SummaryFlag,
     Verbose,
@@ -186,9 +187,7 @@ def encode_cmd(
         help="The column to encode when the input is a table (default: its only "
              "column).")] = None,
     batch_size: Annotated[int, typer.Option(help="Texts per batch.")] = 128,
-    precision: Annotated[str, typer.Option(
-        help="auto (bf16 where the CPU has native bfloat16 - AVX512-BF16 or AMX - else "
-             "fp32), fp32, bf16 or int8 (transformer models).")] = "auto",
+    precision: Precision = "auto",
     skip_blank: Annotated[bool, typer.Option(
         help="Drop blank lines or empty cells (and say how many) instead of refusing the "
              "file; row i of the output is then the i-th non-blank one.")] = False,

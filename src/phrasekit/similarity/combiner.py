@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from phrasekit.registry import registered_base
 from phrasekit.similarity.features import FEATURES
 
 logger = logging.getLogger(__name__)
@@ -212,8 +213,10 @@ def _tree_params(raw: dict[str, Any], arrays: Path, where: str) -> dict[str, Any
 
 @functools.lru_cache(maxsize=8)
 def shipped_combiner(model: str) -> Combiner:
-    """The combiner shipped for encoder ``model`` (else the default model's, with a warning)."""
+    """The combiner shipped for encoder ``model`` at any precision (else the default model's,
+    with a warning)."""
     folder = resources.files("phrasekit") / "data" / "matching"
+    model = registered_base(model)
     name = model if (folder / f"hybrid-{model}.json").is_file() else FALLBACK_MODEL
     if name != model:
         logger.warning("no hybrid combiner was trained for %r; using %s's (its probabilities "

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.base import Encoder, known_rows
-from phrasekit.registry import as_encoder
+from phrasekit.registry import as_encoder, registered_base
 from phrasekit.similarity.hybrid import K_EMBED, SCORERS, hybrid_top_k, shipped_combiner
 from phrasekit.similarity.index import (
     ANN_MIN_QUERIES,
@@ -146,7 +146,7 @@ def default_threshold(model: str, scorer: str = "hybrid") -> float | None:
     check_scorer(scorer)
     if scorer == "hybrid":
         return shipped_combiner(model).threshold
-    return DEFAULT_THRESHOLDS.get(model)
+    return DEFAULT_THRESHOLDS.get(registered_base(model))
 
 
 def check_scorer(scorer: str) -> None:
