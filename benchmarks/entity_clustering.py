@@ -110,7 +110,7 @@ def finetuned_embeddings(kind: str, model: str, mentions: list[Any], settings: d
     import numpy as np
 
     from phrasekit.eval.entity_clustering import acc, cluster_scores, nmi
-    from phrasekit.training.uctopic_ccl import CCLConfig, ccl_finetune
+    from phrasekit.training.uctopic.ccl import CCLConfig, ccl_finetune
 
     encoder = load_span_encoder(model)
     items = [m.item() for m in mentions]

@@ -69,7 +69,7 @@ def main() -> None:
 
     from phrasekit.eval.dev import dev_mentions
     from phrasekit.settings import shared_dir
-    from phrasekit.training.averaging import interpolate_weights
+    from phrasekit.training.core.averaging import interpolate_weights
     from phrasekit.training.pearl.config import PearlTrainingConfig, build_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

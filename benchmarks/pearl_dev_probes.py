@@ -30,7 +30,7 @@ from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.pearl import PearlEncoder, PearlModel
 from phrasekit.eval.dev import CLUSTER_TYPES, DevScorer, dev_mentions
 from phrasekit.settings import data_dir
-from phrasekit.training.averaging import interpolate_weights
+from phrasekit.training.core.averaging import interpolate_weights
 from phrasekit.training.pearl.averaging import averaged_initial_weights, recover_finetuned_pearl
 
 ALPHAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)

@@ -45,7 +45,7 @@ def main() -> None:
     from phrasekit.eval.dev import DevScorer
     from phrasekit.io import write_json
     from phrasekit.settings import data_dir
-    from phrasekit.training.averaging import CliffGuard, select_alphas
+    from phrasekit.training.core.averaging import CliffGuard, select_alphas
     from phrasekit.training.pearl.averaging import averaged_initial_weights, recover_finetuned_pearl
 
     try:

@@ -16,9 +16,9 @@ import tempfile
 import torch
 
 from phrasekit.phrases.types import PHRASE_TYPES
+from phrasekit.training.core.trainer import Trainer
 from phrasekit.training.pearl.config import PearlTrainingConfig, build_model
 from phrasekit.training.pearl.task import PearlData, PearlTask
-from phrasekit.training.trainer import Trainer
 
 VARIANTS: dict[str, dict[str, object]] = {
     "fp32, 1 thread": {"num_threads": 1},

@@ -27,7 +27,7 @@ def main() -> None:
     from phrasekit.io import read_corpus
     from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, load_or_extract_vocabulary
-    from phrasekit.topics.metrics import npmi_coherence, topic_diversity
+    from phrasekit.topics.outputs.metrics import npmi_coherence, topic_diversity
 
     docs = read_corpus(resolve_corpus("sample"))
     phrases = load_or_extract_vocabulary(docs, f"{args.cache_dir}/phrases.json.gz")

@@ -66,7 +66,7 @@ from probe_cli_run import LEFTOVER, run_isolated, snapshot, under
 from phrasekit.cli import app
 from phrasekit.models.backbones import packaged_model_dir
 from phrasekit.similarity.retrieval import EntityIndex
-from phrasekit.training.facets_data import (
+from phrasekit.training.facets.data import (
     CorpusSpec,
     FacetDataConfig,
     build_facet_dataset,

@@ -87,7 +87,7 @@ def main() -> None:
     from phrasekit.eval.pairs import load_pair_task, task_kind
     from phrasekit.io import write_json, write_text
     from phrasekit.settings import data_dir
-    from phrasekit.training.subtst import (
+    from phrasekit.training.subtst.task import (
         SubTSTTrainingConfig,
         fit_lda,
         prepare_features,

@@ -1,13 +1,13 @@
-"""Do topic labels read as names? An audit of every label, before and after ``topics.labels``.
+"""Do topic labels read as names? An audit of every label, before and after ``topics.core.labels``.
 
 ``--tag TAG`` fits ``DocumentTopicModel`` on each corpus (MiniLM, the ``auto`` sample;
 ``--gold-k``: K fixed at the number of gold labels, else chosen by stability; ``--max-docs``:
 a seeded sample of the corpus; document vectors in phrasekit's vector cache), saves it to
 ``OUT/models/CORPUS`` and its NMI and NPMI (``topics_vs_peers.score``) to ``OUT/TAG.json``.
 
-``--relabel TAG`` names the saved topics by the rule before ``topics.labels`` (the first of
+``--relabel TAG`` names the saved topics by the rule before ``topics.core.labels`` (the first of
 the three best phrases holding the best term, else the two best terms: ``old_label``) and by
-``topics.labels.name_topics`` on the documents the fit read (its sample, recomputed), and
+``topics.core.labels.name_topics`` on the documents the fit read (its sample, recomputed), and
 audits both labels token by token against four kinds of debris:
 
 - boilerplate: words of scientific and news prose that name no subject (the audit's own
@@ -45,7 +45,7 @@ from phrasekit.io import read_corpus
 from phrasekit.settings import shared_dir, vector_cache_dir
 from phrasekit.text import tokenize
 from phrasekit.topics import DocumentTopicModel
-from phrasekit.topics.labels import _contains
+from phrasekit.topics.core.labels import _contains
 
 CORPORA = "sample,arxiv_abstracts_cc0,bbc_news,restaurant_reviews_absa14,ag_news_test," \
           "20newsgroups"
@@ -114,7 +114,7 @@ def corpus_docs(corpus: str, max_docs: int) -> tuple[list, list | None, np.ndarr
 
 
 def old_label(config: dict[str, Any], misc: np.ndarray, t: int) -> str:
-    """The label rule phrasekit had before ``topics.labels`` (``reading.name_topic`` of commit
+    """The label rule phrasekit had before ``topics.core.labels`` (``reading.name_topic`` of commit
     84cc51a) on a saved topic: the first of the three best phrases containing the best term,
     else the two best terms."""
     terms = [w for w, _ in config["topics_"][t]]
@@ -157,9 +157,9 @@ def relabel(args: argparse.Namespace) -> None:
 
     from phrasekit.phrases.extract import load_spacy
     from phrasekit.text import TokenDocs
-    from phrasekit.topics.documents import FIT_DOCS, FIT_WORDS
-    from phrasekit.topics.labels import candidates, name_topics
-    from phrasekit.topics.sampling import sample_corpus
+    from phrasekit.topics.core.labels import candidates, name_topics
+    from phrasekit.topics.methods.documents import FIT_DOCS, FIT_WORDS
+    from phrasekit.topics.methods.sampling import sample_corpus
 
     nlp = load_spacy(exclude=("lemmatizer", "parser", "ner"))
     fits = json.loads((Path(args.out) / f"{args.relabel}.json").read_text())

@@ -5,7 +5,7 @@ documents, at most half of them, plus up to 75k spaCy noun-chunk/entity phrases 
 they occur verbatim), so the metrics compare like with like:
 
 - NPMI of each topic's top-10 terms from document co-occurrence in the corpus itself
-  (nested pairs such as "boerse" / "deutsche boerse" skipped; ``phrasekit.topics.metrics``);
+  (nested pairs such as "boerse" / "deutsche boerse" skipped; ``phrasekit.topics.outputs.metrics``);
 - topic diversity: distinct words among all topics' top-25 terms;
 - NMI of each document's top topic against the gold labels;
 - fit time: PNTM/UNTM training (+ the once-per-corpus encoding of documents and vocabulary,
@@ -75,9 +75,9 @@ def main() -> None:
     from phrasekit.settings import corpora_dir
     from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, LDATopics, load_or_extract_vocabulary
-    from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
+    from phrasekit.topics.core.terms import build_term_vocabulary
+    from phrasekit.topics.outputs.metrics import labels_nmi, npmi_coherence, topic_diversity
     from phrasekit.topics.pipeline import corpus_sentences
-    from phrasekit.topics.terms import build_term_vocabulary
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ from phrasekit.io import read_corpus
 from phrasekit.registry import as_encoder
 from phrasekit.settings import shared_dir
 from phrasekit.topics import DocumentTopicModel
-from phrasekit.topics.metrics import labels_nmi
+from phrasekit.topics.outputs.metrics import labels_nmi
 
 #: One seed list per ag_news class, written from the class names alone.
 SEEDS = {

@@ -48,7 +48,7 @@ def curve_key(criterion: str, seed: int, pairs: int) -> str:
 def compute_curves(rec: dict, Xc: np.ndarray, criteria: tuple[str, ...], seeds: list[int],
                    pairs: list[int]) -> None:
     """Every criterion's score for K = 2..K_MAX, once per seed (and pair count), into ``rec``."""
-    from phrasekit.topics.choose_k import silhouette_scores, stability_scores
+    from phrasekit.topics.core.choose_k import silhouette_scores, stability_scores
 
     for criterion in criteria:
         for seed in seeds:
@@ -67,7 +67,7 @@ def compute_curves(rec: dict, Xc: np.ndarray, criteria: tuple[str, ...], seeds: 
 
 def picked(rec: dict, setting: tuple[str, int, float, int], seed: int) -> int:
     """The K a setting picks from its curve for ``seed``."""
-    from phrasekit.topics.choose_k import best_k
+    from phrasekit.topics.core.choose_k import best_k
 
     criterion, k_min, tol, n = setting
     curve = {int(k): v for k, v in rec["curves"][curve_key(criterion, seed, n)].items()}
@@ -94,8 +94,8 @@ def main() -> None:
 
     from phrasekit.encoders.pooling import l2_normalize
     from phrasekit.settings import corpora_dir
-    from phrasekit.topics.choose_k import CRITERIA, kmeans_labels
-    from phrasekit.topics.metrics import labels_nmi
+    from phrasekit.topics.core.choose_k import CRITERIA, kmeans_labels
+    from phrasekit.topics.outputs.metrics import labels_nmi
 
     criteria = tuple(args.criteria.split(",")) if args.criteria else CRITERIA
     grid = settings(criteria, k_mins, tolerances, pairs)

@@ -23,7 +23,7 @@ from corpus_throughput import cpu_name
 from topics_fit_sample import cached_args
 from topics_vs_peers import load_corpus, score
 
-import phrasekit.topics.choose_k as choose_k_module
+import phrasekit.topics.core.choose_k as choose_k_module
 from phrasekit.settings import shared_dir
 from phrasekit.text import tokenize
 from phrasekit.topics import DocumentTopicModel

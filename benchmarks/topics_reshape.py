@@ -66,7 +66,7 @@ def fit_default(corpus: Path, out: Path, **kwargs: Any) -> tuple[Any, float]:
 
 def nmi(doc_labels: Any, gold: list) -> float:
     """NMI of document topics (-1 one cluster) against gold labels, rounded."""
-    from phrasekit.topics.metrics import labels_nmi
+    from phrasekit.topics.outputs.metrics import labels_nmi
 
     return round(labels_nmi([int(x) for x in doc_labels], gold), 4)
 

@@ -24,7 +24,7 @@ from topics_vs_peers import load_corpus
 
 from phrasekit.settings import corpora_dir
 from phrasekit.topics import DocumentTopicModel
-from phrasekit.topics.metrics import labels_nmi
+from phrasekit.topics.outputs.metrics import labels_nmi
 
 #: One seed list per gold class of each development corpus, written from the class names.
 SEEDS = {

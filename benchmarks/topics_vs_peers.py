@@ -56,16 +56,15 @@ Protocol:
   ``sh`` so that it does not inherit this process's peak). The high-water mark is also reset
   just before the call (``/proc/self/clear_refs``): where the peak of the fit alone (VmHWM)
   is lower than ru_maxrss, because loading came higher, the table shows it in brackets.
-- **Scoring** is the same for every method (``phrasekit.topics.metrics``): each topic's top-10
-  terms are re-tokenised with ``phrasekit.topics.terms.tokenize``; NPMI from document
-  co-occurrence in that tokenised corpus (a term is present where its tokens occur verbatim;
-  nested pairs skipped), diversity = distinct words among all topics' top-10 terms, NMI of
-  each document's topic against the gold label with unassigned documents (BERTopic's -1, PNTM's
-  empty documents, LDA's documents without a vocabulary word, ``clusters``' documents without a
-  topic phrase) as one cluster. BERTopic's topics are ``get_topic(t)`` for ``t != -1``.
-  *absent* is the share of scored top-10 terms that occur verbatim in no document (e.g.
-  BERTopic n-grams built across removed stop words, "bank england"); every pair with such a
-  term scores NPMI -1.
+- **Scoring** is the same for every method (``phrasekit.topics.outputs.metrics``): each topic's
+  top-10 terms are re-tokenised with ``phrasekit.topics.core.terms.tokenize``; NPMI from document
+  co-occurrence in that tokenised corpus (a term is present where its tokens occur verbatim; nested
+  pairs skipped), diversity = distinct words among all topics' top-10 terms, NMI of each document's
+  topic against the gold label with unassigned documents (BERTopic's -1, PNTM's empty documents,
+  LDA's documents without a vocabulary word, ``clusters``' documents without a topic phrase) as one
+  cluster. BERTopic's topics are ``get_topic(t)`` for ``t != -1``. *absent* is the share of scored
+  top-10 terms that occur verbatim in no document (e.g. BERTopic n-grams built across removed stop
+  words, "bank england"); every pair with such a term scores NPMI -1.
 
 Nothing is tuned here: every method runs with its defaults and one seed.
 
@@ -235,7 +234,7 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
     from phrasekit.io import write_json
     from phrasekit.text import tokenize
     from phrasekit.topics import PNTM, PhraseTopicModel
-    from phrasekit.topics.terms import build_term_vocabulary
+    from phrasekit.topics.core.terms import build_term_vocabulary
 
     folder = out / "emb" / corpus
     info_path = folder / "prep.json"
@@ -406,7 +405,7 @@ def worker(spec_path: str) -> None:
     elif method == "lda":
         from phrasekit.text import tokenize
         from phrasekit.topics import LDATopics
-        from phrasekit.topics.terms import build_term_vocabulary
+        from phrasekit.topics.core.terms import build_term_vocabulary
 
         def fit() -> tuple[list[int], list[list[str]]]:
             token_docs = [tokenize(t) for t in texts]
@@ -511,8 +510,8 @@ def run_worker(spec: dict, out: Path) -> dict:
 def score(found: dict, token_docs: list[list[str]], labels: list, mask: np.ndarray) -> dict:
     """NPMI, diversity, NMI, unassigned share and topic counts of one fit."""
     from phrasekit.text import tokenize
-    from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
-    from phrasekit.topics.terms import presence_matrix
+    from phrasekit.topics.core.terms import presence_matrix
+    from phrasekit.topics.outputs.metrics import labels_nmi, npmi_coherence, topic_diversity
 
     keys = []
     for topic in found["topics"]:

@@ -16,7 +16,7 @@ Methods (``--methods``):
   ablation that isolates what CCL adds;
 - ``clusters``: ``PhraseTopicModel`` with its defaults (K by silhouette in 5..25).
 
-Scores (``phrasekit.topics.metrics``), on each topic's top-10 terms re-tokenised:
+Scores (``phrasekit.topics.outputs.metrics``), on each topic's top-10 terms re-tokenised:
 informativeness (mean word tf-idf, UCTopic B.2; documents = the corpus' documents), word
 diversity inside a topic (B.2), NPMI (document co-occurrence), topic diversity across topics,
 and, on labelled corpora, NMI of document topics against gold labels (multi-label restaurant
@@ -66,7 +66,7 @@ def gold_labels(docs: list) -> tuple[list[str], np.ndarray] | None:
 def fit(method: str, docs: list, args: argparse.Namespace, out: Path, corpus: str) -> Any:
     """Fit one method on the documents and write its outputs; returns the fitted model."""
     from phrasekit.topics import PhraseTopicModel, UCTopicModel, write_topic_outputs
-    from phrasekit.topics.output import write_uctopic_outputs
+    from phrasekit.topics.outputs.output import write_uctopic_outputs
 
     if method == "clusters":
         model = PhraseTopicModel(encoder="minilm", random_state=args.seed)
@@ -85,7 +85,7 @@ def fit(method: str, docs: list, args: argparse.Namespace, out: Path, corpus: st
 def score(model: Any, docs: list) -> dict[str, Any]:
     """The label-free metrics of a fitted model and its five largest topics' top phrases."""
     from phrasekit.text import tokenize
-    from phrasekit.topics.metrics import (
+    from phrasekit.topics.outputs.metrics import (
         npmi_coherence,
         phrase_informativeness,
         topic_diversity,
@@ -164,7 +164,7 @@ def main() -> None:
 
     from phrasekit.io import read_corpus, write_json, write_text
     from phrasekit.settings import corpora_dir
-    from phrasekit.topics.metrics import labels_nmi
+    from phrasekit.topics.outputs.metrics import labels_nmi
 
     torch.set_num_threads(args.threads)
     root = args.corpora_dir or corpora_dir(required=True)

@@ -93,7 +93,7 @@ def test_seed_pull_moves_the_clustered_vectors_only_when_asked(
     """k-means clusters the documents' own vectors at ``seed_pull=0`` (the seeds only start the
     topics) and vectors moved toward the seeds above it; the topics' centres and the stored
     document vectors are the documents' own either way."""
-    import phrasekit.topics.guided as guided
+    import phrasekit.topics.exploration.guided as guided
 
     seen: list[np.ndarray] = []
 
