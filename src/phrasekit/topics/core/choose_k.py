@@ -27,14 +27,14 @@ logger = logging.getLogger(__name__)
 CRITERIA = ("stability", "silhouette")
 #: Pairs of halves per K. Each pair is one noisy draw: with 4, the K picked on a corpus moved
 #: with the seed (bbc_news: K = 5 to 13 across four seeds at tolerance 0.1); with 8 it held
-#: within 5 to 7 (``benchmarks/topics_k_choice.py``).
+#: within 5 to 7 (``benchmarks/topics/topics_k_choice.py``).
 STABILITY_PAIRS = 8
 #: Stability scores this close to the best count as ties.
 STABILITY_TIE = 0.01
 #: Principal components the stability k-means run on (the final clustering uses the full
 #: vectors): on the five development corpora, the clustering stage ran 3.6-6.7x faster and
 #: K held on three; bbc_news 7 -> 6 and 20newsgroups 9 -> 12 both raised NMI
-#: (``benchmarks/topics_k_dims.py``).
+#: (``benchmarks/topics/topics_k_dims.py``).
 STABILITY_DIMS = 64
 
 

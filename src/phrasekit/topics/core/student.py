@@ -6,7 +6,7 @@ own topics as labels. :class:`TopicStudent` learns it from the sample's words: t
 words, then complement naive Bayes (Rennie et al., 2003), the text classifier that stays
 accurate with few documents per class and uneven classes. Placing a document then costs a
 sparse dot product instead of a transformer pass, so the transformer's share of the work is
-bounded by the sample (``benchmarks/topics_student.py`` measures its agreement with
+bounded by the sample (``benchmarks/topics/topics_student.py`` measures its agreement with
 transformer placement and its NMI against gold labels; a logistic regression on words and
 word pairs placed worse on all three corpora measured there).
 """

@@ -44,7 +44,7 @@ CONFIG, ARRAYS = "config.json", "arrays.safetensors"
 #: ``find_topics`` scores a topic by the query's mean cosine to this many of its top terms
 #: (those nearest the query), beside its centre. Class names as queries found their gold topic
 #: first on 28 of 29 with 3 (20newsgroups 20/20, bbc_news 4/5, ag_news_test 4/4) against 26
-#: with the best term alone (benchmarks/topics_search_names.py, docs/benchmarks.md).
+#: with the best term alone (benchmarks/topics/topics_search_names.py, docs/benchmarks.md).
 SEARCH_TERMS = 3
 #: How ``applied_to`` places documents (see there).
 APPLY_PLACEMENTS = ("fit", "encoder")

@@ -8,7 +8,7 @@ and ``zeroshot_topic_list``), as the clustering step of ``DocumentTopicModel``.
   most similar to (when that cosine is positive), as BERTopic nudges embeddings; k-means then
   runs from those centres. The default pull is 0 (the seeds only start the topics): on two
   development corpora with seed lists written from their class names
-  (``benchmarks/topics_seed_pull.py``) it was the only pull that lowered NMI on neither, and
+  (``benchmarks/topics/topics_seed_pull.py``) it was the only pull that lowered NMI on neither, and
   with MiniLM the seeds still hold their topics; with GloVe's weaker vectors a seed needed
   0.25 to keep its topic on its theme.
   The centres kept are the means of the documents' own vectors, so new documents are placed as

@@ -125,7 +125,7 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         phrase_words: spaCy reads a seeded sample of documents holding about this many
             words (None: every document); phrases are counted in all of them. 150,000
             left every topic's top 20 terms as 300,000 did on the five development corpora,
-            at half the time on long documents (``benchmarks/topics_settings.py``).
+            at half the time on long documents (``benchmarks/topics/topics_settings.py``).
         extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
         fit_docs: at most this many documents (a seeded sample of a larger corpus) are
             encoded, clustered and read for terms; every other one is then placed in a topic
@@ -141,7 +141,7 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         seed_pull: share of the way each document is moved toward its most similar seed before
             k-means (BERTopic's nudge). 0 (default) only starts the topics at the seeds: the
             only pull that lowered NMI on neither of two development corpora
-            (``benchmarks/topics_seed_pull.py``; 0.25 cost 0.009-0.046). Weak vectors (GloVe)
+            (``benchmarks/topics/topics_seed_pull.py``; 0.25 cost 0.009-0.046). Weak vectors (GloVe)
             may need 0.25 for a seed to hold its topic.
         zero_shot_topics, zero_shot_min_similarity: topic names; documents at least this
             cosine from a name go to it, the rest are clustered (``guided``; 0.1 chosen on
