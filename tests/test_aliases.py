@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phrasekit.eval.aliases import AliasScorer, read_alias_split, sample_queries
-from phrasekit.training.leakage import BenchmarkStringFilter
+from phrasekit.training.data.leakage import BenchmarkStringFilter
 from phrasekit.training.pearl.redirects import (
     ALIAS_FILE,
     alias_kind,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from phrasekit.training.averaging import CliffGuard, select_alpha, select_alphas
+from phrasekit.training.core.averaging import CliffGuard, select_alpha, select_alphas
 
 
 def _pair() -> tuple[torch.nn.Linear, dict[str, torch.Tensor]]:
@@ -89,7 +89,7 @@ def test_pearl_averaging_groups_tie_the_projection_when_asked():
 
 
 def test_undo_interpolation_inverts_interpolate_weights():
-    from phrasekit.training.averaging import interpolate_weights, undo_interpolation
+    from phrasekit.training.core.averaging import interpolate_weights, undo_interpolation
 
     module, initial = _pair()
     initial = {k: torch.full_like(v, 0.5) for k, v in initial.items()}
@@ -104,7 +104,7 @@ def test_undo_interpolation_inverts_interpolate_weights():
 
 
 def test_average_modules_is_the_mean_and_checks_the_architecture():
-    from phrasekit.training.averaging import average_modules
+    from phrasekit.training.core.averaging import average_modules
 
     torch.manual_seed(0)
     a, b, c = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from phrasekit.cli import app, train_options
 from phrasekit.cli.options import ConfigOptions, with_config
-from phrasekit.training.facets import FacetTrainingConfig
+from phrasekit.training.facets.task import FacetTrainingConfig
 from phrasekit.training.pearl.config import PearlTrainingConfig
-from phrasekit.training.phrase_bert import PhraseBertTrainingConfig
-from phrasekit.training.uctopic import UCTopicConfig
+from phrasekit.training.phrase_bert.task import PhraseBertTrainingConfig
+from phrasekit.training.uctopic.task import UCTopicConfig
 
 runner = CliRunner()
 
@@ -147,7 +147,7 @@ def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
 
 
 def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_path):
-    seen = _capture(monkeypatch, "phrasekit.training.phrase_bert.train_phrase_bert",
+    seen = _capture(monkeypatch, "phrasekit.training.phrase_bert.task.train_phrase_bert",
                     {"seconds_per_step": {}, "steps": 1, "total_steps": 1, "train_minutes": 0,
                      "alpha": 1, "model_mb": 1, "model_dir": "m"})
     args = ["train", "phrase-bert", "--out", str(tmp_path / "o"), "--data", str(tmp_path), "-q"]
@@ -162,9 +162,9 @@ def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_pat
 
 
 @pytest.mark.parametrize(("command", "fn", "config", "extra"), [
-    ("facets", "phrasekit.training.facets.train_facets", FacetTrainingConfig,
+    ("facets", "phrasekit.training.facets.task.train_facets", FacetTrainingConfig,
      ["-k", "3", "--minutes", "5"]),
-    ("uctopic", "phrasekit.training.uctopic.train_uctopic", UCTopicConfig,
+    ("uctopic", "phrasekit.training.uctopic.task.train_uctopic", UCTopicConfig,
      ["--minutes", "5", "--threads", "2"]),
 ])
 def test_train_facets_and_uctopic_options(monkeypatch, tmp_path, command, fn, config, extra):

@@ -19,9 +19,9 @@ from phrasekit.artifacts import write_manifest
 from phrasekit.cli import app
 from phrasekit.models.backbones import packaged_model_dir
 from phrasekit.similarity.retrieval import EntityIndex
-from phrasekit.topics.report import render_report
-from phrasekit.training.checkpoint import load_checkpoint, save_checkpoint
-from phrasekit.training.trainer import Trainer
+from phrasekit.topics.outputs.report import render_report
+from phrasekit.training.core.checkpoint import load_checkpoint, save_checkpoint
+from phrasekit.training.core.trainer import Trainer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 runner = CliRunner()

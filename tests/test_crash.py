@@ -26,7 +26,7 @@ import pytest
 from safetensors.torch import load_file
 
 from phrasekit.artifacts import verify_folder
-from phrasekit.training.facets_data import CorpusSpec, FacetDataConfig, build_facet_dataset
+from phrasekit.training.facets.data import CorpusSpec, FacetDataConfig, build_facet_dataset
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus_small.jsonl"

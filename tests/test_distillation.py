@@ -14,7 +14,7 @@ import torch
 
 from phrasekit.encoders.string import CharNgramEncoder
 from phrasekit.phrases.types import PHRASE_TYPES
-from phrasekit.training.losses import SimilarityDistillationLoss
+from phrasekit.training.core.losses import SimilarityDistillationLoss
 from phrasekit.training.pearl.distillation import (
     TransferSet,
     name_variants,

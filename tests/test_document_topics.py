@@ -16,11 +16,11 @@ from phrasekit.io import Document, StreamedCorpus
 from phrasekit.phrases import PhraseVocabulary
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import DocumentTopicModel, write_topic_outputs
-from phrasekit.topics.choose_k import best_k, choose_k, stability_scores
-from phrasekit.topics.metrics import labels_nmi
-from phrasekit.topics.output import topics_to_dict, topics_to_markdown
-from phrasekit.topics.reading import rank_terms, term_specificity, topic_term_scores
-from phrasekit.topics.terms import presence_matrix
+from phrasekit.topics.core.choose_k import best_k, choose_k, stability_scores
+from phrasekit.topics.core.reading import rank_terms, term_specificity, topic_term_scores
+from phrasekit.topics.core.terms import presence_matrix
+from phrasekit.topics.outputs.metrics import labels_nmi
+from phrasekit.topics.outputs.output import topics_to_dict, topics_to_markdown
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +274,7 @@ def test_the_report_of_a_sampled_fit_does_not_read_the_corpus(
         sampled: DocumentTopicModel, docs: list[Document], tmp_path: Path) -> None:
     """Its metrics come from the sample's tokens, so a corpus larger than memory is not
     read into it: the report streams it once, only for the document map's snippets."""
-    from phrasekit.topics.report import write_report
+    from phrasekit.topics.outputs.report import write_report
 
     class Streamed:
         passes = 0

@@ -31,20 +31,20 @@ from phrasekit.encoders.facets.model import (
 from phrasekit.encoders.facets.scores import greedy_summary, sc_distance, summary_objective
 from phrasekit.encoders.facets.words import load_word_space
 from phrasekit.text import tokenize
-from phrasekit.training.facets import (
-    FacetTask,
-    FacetTrainingConfig,
-    epoch_batches,
-    train_facets,
-)
-from phrasekit.training.facets_data import (
+from phrasekit.training.facets.data import (
     CorpusSpec,
     FacetDataConfig,
     FacetDataset,
     build_facet_dataset,
     corpus_specs,
 )
-from phrasekit.training.facets_examples import phrase_examples, sentence_examples, split_sentences
+from phrasekit.training.facets.examples import phrase_examples, sentence_examples, split_sentences
+from phrasekit.training.facets.task import (
+    FacetTask,
+    FacetTrainingConfig,
+    epoch_batches,
+    train_facets,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

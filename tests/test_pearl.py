@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from phrasekit.encoders.pearl import PearlConfig, PearlEncoder, PearlModel
-from phrasekit.training.averaging import interpolate_weights
-from phrasekit.training.losses import InfoNCELoss
+from phrasekit.training.core.averaging import interpolate_weights
+from phrasekit.training.core.losses import InfoNCELoss
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEXTS = ["The New York Times", "new york city", "graph neural network", "ran quickly"]
@@ -78,7 +78,7 @@ def test_infonce_prefers_matching_pairs():
 
 
 def test_cross_batch_memory_is_a_fifo_with_text_masks():
-    from phrasekit.training.losses import CrossBatchMemory
+    from phrasekit.training.core.losses import CrossBatchMemory
 
     mem = CrossBatchMemory(3)
     mem.push(torch.eye(4)[:2], ["a", "b"])
@@ -135,7 +135,7 @@ def _checkpoint_tensors(run: Path) -> dict[str, torch.Tensor]:
     """Every tensor of a run's checkpoint: weights, Adam moments, the negatives memory."""
     from safetensors.torch import load_file
 
-    from phrasekit.training.checkpoint import CHECKPOINT
+    from phrasekit.training.core.checkpoint import CHECKPOINT
 
     return load_file(str(run / CHECKPOINT))
 
@@ -274,10 +274,10 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
 
 
 def test_soup_of_runs_that_differ_in_data_seed(tmp_path):
+    from phrasekit.training.core.soup import soup_models
     from phrasekit.training.pearl.averaging import recover_finetuned_pearl
     from phrasekit.training.pearl.config import PearlTrainingConfig
     from phrasekit.training.pearl.task import train_pearl
-    from phrasekit.training.soup import soup_models
 
     _tiny_dataset(tmp_path / "data")
 
@@ -395,7 +395,7 @@ def test_type_head_can_read_the_output_embedding(tmp_path):
 
 
 def test_similarity_preservation_loss_is_zero_only_for_the_same_geometry():
-    from phrasekit.training.losses import SimilarityPreservationLoss
+    from phrasekit.training.core.losses import SimilarityPreservationLoss
 
     loss = SimilarityPreservationLoss()
     x = torch.nn.functional.normalize(torch.randn(8, 16), dim=-1)
@@ -431,7 +431,7 @@ def test_preservation_keeps_the_trained_model_near_the_backbone_geometry(tmp_pat
 
 
 def test_length_covariance_counts_only_length_information_beyond_the_reference():
-    from phrasekit.training.losses import LengthCovarianceLoss
+    from phrasekit.training.core.losses import LengthCovarianceLoss
 
     loss = LengthCovarianceLoss()
     g = torch.Generator().manual_seed(0)

@@ -20,8 +20,8 @@ from phrasekit.phrases.types import (
     lexical_class,
     type_index,
 )
-from phrasekit.training import phrase_bert_data
-from phrasekit.training.data_sources import (
+from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.data.sources import (
     detokenize,
     jsonl_lines,
     read_ppdb,
@@ -31,7 +31,6 @@ from phrasekit.training.data_sources import (
     write_gz_bytes,
     write_gz_text,
 )
-from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
 from phrasekit.training.pearl import data as pearl_data
 from phrasekit.training.pearl.data import build_pearl_dataset
 from phrasekit.training.pearl.mining import (
@@ -40,6 +39,7 @@ from phrasekit.training.pearl.mining import (
     variant_key,
 )
 from phrasekit.training.pearl.word_synonyms import negation, spelling_variant
+from phrasekit.training.phrase_bert import data as phrase_bert_data
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PEARL = FIXTURES / "pearl"

@@ -18,29 +18,29 @@ from phrasekit.cli import app
 from phrasekit.encoders.phrase_bert import FORMAT as PHRASE_BERT_FORMAT
 from phrasekit.encoders.phrase_bert import load_phrase_bert
 from phrasekit.models.folders import model_folder_format
-from phrasekit.training.data_sources import normalize
-from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
-from phrasekit.training.losses import TripletLoss
-from phrasekit.training.phrase_bert import (
+from phrasekit.training.core.losses import TripletLoss
+from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.data.sources import normalize
+from phrasekit.training.phrase_bert.contexts import (
+    build_context_triplets,
+    masked_window,
+    vocabulary_occurrences,
+)
+from phrasekit.training.phrase_bert.data import (
+    CONTEXT_FILE,
+    PARAPHRASE_FILE,
+    build_phrase_bert_dataset,
+    read_triplets,
+)
+from phrasekit.training.phrase_bert.paraphrases import labelled_ppdb_triplets
+from phrasekit.training.phrase_bert.task import (
     PhraseBertTask,
     PhraseBertTrainingConfig,
     batch_schedule,
     load_triplets,
     train_phrase_bert,
 )
-from phrasekit.training.phrase_bert_contexts import (
-    build_context_triplets,
-    masked_window,
-    vocabulary_occurrences,
-)
-from phrasekit.training.phrase_bert_data import (
-    CONTEXT_FILE,
-    PARAPHRASE_FILE,
-    build_phrase_bert_dataset,
-    read_triplets,
-)
-from phrasekit.training.phrase_bert_paraphrases import labelled_ppdb_triplets
-from phrasekit.training.phrase_bert_words import (
+from phrasekit.training.phrase_bert.words import (
     content_word,
     content_words,
     corrupt_phrase,
@@ -84,8 +84,8 @@ def test_lexical_diversity_rules():
 
 
 def test_binomials_are_recognised_and_dropped():
-    from phrasekit.training.data_sources import Synset
-    from phrasekit.training.phrase_bert_paraphrases import is_binomial, without_binomials
+    from phrasekit.training.data.sources import Synset
+    from phrasekit.training.phrase_bert.paraphrases import is_binomial, without_binomials
 
     assert is_binomial("Ursus horribilis", "noun.animal")
     assert not is_binomial("grizzly bear", "noun.animal")
@@ -214,8 +214,8 @@ def test_test_strings_are_removed_and_counted(dataset, tokenizer):
 
 
 def test_labelled_ppdb_triplets_use_judged_train_pairs_only():
-    from phrasekit.training.data_sources import read_ppdb
-    from phrasekit.training.data_sources import strip_outer_punct as strip
+    from phrasekit.training.data.sources import read_ppdb
+    from phrasekit.training.data.sources import strip_outer_punct as strip
 
     data = PEARL / "data"
     judged = {name: {(strip(a), strip(b), y)
@@ -370,8 +370,8 @@ def test_weight_averaging_with_minilm(dataset, tmp_path, minilm):
 
 
 def test_soup_averages_the_fine_tuned_weights_of_two_seeds(dataset, tmp_path):
-    from phrasekit.training.phrase_bert import recover_finetuned_phrase_bert, soup_phrase_bert
-    from phrasekit.training.soup import soup_models
+    from phrasekit.training.core.soup import soup_models
+    from phrasekit.training.phrase_bert.task import recover_finetuned_phrase_bert, soup_phrase_bert
 
     data = dataset[0]
     torch.set_num_threads(1)

@@ -19,9 +19,9 @@ from phrasekit.io import Document, read_corpus
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import PNTM, LDATopics, run_pntm
-from phrasekit.topics.metrics import labels_nmi, npmi_coherence, topic_diversity
+from phrasekit.topics.core.terms import build_term_vocabulary, count_matrix, presence_matrix
+from phrasekit.topics.outputs.metrics import labels_nmi, npmi_coherence, topic_diversity
 from phrasekit.topics.pipeline import corpus_sentences
-from phrasekit.topics.terms import build_term_vocabulary, count_matrix, presence_matrix
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
 
@@ -90,7 +90,7 @@ def test_term_vocabulary_words_and_verbatim_phrases(token_docs, phrases) -> None
 
 def test_count_matrix_joins_phrases_and_presence_keeps_words() -> None:
     toks = [tokenize("the bank of england raised rates in england"), tokenize("rates fell")]
-    from phrasekit.topics.terms import TermVocabulary
+    from phrasekit.topics.core.terms import TermVocabulary
 
     vocab = TermVocabulary(terms=["england", "rates", "bank of england"],
                            surface=["England", "rates", "Bank of England"],
@@ -266,7 +266,7 @@ def test_cli_topics_pntm(tmp_path) -> None:
 
 
 def test_phrases_are_shown_without_the_corpus_quote_marks() -> None:
-    from phrasekit.topics.terms import shown_form
+    from phrasekit.topics.core.terms import shown_form
 
     assert shown_form("``The Government") == "The Government"
     assert shown_form("“New York”") == "New York"
@@ -293,7 +293,7 @@ def test_presence_matches_a_scan_of_every_window(docs, terms, chunk) -> None:
     term's words occur contiguously (duplicate terms: the last column wins, as a dict would)."""
     from collections import Counter
 
-    from phrasekit.topics.terms import _presence_of_ids, _word_doc_freq
+    from phrasekit.topics.core.terms import _presence_of_ids, _word_doc_freq
 
     assert +_word_doc_freq(TokenDocs.of(docs)) == Counter(w for t in docs for w in set(t))
     keys = [tuple(t) for t in terms]

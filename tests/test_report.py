@@ -28,14 +28,14 @@ from phrasekit.topics import (
     write_pntm_outputs,
     write_topic_outputs,
 )
-from phrasekit.topics.report import (
+from phrasekit.topics.outputs.report import (
     corpus_tokens,
     map_points,
     project_2d,
     render_report,
     run_metrics,
 )
-from phrasekit.topics.report_views import document_map, topic_tree
+from phrasekit.topics.outputs.report_views import document_map, topic_tree
 
 FIXTURE = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
 ARTIFACTS = Path(os.environ.get("PHRASEKIT_TEST_ARTIFACTS",

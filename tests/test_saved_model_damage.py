@@ -15,7 +15,7 @@ from phrasekit.artifacts import write_manifest
 from phrasekit.cli import app
 from phrasekit.io import Document
 from phrasekit.topics import DocumentTopicModel
-from phrasekit.topics.explore import KIND
+from phrasekit.topics.exploration.explore import KIND
 
 
 @pytest.fixture(scope="module")

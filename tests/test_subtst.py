@@ -31,7 +31,7 @@ from phrasekit.eval.pairs import (
     task_kind,
 )
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
-from phrasekit.training.subtst import (
+from phrasekit.training.subtst.task import (
     SubTSTTask,
     SubTSTTrainingConfig,
     feature_cache_path,
@@ -285,7 +285,7 @@ def test_prepare_features_reuses_cache(stsb_small, tmp_path):
 
 def test_prepare_features_rebuilds_its_damaged_cache_and_leaves_other_files(stsb_small,
                                                                              tmp_path, caplog):
-    from phrasekit.training.subtst import feature_cache_path
+    from phrasekit.training.subtst.task import feature_cache_path
 
     cfg = SubTSTConfig(kind="regression", n_topics=0, max_seq_length=48)
     small = {k: v[:3] for k, v in stsb_small.items()}

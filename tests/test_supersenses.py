@@ -71,7 +71,7 @@ def test_lexicon_errors(tmp_path):
 
 
 def test_soft_label_loss_ignores_unlabelled_rows():
-    from phrasekit.training.losses import SoftLabelLoss
+    from phrasekit.training.core.losses import SoftLabelLoss
 
     loss = SoftLabelLoss()
     logits = torch.tensor([[2.0, 0.0], [0.0, 0.0], [5.0, -5.0]])

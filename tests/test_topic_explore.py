@@ -108,7 +108,7 @@ def test_a_registered_encoder_is_saved_by_its_name_with_precision() -> None:
     loaded back at fp32 and refused, so the saved spec is the name with its precision."""
     from types import SimpleNamespace
 
-    from phrasekit.topics.explore import _encoder_spec
+    from phrasekit.topics.exploration.explore import _encoder_spec
 
     enc = SimpleNamespace(name="minilm@bf16", model_path=Path("site-packages/minilm/model"))
     assert _encoder_spec(SimpleNamespace(encoder=enc, encoder_=enc)) == "minilm@bf16"

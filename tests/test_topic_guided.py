@@ -63,7 +63,7 @@ def test_zero_shot_owners_follow_the_centres() -> None:
     """A topic goes to its most similar name when at least the threshold; a name always takes
     its home topic (positive and not nearer another name); a topic nearer another name is not
     taken."""
-    from phrasekit.topics.guided import _name_owners
+    from phrasekit.topics.exploration.guided import _name_owners
 
     sim = np.array([[0.30, 0.05],    # home of name 0
                     [0.12, 0.02],    # above 0.1, nearest name 0
@@ -112,7 +112,7 @@ def test_seed_pull_moves_the_clustered_vectors_only_when_asked(
     """k-means clusters the documents' own vectors at ``seed_pull=0`` (the seeds only start the
     topics) and vectors moved toward the seeds above it; the topics' centres and the stored
     document vectors are the documents' own either way."""
-    import phrasekit.topics.guided as guided
+    import phrasekit.topics.exploration.guided as guided
 
     seen: list[np.ndarray] = []
 

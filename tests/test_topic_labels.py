@@ -1,4 +1,4 @@
-"""Topic labels (``topics.labels``): no boilerplate, citation fragment, unit or bare verb; a
+"""Topic labels (``topics.core.labels``): no boilerplate, citation fragment, unit or bare verb; a
 distinctive phrase before loose words; mixed topics flagged; one rule for every method. On 80
 real arXiv abstracts of six archives, grouped by their archive."""
 
@@ -10,7 +10,7 @@ import pytest
 from phrasekit.io import Document
 from phrasekit.text import TokenDocs
 from phrasekit.topics import DocumentTopicModel, PhraseTopicModel
-from phrasekit.topics.labels import TopicName, _stop_words, debris_token, name_topics
+from phrasekit.topics.core.labels import TopicName, _stop_words, debris_token, name_topics
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ def test_reduce_to_as_many_topics_or_more_warns_and_changes_nothing(
     """The README's quick start called reduce_topics(8) on a 7-topic fit: a no-op now."""
     model = _fit(small_corpus)
     labels = model.doc_labels_.copy()
-    with caplog.at_level("WARNING", logger="phrasekit.topics.reshape"):
+    with caplog.at_level("WARNING", logger="phrasekit.topics.exploration.reshape"):
         assert model.reduce_topics(8) is model
     assert model.n_topics_ == 5 and (model.doc_labels_ == labels).all()
     assert "has 5 topics already" in caplog.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from phrasekit.io import Document
-from phrasekit.topics.sampling import sample_corpus
+from phrasekit.topics.methods.sampling import sample_corpus
 
 
 def _docs(n: int, words: int) -> list[Document]:

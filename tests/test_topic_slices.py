@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from phrasekit.cli import app
 from phrasekit.io import Document
 from phrasekit.topics import DocumentTopicModel
-from phrasekit.topics.slices import parse_timestamp, time_bins
+from phrasekit.topics.exploration.slices import parse_timestamp, time_bins
 
 
 def _month(doc: Document) -> str:

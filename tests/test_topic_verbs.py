@@ -14,7 +14,7 @@ import pytest
 from phrasekit.encoders.cache import encode_documents
 from phrasekit.io import Document
 from phrasekit.topics import DocumentTopicModel
-from phrasekit.topics.params import resolve_cache, resolve_progress
+from phrasekit.topics.core.params import resolve_cache, resolve_progress
 
 
 def _model(**kwargs) -> DocumentTopicModel:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from phrasekit.training.trainer import Trainer, step_seed, warmup_linear
+from phrasekit.training.core.trainer import Trainer, step_seed, warmup_linear
 
 
 class TinyTask:

@@ -32,18 +32,18 @@ from phrasekit.eval.entity_clustering import (
     token_span_to_chars,
 )
 from phrasekit.models.folders import SPAN_FORMAT, model_folder_format
-from phrasekit.training.losses import InfoNCELoss
-from phrasekit.training.uctopic import (
+from phrasekit.training.core.losses import InfoNCELoss
+from phrasekit.training.uctopic.common import freeze_word_embeddings, mention_key
+from phrasekit.training.uctopic.data import (
+    build_uctopic_dataset,
+    load_pair_data,
+    mine_pairs,
+)
+from phrasekit.training.uctopic.task import (
     UCTopicConfig,
     distinct_mention_batches,
     pretrain_step,
     train_uctopic,
-)
-from phrasekit.training.uctopic_common import freeze_word_embeddings, mention_key
-from phrasekit.training.uctopic_data import (
-    build_uctopic_dataset,
-    load_pair_data,
-    mine_pairs,
 )
 
 torch.set_num_threads(1)

@@ -18,8 +18,8 @@ from phrasekit.encoders.span import SpanEncoder
 from phrasekit.io import read_corpus
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import UCTopicModel, write_uctopic_outputs
-from phrasekit.topics.metrics import phrase_informativeness, word_diversity, word_tfidf
-from phrasekit.training.uctopic_ccl import (
+from phrasekit.topics.outputs.metrics import phrase_informativeness, word_diversity, word_tfidf
+from phrasekit.training.uctopic.ccl import (
     CCLConfig,
     assign_topics,
     ccl_finetune,
@@ -97,7 +97,7 @@ def test_ccl_finetune_smoke(monkeypatch):
     def no_checkpoint(*args, **kwargs):
         raise AssertionError("CCL runs in memory: no checkpoint is written")
 
-    monkeypatch.setattr("phrasekit.training.trainer.save_checkpoint", no_checkpoint)
+    monkeypatch.setattr("phrasekit.training.core.trainer.save_checkpoint", no_checkpoint)
     enc = SpanEncoder("minilm", max_length=32)
     sents = [("Paris is lovely in spring .", "Paris"), ("We flew to Paris again .", "Paris"),
              ("Berlin has many parks .", "Berlin"), ("Rome was not built in a day .", "Rome"),

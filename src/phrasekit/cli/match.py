@@ -187,6 +187,12 @@ def pairs_cmd(
 JOIN_WRITES = (".csv", ".tsv", ".jsonl", ".parquet", ".pq", ".txt")
 
 
+JoinScorer = Annotated[str, typer.Option(
+    help="hybrid: candidates of the embedding and of character n-grams, scored by a learned "
+         "combiner of embedding, n-gram, string-ratio, token-overlap, number and initials "
+         "features; the score is a match probability. cosine: the embedding's cosine alone.")]
+
+
 @command(app, "join", out="stream")
 @with_config(run=ENGINE_OPTIONS)
 def join_cmd(
@@ -205,11 +211,7 @@ def join_cmd(
              "to stdout. Must not be one of the input files.")],
     model: ModelOpt = JOIN_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,
-    scorer: Annotated[str, typer.Option(
-        help="hybrid: candidates of the embedding and of character n-grams, scored by a "
-             "learned combiner of embedding, n-gram, string-ratio, token-overlap, number and "
-             "initials features; the score is a match probability. cosine: the embedding's "
-             "cosine alone.")] = "hybrid",
+    scorer: JoinScorer = "hybrid",
     threshold: Annotated[float | None, typer.Option(
         help="Drop candidates under this score (hybrid: a probability in [0, 1]; cosine: in "
              "[-1, 1]). Default: the cutoff with the highest F1 of top-1 matches on the dev "
@@ -249,11 +251,10 @@ def join_cmd(
     check_out_format(out, JOIN_WRITES)
     check_summary_out(as_json, out)
     t0 = time.perf_counter()
-    threshold = join_threshold(model, scorer, threshold, no_threshold, how, index)
-    options = precision_request(model, precision)
-    left_table, right_table = read_table(left), read_table(right)
-    left_vals = column_values(left_table, left_on, skip_empty=skip_empty)
-    right_vals = column_values(right_table, right_on, skip_empty=skip_empty)
+    threshold, options = (join_threshold(model, scorer, threshold, no_threshold, how, index),
+                          precision_request(model, precision))
+    (left_table, left_vals), (right_table, right_vals) = (
+        _join_column(path, on, skip_empty) for path, on in ((left, left_on), (right, right_on)))
     with open_run(run, None if is_stdout(out) else out, quiet=quiet) as sharded:
         matches = fuzzy_join(left_vals, right_vals, encoder_for(sharded, model, **options), k=k,
                              threshold=threshold, one_to_one=one_to_one, scorer=scorer,
@@ -271,6 +272,12 @@ def join_cmd(
                    "threshold": threshold, "how": how,
                    "seconds": round(time.perf_counter() - t0, 3), "output": out},
                err=is_stdout(out))
+
+
+def _join_column(path: Path, on: str, skip_empty: bool) -> tuple[Any, list[str]]:
+    """A join input's table and its join column's values (checked before any work)."""
+    table = read_table(path)
+    return table, column_values(table, on, skip_empty=skip_empty)
 
 
 def join_threshold(model: str, scorer: str, threshold: float | None, no_threshold: bool,

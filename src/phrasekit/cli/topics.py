@@ -245,7 +245,7 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
                          run: dict[str, Any] | None = None) -> None:
     """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
     from phrasekit.topics import check_topics_out
-    from phrasekit.training.uctopic_ccl import LABEL_VIEWS
+    from phrasekit.training.uctopic.ccl import LABEL_VIEWS
     if method not in METHODS:
         raise BadInputError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if run and (run["engine"] != "local" or run["work_dir"] is not None) \
@@ -278,7 +278,7 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
 def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
     """``--save-model``: the documents method, a folder that is no input and may be written."""
     from phrasekit.paths import is_inside, same_path
-    from phrasekit.topics.explore import KIND as TOPIC_MODEL_KIND
+    from phrasekit.topics.exploration.explore import KIND as TOPIC_MODEL_KIND
     if save_model is not None:
         if method != "documents":
             raise BadInputError(f"--save-model saves the documents method, not {method}")
@@ -294,7 +294,7 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
                   time_bins: str, csv_safe: bool = True) -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
-    from phrasekit.topics.slices import check_bins
+    from phrasekit.topics.exploration.slices import check_bins
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")

@@ -72,7 +72,7 @@ def apply_cmd(
     Example: phrasekit topics apply runs/model new.jsonl --out runs/new
     """
     from phrasekit.topics import apply_topics
-    from phrasekit.topics.explore import APPLY_PLACEMENTS
+    from phrasekit.topics.exploration.explore import APPLY_PLACEMENTS
 
     if placement not in APPLY_PLACEMENTS:
         raise BadInputError(f"--placement must be one of {', '.join(APPLY_PLACEMENTS)}, "

@@ -23,8 +23,8 @@ from phrasekit.eval.pairs import load_pair_task, task_kind
 from phrasekit.io import read_corpus, write_json
 from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
-from phrasekit.training.facets_config import FacetTrainingConfig
-from phrasekit.training.facets_data import FacetDataConfig, build_facet_dataset, corpus_specs
+from phrasekit.training.facets.config import FacetTrainingConfig
+from phrasekit.training.facets.data import FacetDataConfig, build_facet_dataset, corpus_specs
 from phrasekit.training.pearl.config import PearlTrainingConfig
 from phrasekit.training.pearl.redirects import (
     ALIAS_FILE,
@@ -32,16 +32,16 @@ from phrasekit.training.pearl.redirects import (
     build_alias_dataset,
     check_redirects,
 )
-from phrasekit.training.phrase_bert_config import PhraseBertTrainingConfig
-from phrasekit.training.phrase_bert_data import (
+from phrasekit.training.phrase_bert.config import PhraseBertTrainingConfig
+from phrasekit.training.phrase_bert.data import (
     CONTEXT_FILE,
     LABELLED_SOURCES,
     PARAPHRASE_SOURCES,
     build_phrase_bert_dataset,
 )
-from phrasekit.training.subtst_config import SubTSTTrainingConfig
-from phrasekit.training.uctopic_config import UCTopicConfig
-from phrasekit.training.uctopic_data import build_uctopic_dataset
+from phrasekit.training.subtst.config import SubTSTTrainingConfig
+from phrasekit.training.uctopic.config import UCTopicConfig
+from phrasekit.training.uctopic.data import build_uctopic_dataset
 
 app = typer.Typer(help="Train phrasekit's models (CPU, resumable).", no_args_is_help=True)
 
@@ -159,7 +159,7 @@ def train_soup_cmd(
     Example: phrasekit train soup runs/pb/model runs/pb-seed1/model -o runs/pb-soup
     (PEARL runs must share --seed and differ in --data-seed.)
     """
-    from phrasekit.training.soup import soup_models
+    from phrasekit.training.core.soup import soup_models
 
     report = soup_models(models, out, dev_data_dir=_dev_data(shared),
                          alphas=parse_list(alphas, "--alphas"),
@@ -226,7 +226,7 @@ def train_subtst_cmd(
 
     Example: phrasekit train subtst --task msrp --pooling mean --train-topics --out runs/subtst-msrp
     """
-    from phrasekit.training.subtst import prepare_features, train_subtst
+    from phrasekit.training.subtst.task import prepare_features, train_subtst
 
     config = SubTSTConfig(kind=task_kind(task), **model_settings)
     optimisation = SubTSTTrainingConfig(**training)
@@ -320,7 +320,7 @@ def train_phrase_bert_cmd(
     Example: phrasekit train phrase-bert --out runs/phrase-bert-minilm \\
                --data runs/phrase-bert-data --max-context 20000 --threads 2
     """
-    from phrasekit.training.phrase_bert import train_phrase_bert
+    from phrasekit.training.phrase_bert.task import train_phrase_bert
 
     if not (settings["use_paraphrase"] or settings["use_context"]):
         raise BadInputError("--no-paraphrase and --no-context together leave nothing to "
@@ -381,7 +381,7 @@ def train_facets_cmd(
     Example: phrasekit train facets --data runs/facets/data-phrase -k 10 --minutes 60 \\
                --out runs/facets/phrase-k10
     """
-    from phrasekit.training.facets import train_facets
+    from phrasekit.training.facets.task import train_facets
 
     if not data.is_dir():
         raise BadInputError(f"--data {data} is not a folder")
@@ -435,7 +435,7 @@ def train_uctopic_cmd(
     Example: phrasekit train uctopic --data runs/uctopic/data --out runs/uctopic/pretrain \\
                --minutes 80
     """
-    from phrasekit.training.uctopic import train_uctopic
+    from phrasekit.training.uctopic.task import train_uctopic
 
     if not data.is_dir():
         raise BadInputError(f"--data {data} is not a folder")

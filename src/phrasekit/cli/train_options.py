@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from phrasekit.cli.options import ConfigOptions
 from phrasekit.encoders.subtst_config import SubTSTConfig
-from phrasekit.training.facets_config import FacetTrainingConfig
-from phrasekit.training.facets_data import FacetDataConfig
+from phrasekit.training.facets.config import FacetTrainingConfig
+from phrasekit.training.facets.data import FacetDataConfig
 from phrasekit.training.pearl.config import PearlTrainingConfig
-from phrasekit.training.phrase_bert_config import PhraseBertTrainingConfig
-from phrasekit.training.phrase_bert_data import build_phrase_bert_dataset
-from phrasekit.training.subtst_config import SubTSTTrainingConfig
-from phrasekit.training.uctopic_config import UCTopicConfig
-from phrasekit.training.uctopic_data import build_uctopic_dataset
+from phrasekit.training.phrase_bert.config import PhraseBertTrainingConfig
+from phrasekit.training.phrase_bert.data import build_phrase_bert_dataset
+from phrasekit.training.subtst.config import SubTSTTrainingConfig
+from phrasekit.training.uctopic.config import UCTopicConfig
+from phrasekit.training.uctopic.data import build_uctopic_dataset
 
 THREADS = "torch threads."
 MAX_MINUTES = "Stop (and checkpoint) after this many minutes."

@@ -6,7 +6,7 @@ transformer pass over long texts allocates and frees megabytes of activations pe
 batches kept touching fresh pages: MiniLM over 1,000 bbc_news articles (bf16, 256 tokens)
 took 3.0 million page faults and 15% of its CPU time in the kernel. With allocations up to
 32 MB served from the heap and 256 MB of free heap kept, it took 27 thousand faults and ran
-1.29x faster (1.09x in fp32; ``benchmarks/allocator_speed.py``, 2-core AMD EPYC). The cost: a
+1.29x faster (1.09x in fp32; ``benchmarks/speed/allocator_speed.py``, 2-core AMD EPYC). The cost: a
 process keeps up to ``TRIM_THRESHOLD`` bytes of freed memory instead of returning it.
 
 ``PHRASEKIT_MALLOC=default`` leaves glibc's own settings alone.

@@ -1,6 +1,6 @@
 """Phrase-BERT model folders (Wang et al. 2021): a fine-tuned packaged backbone, mean pooled.
 
-``PhraseBertModel`` is the trainable module (``phrasekit.training.phrase_bert`` fine-tunes it
+``PhraseBertModel`` is the trainable module (``phrasekit.training.phrase_bert.task`` fine-tunes it
 with triplets); ``save_phrase_bert`` writes ``config.json`` (``format``
 ``phrasekit-phrase-bert``, the backbone's sha256, the training report) + ``model.safetensors``
 holding the backbone's float16 (or int8) differences from the packaged MiniLM, and

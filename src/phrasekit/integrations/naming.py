@@ -31,8 +31,8 @@ from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.registry import DEFAULT_MODEL, as_encoder
 from phrasekit.text import TokenDocs
-from phrasekit.topics.reading import rank_terms, topic_term_scores
-from phrasekit.topics.terms import build_term_vocabulary, presence_matrix
+from phrasekit.topics.core.reading import rank_terms, topic_term_scores
+from phrasekit.topics.core.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
 

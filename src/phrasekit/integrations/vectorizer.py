@@ -32,7 +32,7 @@ from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
 
-#: The default ``phrase_weight``, chosen on bbc_news (``benchmarks/bertopic_plugins_dev.py``,
+#: The default ``phrase_weight``, chosen on bbc_news (``benchmarks/topics/bertopic_plugins_dev.py``,
 #: the same BERTopic topics named by each setting): at 5 (words consumed), 5.4 of a topic's
 #: top-10 terms were phrases (90% of topics had 3 or more) at NPMI 0.290, against c-TF-IDF's
 #: 0.1 phrases at 0.244; at 1, no phrase reached the top 10 (NPMI 0.236); at 3, 2.2 (0.282).

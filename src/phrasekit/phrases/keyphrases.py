@@ -4,8 +4,8 @@
 its ``top_n`` keyphrases as ``(phrase, score)`` pairs, highest score first. The method is
 EmbedRank++ (Bennani-Smires et al., 2018) with the phrasekit encoder and a small position prior
 (PositionRank, SIFRank+). Every default was chosen on the Inspec *dev* split, never on test
-(``benchmarks/keyphrases_tune_dev.py``; the numbers are F1@10 on dev, MiniLM; "coarse grid":
-position weight 0 to 0.5, no frequency prior, MMR 0 or 0.3, containment rule on or off):
+(``benchmarks/keyphrases/keyphrases_tune_dev.py``; the numbers are F1@10 on dev, MiniLM; "coarse
+grid": position weight 0 to 0.5, no frequency prior, MMR 0 or 0.3, containment rule on or off):
 
 1. **Candidates** (spaCy, the packaged ``en_core_web_sm``): noun chunks (``"noun_chunks"``),
    EmbedRank's adjective/noun pattern (``"pos"``: maximal runs of adjectives and nouns) or the
@@ -102,7 +102,7 @@ logger = logging.getLogger(__name__)
 CANDIDATE_KINDS = ("noun_chunks", "pos", "both")
 
 #: Texts per spaCy batch: 32 parsed 1,000 bbc_news articles with 9% less CPU than 64 (smaller
-#: activations; ``benchmarks/keyphrase_candidates_speed.py``); fewer where they would pass
+#: activations; ``benchmarks/speed/keyphrase_candidates_speed.py``); fewer where they would pass
 #: ``PIPE_BATCH_CHARS`` characters (twelve 97,000-character texts in one batch: 3.8 GB).
 SPACY_BATCH = 32
 

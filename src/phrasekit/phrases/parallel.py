@@ -54,7 +54,7 @@ def pooled(owner: Any, tasks: Sequence[T], work: Callable[[Any, T], R], n_proces
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     # Frozen objects (the loaded pipelines and models) are never scanned by the workers'
     # garbage collector, nor their pages copied for it: 1,000 bbc_news articles, 4% less CPU
-    # (benchmarks/keyphrase_candidates_speed.py).
+    # (benchmarks/speed/keyphrase_candidates_speed.py).
     gc.freeze()
     try:
         with ProcessPoolExecutor(n_process, mp_context=ctx,

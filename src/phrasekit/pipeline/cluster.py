@@ -1,6 +1,6 @@
 """A real multi-node Ray cluster on this machine, started and stopped with Ray's own commands
 (``ray start --head`` and ``ray start --address``, one process group per node): what the
-2-node test and ``benchmarks/ray_scaling.py`` run on, and a way to try ``--engine ray
+2-node test and ``benchmarks/speed/ray_scaling.py`` run on, and a way to try ``--engine ray
 --address`` without a cluster.
 
 The head is addressed as ``127.0.0.1:<port>``; Ray itself maps a loopback address to the

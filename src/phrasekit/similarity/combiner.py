@@ -1,6 +1,6 @@
 """The hybrid matcher's combiner: pair features in, the probability of a match out.
 
-Two kinds, both trained by ``benchmarks/train_hybrid.py`` and shipped per encoder in
+Two kinds, both trained by ``benchmarks/matching/train_hybrid.py`` and shipped per encoder in
 ``phrasekit/data/matching/`` without pickle:
 
 - ``logistic``: standardised features, one weight each (all in ``hybrid-<model>.json``);

@@ -5,8 +5,8 @@ No single signal wins everywhere: embeddings find aliases, character n-grams fin
 abbreviations, string ratios and token overlap tell "1998 season" from "1999 season". As in
 record-linkage tools (dedupe, Splink), the candidates of both searches are united (blocking),
 every pair gets the features of :mod:`phrasekit.similarity.features`, and a logistic regression
-trained on labelled joins (``benchmarks/train_hybrid.py``; ``similarity.combiner``) turns them
-into the probability that the candidate is the query's match.
+trained on labelled joins (``benchmarks/matching/train_hybrid.py``; ``similarity.combiner``) turns
+them into the probability that the candidate is the query's match.
 """
 
 from __future__ import annotations

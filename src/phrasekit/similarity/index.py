@@ -36,8 +36,9 @@ INDEX_CONFIG = "index.json"
 INDEX_KIND = "search-index"
 
 
-# Measured with benchmarks/join_ann.py and a size sweep on 2 (busy) CPU cores, all-MiniLM-L6-v2
-# vectors (384d) of real AutoFJ titles, k=10, HNSW M=32 / efConstruction=80 / efSearch=128:
+# Measured with benchmarks/matching/join_ann.py and a size sweep on 2 (busy) CPU cores,
+# all-MiniLM-L6-v2 vectors (384d) of real AutoFJ titles, k=10, HNSW M=32 / efConstruction=80 /
+# efSearch=128:
 #   indexed n   exact, 10k queries   HNSW build + 10k queries   HNSW recall@10
 #      10,000        3.4 s              5.6 s + 5.5 s              0.996
 #      30,000        9.9 s             20.9 s + 8.3 s              0.990

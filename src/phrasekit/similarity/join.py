@@ -9,7 +9,7 @@ dropped, and ``one_to_one`` optionally keeps each left and right row in at most 
 :func:`write_joined` writes the matches with every other column of both tables (``left_*``,
 ``right_*``); ``how="left"`` also writes each right row that has no match, once, with empty
 left columns. ``DEFAULT_THRESHOLDS`` holds the cosine threshold chosen for the default model on
-AutoFJ (``benchmarks/join_threshold_dev.py``).
+AutoFJ (``benchmarks/matching/join_threshold_dev.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ JOIN_HOWS = ("inner", "left")
 MATCH_COLUMNS = ("right_row", "right_value", "left_row", "left_value", "rank", "score")
 #: Default ``--threshold`` per model: the cosine in 0.00, 0.01, ..., 1.00 that maximised the
 #: F1 of top-1 matches on the dev half of AutoFJ (right rows 0, 2, 4, ... of all 50 tables;
-#: ``benchmarks/join_threshold_dev.py``): minilm 0.70, dev F1 68.8 (P 72.9,
+#: ``benchmarks/matching/join_threshold_dev.py``): minilm 0.70, dev F1 68.8 (P 72.9,
 #: R 65.2) against 67.7 without a threshold, the held-out half 69.5 against 68.4;
 #: pearl-minilm (the default of `join`) 0.73, dev F1 68.7 (P 73.1, R 64.8) against 67.6, the
 #: held-out half 69.6 against 68.4.

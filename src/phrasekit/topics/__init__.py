@@ -2,7 +2,7 @@
 (``DocumentTopicModel``, the default), clusters of phrase embeddings (``PhraseTopicModel``),
 the neural topic model PNTM (``PNTM``; UNTM with a static encoder), UCTopic's topical phrase
 mining with CCL (``UCTopicModel``), LDA baselines (``LDATopics``) and automatic metrics
-(``phrasekit.topics.metrics``).
+(``phrasekit.topics.outputs.metrics``).
 
 Example::
 
@@ -21,10 +21,10 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
-        "documents": ["DocumentTopicModel"],
-        "lda": ["LDATopics"],
-        "model": ["PhraseTopicModel"],
-        "output": [
+        "methods.documents": ["DocumentTopicModel"],
+        "methods.lda": ["LDATopics"],
+        "methods.model": ["PhraseTopicModel"],
+        "outputs.output": [
             "check_topics_out",
             "format_timings",
             "json_params",
@@ -38,7 +38,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         ],
         "pipeline": ["apply_topics", "load_or_extract_vocabulary", "run_pntm", "run_topics",
                      "run_uctopic"],
-        "pntm": ["PNTM"],
-        "uctopic": ["UCTopicModel"],
+        "methods.pntm": ["PNTM"],
+        "methods.uctopic": ["UCTopicModel"],
     },
 )

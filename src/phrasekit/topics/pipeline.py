@@ -14,17 +14,17 @@ from phrasekit.io import Document, StreamedCorpus, read_corpus
 from phrasekit.phrases.cache import check_phrase_cache, load_or_extract_vocabulary
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.registry import as_encoder
-from phrasekit.topics.documents import DocumentTopicModel
-from phrasekit.topics.model import PhraseTopicModel
-from phrasekit.topics.output import (
+from phrasekit.topics.exploration.slices import read_slice_fields
+from phrasekit.topics.methods.documents import DocumentTopicModel
+from phrasekit.topics.methods.model import PhraseTopicModel
+from phrasekit.topics.methods.pntm import PNTM
+from phrasekit.topics.methods.uctopic import UCTopicModel
+from phrasekit.topics.outputs.output import (
     check_topics_out,
     write_pntm_outputs,
     write_topic_outputs,
     write_uctopic_outputs,
 )
-from phrasekit.topics.pntm import PNTM
-from phrasekit.topics.slices import read_slice_fields
-from phrasekit.topics.uctopic import UCTopicModel
 
 logger = logging.getLogger(__name__)
 

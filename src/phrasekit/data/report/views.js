@@ -1,5 +1,5 @@
 // phrasekit report.html: the views of topics as a whole (data: D.views, from
-// phrasekit.topics.report_views). Plain JavaScript and SVG, no library, no network.
+// phrasekit.topics.outputs.report_views). Plain JavaScript and SVG, no library, no network.
 "use strict";
 (function () {
   const R = window.phrasekitReport, D = R.D, V = D.views || {};

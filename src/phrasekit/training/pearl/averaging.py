@@ -21,13 +21,13 @@ from phrasekit.encoders.pearl import PearlEncoder, PearlModel, read_pearl_config
 from phrasekit.eval.dev import DevScorer
 from phrasekit.io import write_json
 from phrasekit.settings import data_dir as shared_data_dir
-from phrasekit.training.averaging import (
+from phrasekit.training.core.averaging import (
     CliffGuard,
     average_modules,
     select_alphas,
     undo_interpolation,
 )
-from phrasekit.training.config import portable_path, portable_settings
+from phrasekit.training.core.config import portable_path, portable_settings
 from phrasekit.training.pearl.config import PearlTrainingConfig, alias_path, build_model
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ entity clusters once the projection gives them weight (see the README). This mod
 CNN the LOVE start: its output is pulled towards the frozen backbone's mean-pooled vector of the
 *clean* phrase, from the clean or a char-augmented spelling, with an in-batch InfoNCE term (the
 direction) plus a mean-squared error (the scale, so the projection sees the backbone's units).
-The steps run on :class:`~phrasekit.training.trainer.Trainer` (seeding, checkpoints, history).
+The steps run on :class:`~phrasekit.training.core.trainer.Trainer` (seeding, checkpoints, history).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from phrasekit.phrases.augment import CharAugment
-from phrasekit.training.checkpoint import checkpoint_folder
-from phrasekit.training.config import config_hash
-from phrasekit.training.losses import InfoNCELoss
-from phrasekit.training.trainer import Trainer
+from phrasekit.training.core.checkpoint import checkpoint_folder
+from phrasekit.training.core.config import config_hash
+from phrasekit.training.core.losses import InfoNCELoss
+from phrasekit.training.core.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def backbone_targets(model: Any, texts: Sequence[str], batch_size: int = 256,
 
 
 class CharMimicTask:
-    """The mimicry as a :class:`~phrasekit.training.trainer.TrainingTask`: only the char
+    """The mimicry as a :class:`~phrasekit.training.core.trainer.TrainingTask`: only the char
     encoder trains, towards fixed backbone targets of a seeded sample of the phrases."""
 
     def __init__(self, char: nn.Module, phrases: list[str], targets: torch.Tensor,

@@ -16,8 +16,8 @@ from phrasekit.encoders.pearl_config import TYPE_HEAD_INPUTS, CharCNNConfig, Pea
 from phrasekit.eval.aliases import ALIAS_FILE
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
-from phrasekit.training.cliff_guard import CliffGuard
-from phrasekit.training.config import budget_checks, config_hash, raise_failed
+from phrasekit.training.core.cliff_guard import CliffGuard
+from phrasekit.training.core.config import budget_checks, config_hash, raise_failed
 from phrasekit.training.pearl.redirects import KINDS
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@
     object / adverb, 2-4 tokens), adjective and adverb phrases (ADV + ADJ, ADV + ADV) and
     prepositional phrases (ADP + its object, <= 5 tokens) from the shared corpora (test
     splits skipped), capped at ``max_words`` words; their type comes from the in-context
-    parse and NER (majority over occurrences), see :mod:`phrasekit.training.corpus_phrases`;
+    parse and NER (majority over occurrences), see :mod:`phrasekit.training.data.corpus_phrases`;
   - ``wordnet``: multi-word lemmas of Open English WordNet;
   - ``conll2003`` / ``bc5cdr``: entity mention strings of the TRAIN split (gold labels unused);
   - ``ppdb`` / ``ppdb_filtered``: both sides of the positive TRAIN-split pairs.
@@ -29,7 +29,7 @@
   paraphrases and paraphrases of paraphrases are never negatives).
 * ``report.json`` — counts, timings, parameters and the test-string filter.
 
-Test-string filter (:mod:`phrasekit.training.leakage`): every evaluation string of the
+Test-string filter (:mod:`phrasekit.training.data.leakage`): every evaluation string of the
 benchmark is removed from the training phrases, and every paraphrase pair with a side equal to
 one is dropped, when it matches exactly after lower-casing and whitespace normalisation (test
 strings are also added with their leading/trailing punctuation tokens stripped, and token-split
@@ -61,9 +61,10 @@ from phrasekit.phrases.extract import load_spacy
 from phrasekit.phrases.types import LEXICAL_CLASSES, analyse_phrases
 from phrasekit.registry import load as load_model
 from phrasekit.settings import shared_dir as find_shared
-from phrasekit.training.corpus_phrases import extract_corpus_phrases
-from phrasekit.training.corpus_sampling import DEFAULT_CORPORA, corpus_sample
-from phrasekit.training.data_sources import (
+from phrasekit.training.data.corpus_phrases import extract_corpus_phrases
+from phrasekit.training.data.corpus_sampling import DEFAULT_CORPORA, corpus_sample
+from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.data.sources import (
     MAX_PHRASE_CHARS,
     MAX_PHRASE_WORDS,
     Synset,
@@ -82,7 +83,6 @@ from phrasekit.training.data_sources import (
     write_gz_bytes,
     write_gz_text,
 )
-from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
 from phrasekit.training.pearl.mining import (
     mine_hard_negatives,
     paraphrase_neighbourhood,

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.training.data_sources import english_stop_words, normalize
+from phrasekit.training.data.sources import english_stop_words, normalize
 
 logger = logging.getLogger(__name__)
 

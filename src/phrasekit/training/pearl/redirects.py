@@ -5,10 +5,10 @@ n_tokens``; DBpedia redirects, CC BY-SA 3.0). :func:`build_alias_dataset` writes
 ``aliases.tsv.gz`` (header ``alias canonical kind split``, sorted by canonical then alias) and
 returns the counts of every step, in order:
 
-1. **normalise** both sides (:func:`~phrasekit.training.data_sources.normalize`, the key of the
+1. **normalise** both sides (:func:`~phrasekit.training.data.sources.normalize`, the key of the
    benchmark-leakage filter) and drop pairs whose sides become equal;
 2. **leakage**: drop every pair with a side equal to any benchmark string
-   (:class:`~phrasekit.training.leakage.BenchmarkStringFilter`: AutoFJ left and right titles,
+   (:class:`~phrasekit.training.data.leakage.BenchmarkStringFilter`: AutoFJ left and right titles,
    YAGO proxy, BiRD, Turney, PPDB, CoNLL, BC5CDR, STS-B), counted per benchmark file;
 3. **looser redirects**: drop sub-page links (``/``, ``:`` or ``#`` in the alias), sides
    without a letter or shorter than 2 characters, canonicals of more than
@@ -41,8 +41,8 @@ from rapidfuzz import fuzz
 
 from phrasekit.eval.aliases import ALIAS_COLUMNS, ALIAS_FILE
 from phrasekit.io import write_json
-from phrasekit.training.data_sources import normalize, open_text, write_gz_text
-from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.data.sources import normalize, open_text, write_gz_text
 
 logger = logging.getLogger(__name__)
 

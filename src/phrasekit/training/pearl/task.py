@@ -10,7 +10,7 @@
    the recent batches' candidates with ``memory_size``) plus the phrase-type and supersense
    cross-entropies and the optional preservation / length terms, with Adam and an
    exponentially decayed learning rate;
-4. runs on :class:`~phrasekit.training.trainer.Trainer`: checkpoints every
+4. runs on :class:`~phrasekit.training.core.trainer.Trainer`: checkpoints every
    ``checkpoint_every`` steps (``checkpoint.safetensors``, with the negatives memory and the
    mimicry report), and a rerun with the same output folder resumes bit-for-bit;
 5. interpolates fine-tuned and initial weights, choosing the coefficient on development splits
@@ -42,8 +42,7 @@ from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.registry import load as load_model
 from phrasekit.settings import data_dir as shared_data_dir
 from phrasekit.settings import torch_threads
-from phrasekit.training.leakage import BenchmarkStringFilter, collect_test_strings
-from phrasekit.training.losses import (
+from phrasekit.training.core.losses import (
     CrossBatchMemory,
     InfoNCELoss,
     LengthCovarianceLoss,
@@ -52,6 +51,8 @@ from phrasekit.training.losses import (
     SoftLabelLoss,
     TypeClassificationLoss,
 )
+from phrasekit.training.core.trainer import Trainer
+from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
 from phrasekit.training.pearl.alias_pairs import AliasPositives
 from phrasekit.training.pearl.averaging import (
     finish_pearl,
@@ -64,7 +65,6 @@ from phrasekit.training.pearl.distillation import (
     select_transfer_texts,
     teacher_vectors,
 )
-from phrasekit.training.trainer import Trainer
 
 __all__ = [
     "PearlData",
@@ -215,7 +215,8 @@ def build_transfer_set(cfg: PearlTrainingConfig, data: PearlData) -> TransferSet
 
 
 class PearlTask:
-    """PEARL's model, batches and losses as a :class:`~phrasekit.training.trainer.TrainingTask`.
+    """PEARL's model, batches and losses as a
+    :class:`~phrasekit.training.core.trainer.TrainingTask`.
 
     Its extra training state (in every checkpoint) is the cross-batch negatives memory and the
     report of the char mimicry that preceded the steps.

@@ -19,7 +19,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.training.data_sources import Synset, english_stop_words
+from phrasekit.training.data.sources import Synset, english_stop_words
 
 logger = logging.getLogger(__name__)
 
