@@ -274,10 +274,10 @@ def test_reaverage_recovers_the_fine_tuned_weights(tmp_path):
 
 
 def test_soup_of_runs_that_differ_in_data_seed(tmp_path):
-    from phrasekit.training.core.soup import soup_models
     from phrasekit.training.pearl.averaging import recover_finetuned_pearl
     from phrasekit.training.pearl.config import PearlTrainingConfig
     from phrasekit.training.pearl.task import train_pearl
+    from phrasekit.training.soups.soup import soup_models
 
     _tiny_dataset(tmp_path / "data")
 

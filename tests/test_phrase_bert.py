@@ -370,8 +370,8 @@ def test_weight_averaging_with_minilm(dataset, tmp_path, minilm):
 
 
 def test_soup_averages_the_fine_tuned_weights_of_two_seeds(dataset, tmp_path):
-    from phrasekit.training.core.soup import soup_models
     from phrasekit.training.phrase_bert.task import recover_finetuned_phrase_bert, soup_phrase_bert
+    from phrasekit.training.soups.soup import soup_models
 
     data = dataset[0]
     torch.set_num_threads(1)

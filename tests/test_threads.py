@@ -78,7 +78,13 @@ def test_bad_thread_counts_are_refused_in_one_line(bad):
 def test_prepare_openmp_keeps_the_users_setting():
     env = {"OMP_WAIT_POLICY": "ACTIVE"}
     threads.prepare_openmp(env)
-    assert env == {"OMP_WAIT_POLICY": "ACTIVE", "KMP_BLOCKTIME": "0"}
+    assert env == {"OMP_WAIT_POLICY": "ACTIVE"}  # no spin count over the user's policy
+    env = {"GOMP_SPINCOUNT": "0"}
+    threads.prepare_openmp(env)
+    assert env == {"GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}
+    env = {}
+    threads.prepare_openmp(env)
+    assert env == {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "0"}
 
 
 def test_limited_threads_restores_torch_and_blas():

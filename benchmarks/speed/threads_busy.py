@@ -1,5 +1,6 @@
 """Topics on a small subset of the bundled sample, idle and beside a one-core CPU hog: the
-default thread choice against 1 and 2 threads (and 2 spinning threads, the old default).
+default thread choice against 1 and 2 threads, 2 threads that sleep at once, and 2 threads
+that spin as GNU OpenMP does by default (the old default).
 
 Each run is a fresh ``phrasekit topics`` process (so OpenMP reads its environment at start)
 with no vector cache and no report. The hog is a child process spinning on one core.
@@ -30,7 +31,9 @@ CONFIGS: dict[str, tuple[list[str], dict[str, str]]] = {
     "default (auto)": ([], {}),
     "--threads 1": (["--threads", "1"], {}),
     "--threads 2": (["--threads", "2"], {}),
-    "2, spinning (old)": (["--threads", "2"], {"OMP_WAIT_POLICY": "", "KMP_BLOCKTIME": ""}),
+    "2, passive (OMP_WAIT_POLICY=PASSIVE)": (["--threads", "2"], {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "2, spinning (old)": (["--threads", "2"], {"OMP_WAIT_POLICY": "", "KMP_BLOCKTIME": "",
+                                               "GOMP_SPINCOUNT": ""}),
 }
 
 

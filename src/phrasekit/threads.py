@@ -12,9 +12,12 @@ one core busy elsewhere, 2 threads ran 4x slower than 1. So the default (``"auto
 - one thread for a small job (a few short texts), where threads cost more than they give;
 - the same count for torch, ONNX Runtime, scikit-learn's OpenMP and BLAS (``threadpoolctl``),
   never more, so that they do not multiply; spaCy workers run one BLAS thread each;
-- OpenMP threads that sleep instead of spinning while they wait (``OMP_WAIT_POLICY=PASSIVE``,
-  ``KMP_BLOCKTIME=0``, set when phrasekit is imported unless already set: they take effect
-  only if phrasekit is imported before torch and scikit-learn).
+- OpenMP threads that spin only briefly before they sleep while they wait
+  (``GOMP_SPINCOUNT=10000`` instead of GNU OpenMP's 300,000, ``KMP_BLOCKTIME=0``; set when
+  phrasekit is imported unless the user set them or ``OMP_WAIT_POLICY``: they take effect only
+  if phrasekit is imported before torch and scikit-learn). On an idle 2-core machine this is
+  as fast as full spinning and 10% faster than sleeping at once; beside a busy core it loses
+  far less than full spinning.
 
 ``PHRASEKIT_THREADS`` (or ``--threads``) sets the count: a whole number >= 1, or ``auto``.
 ``OMP_NUM_THREADS``, when set, is taken as the user's count too.
@@ -40,8 +43,9 @@ SMALL_JOB_CHARS = 500
 #: Run-queue samples taken (``RUNQUEUE_INTERVAL`` seconds apart) to count the busy CPUs.
 RUNQUEUE_SAMPLES = 5
 RUNQUEUE_INTERVAL = 0.01
-#: OpenMP waits without spinning (set on import unless the user set them).
-OPENMP_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+#: OpenMP spins briefly, then sleeps, while it waits (set on import unless the user set them or
+#: ``OMP_WAIT_POLICY``); ``benchmarks/speed/threads_busy.py`` measured the choice.
+OPENMP_ENV = {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "0"}
 #: ``OMP_NUM_THREADS`` as the user set it (phrasekit's own setting is not a request).
 _USER_OMP = os.environ.get("OMP_NUM_THREADS")
 
@@ -51,8 +55,11 @@ class ThreadsError(ValueError):
 
 
 def prepare_openmp(environ: dict[str, str] | None = None) -> None:
-    """Make OpenMP threads sleep while they wait (``OPENMP_ENV``), unless already set."""
+    """Make OpenMP threads spin briefly while they wait (``OPENMP_ENV``), unless the user set
+    a wait setting of their own."""
     env = os.environ if environ is None else environ
+    if "OMP_WAIT_POLICY" in env:  # the user's policy, with OpenMP's own spin counts
+        return
     for key, value in OPENMP_ENV.items():
         env.setdefault(key, value)
 

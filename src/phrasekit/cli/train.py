@@ -159,7 +159,7 @@ def train_soup_cmd(
     Example: phrasekit train soup runs/pb/model runs/pb-seed1/model -o runs/pb-soup
     (PEARL runs must share --seed and differ in --data-seed.)
     """
-    from phrasekit.training.core.soup import soup_models
+    from phrasekit.training.soups.soup import soup_models
 
     report = soup_models(models, out, dev_data_dir=_dev_data(shared),
                          alphas=parse_list(alphas, "--alphas"),
