@@ -172,3 +172,19 @@ def test_phrase_vectorizer_counts_phrases_before_their_words() -> None:
     assert (vec.transform(texts) != X).nnz == 0
     heavy = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=2.5)
     np.testing.assert_allclose(heavy.fit_transform(texts).toarray(), 2.5 * X.toarray())
+
+
+def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many() -> None:
+    from phrasekit.integrations import PhraseVectorizer
+    from phrasekit.integrations.vectorizer import AUTO_MIN_DF_TEXTS
+
+    few = ["The central bank raised interest rates.", "She bought a new mobile phone."]
+    vec = PhraseVectorizer(words=False, phrase_words=None)
+    second = {t for t in vec.fit(few).get_feature_names_out() if t not in few[0].lower()}
+    assert second and "central bank" in vec.vocabulary_  # each text's phrases, with 2 texts
+    many = few + ["The central bank waited."] * (AUTO_MIN_DF_TEXTS - 2)
+    terms = set(vec.fit(many).get_feature_names_out())
+    assert "central bank" in terms and not second & terms  # in one text of many: dropped
+    assert second <= set(PhraseVectorizer(words=False, phrase_words=None, min_df=1).fit(
+        many).get_feature_names_out())
+    assert vec.get_params()["min_df"] == 1  # what BERTopic saves: a plain CountVectorizer's

@@ -47,6 +47,16 @@ def settings() -> dict[str, tuple[Any, Any]]:
                                               None),
         "PhraseVectorizer(phrase_weight=5)": (lambda: PhraseVectorizer(phrase_weight=5),
                                               None),
+        "PhraseVectorizer(min_df=2)": (lambda: PhraseVectorizer(min_df=2), None),
+        "PhraseVectorizer(min_df=2, phrase_weight=3)": (
+            lambda: PhraseVectorizer(min_df=2, phrase_weight=3), None),
+        "PhraseVectorizer(phrase_weight=2)": (lambda: PhraseVectorizer(phrase_weight=2),
+                                              None),
+        "PhraseVectorizer(min_df=2, phrase_weight=4)": (
+            lambda: PhraseVectorizer(min_df=2, phrase_weight=4), None),
+        "PhraseVectorizer(min_df=3)": (lambda: PhraseVectorizer(min_df=3), None),
+        "PhraseVectorizer(min_df=3, phrase_weight=4)": (
+            lambda: PhraseVectorizer(min_df=3, phrase_weight=4), None),
         "PhraseVectorizer(consume=False, phrase_weight=3)": (
             lambda: PhraseVectorizer(consume=False, phrase_weight=3), None),
         "PhraseVectorizer(consume=False, phrase_weight=6)": (

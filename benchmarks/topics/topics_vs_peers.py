@@ -12,7 +12,8 @@ Methods (``--methods``):
   changes threads, not results); representation: c-TF-IDF over ``CountVectorizer(
   ngram_range=(1, 3), stop_words="english", min_df=1)``. BERTopic fits that vectorizer on one
   concatenated document per *topic*, so ``min_df`` counts topics: any value above 1 would drop
-  every n-gram specific to a single topic. ``--bertopic-min-df`` changes it.
+  every n-gram specific to a single topic. ``--bertopic-min-df`` changes it (and sets
+  ``PhraseVectorizer``'s, which otherwise keeps its own default).
 - ``bertopic_kbi``: the same with ``KeyBERTInspired()`` as representation model.
 - ``bertopic_pk``: the same with phrasekit's naming, ``phrasekit.integrations.
   KeyphraseRepresentation()``, as representation model (each topic's words and phrases by
@@ -298,7 +299,7 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
 
 
 # ---------------------------------------------------------------------- the fit subprocess
-def bertopic_model(seed: int, min_df: int = 1, naming: str = "bertopic") -> Any:
+def bertopic_model(seed: int, min_df: int | None = None, naming: str = "bertopic") -> Any:
     """BERTopic as the protocol runs it: the packaged MiniLM, seeded UMAP, HDBSCAN with
     ``min_cluster_size=10``, c-TF-IDF over 1-3-grams (``naming``: ``bertopic_kbi`` puts
     KeyBERTInspired on top, ``bertopic_pk*`` phrasekit's KeyphraseRepresentation,
@@ -324,15 +325,16 @@ def bertopic_model(seed: int, min_df: int = 1, naming: str = "bertopic") -> Any:
     )
 
 
-def vectorizer_model(naming: str, min_df: int) -> Any:
-    """BERTopic's vectorizer for a ``bertopic*`` method."""
+def vectorizer_model(naming: str, min_df: int | None) -> Any:
+    """BERTopic's vectorizer for a ``bertopic*`` method (``min_df`` None: the vectorizer's
+    default, 1 for the CountVectorizer)."""
     if naming == "bertopic_pv":
         from phrasekit.integrations import PhraseVectorizer
 
-        return PhraseVectorizer(min_df=min_df)
+        return PhraseVectorizer() if min_df is None else PhraseVectorizer(min_df=min_df)
     from sklearn.feature_extraction.text import CountVectorizer
 
-    return CountVectorizer(ngram_range=(1, 3), stop_words="english", min_df=min_df)
+    return CountVectorizer(ngram_range=(1, 3), stop_words="english", min_df=min_df or 1)
 
 
 def representation_model(naming: str) -> Any:
@@ -663,7 +665,9 @@ def main() -> None:
     parser.add_argument("--reuse", default="runs/topic_models",
                         help="folder of benchmarks/topics/topic_models.py (its cache/ and phrases/ "
                              "are read, never written)")
-    parser.add_argument("--bertopic-min-df", type=int, default=1)
+    parser.add_argument("--bertopic-min-df", type=int, default=None,
+                        help="min_df of BERTopic's vectorizer (default: 1 for c-TF-IDF's, "
+                             "PhraseVectorizer's own for bertopic_pv)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quiet", action="store_true", help="no progress bars or info logs")
     parser.add_argument("--prep-threads", type=int, default=2,

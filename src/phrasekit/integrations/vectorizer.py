@@ -32,11 +32,18 @@ from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
 
-#: The default ``phrase_weight``, chosen on bbc_news (``benchmarks/topics/bertopic_plugins_dev.py``,
-#: the same BERTopic topics named by each setting): at 5 (words consumed), 5.4 of a topic's
-#: top-10 terms were phrases (90% of topics had 3 or more) at NPMI 0.290, against c-TF-IDF's
-#: 0.1 phrases at 0.244; at 1, no phrase reached the top 10 (NPMI 0.236); at 3, 2.2 (0.282).
-PHRASE_WEIGHT = 5.0
+#: The default ``phrase_weight`` and ``min_df``, chosen on bbc_news with MiniLM topics
+#: (``benchmarks/topics/bertopic_plugins_dev.py``: the same 46 BERTopic topics named by each
+#: setting; c-TF-IDF: NPMI 0.289, 0.6 phrases in a topic's top 10). Weight 5, min_df 1: 7.1
+#: phrases, NPMI 0.205 (names of one article, "mr donofrio", reach the top); weight 3: 4.7,
+#: 0.280; min_df 2: 5.8, 0.276; **weight 4, min_df 2: 5.0 phrases (3 or more in 96% of
+#: topics), NPMI 0.303**; weight 3, min_df 2: 3.8 (72%), 0.346; weight 2: 2.9 (52%), 0.334.
+PHRASE_WEIGHT = 4.0
+#: The default ``min_df`` ("auto"): a term must be in two of BERTopic's texts (its topics) when
+#: there are at least ``AUTO_MIN_DF_TEXTS`` of them; with fewer topics a term of one topic is
+#: what names it, so then one is enough.
+PHRASE_MIN_DF = 2
+AUTO_MIN_DF_TEXTS = 20
 #: The token pattern of the plain ``CountVectorizer`` BERTopic rebuilds on load: phrasekit's
 #: ``tokenize`` (lower-case letters and digits, inner hyphens and apostrophes).
 TOKEN_PATTERN = r"[a-z0-9]+(?:['\-][a-z0-9]+)*"
@@ -87,7 +94,8 @@ class PhraseVectorizer(CountVectorizer):
 
     Args:
         words: count words as well as phrases.
-        min_df, max_df: as in ``CountVectorizer`` (BERTopic's texts are its topics).
+        min_df, max_df: as in ``CountVectorizer`` (BERTopic's texts are its topics);
+            ``min_df="auto"`` (default): 2 from ``AUTO_MIN_DF_TEXTS`` texts on, else 1.
         spacy_model: the spaCy pipeline whose tagger finds the phrases.
         phrase_words: words of the texts' sentences spaCy reads to find phrases (a seeded
             sample; None: all); every phrase found is then counted in every text.
@@ -99,7 +107,7 @@ class PhraseVectorizer(CountVectorizer):
         n_process: spaCy worker processes.
     """
 
-    def __init__(self, words: bool = True, min_df: int | float = 1,
+    def __init__(self, words: bool = True, min_df: int | float | str = "auto",
                  max_df: int | float = 1.0, spacy_model: str = DEFAULT_SPACY_MODEL,
                  phrase_words: int | None = PHRASE_WORDS, consume: bool = True,
                  phrase_weight: float = PHRASE_WEIGHT, random_state: int = 0,
@@ -118,7 +126,8 @@ class PhraseVectorizer(CountVectorizer):
             return own
         longest = max((len(t.split()) for t in getattr(self, "vocabulary_", {})), default=6)
         return CountVectorizer(lowercase=True, token_pattern=TOKEN_PATTERN,
-                               ngram_range=(1, max(longest, 1)), min_df=self.min_df,
+                               ngram_range=(1, max(longest, 1)),
+                               min_df=1 if self.min_df == "auto" else self.min_df,
                                max_df=self.max_df).get_params()
 
     def set_params(self, **params: Any) -> PhraseVectorizer:
@@ -172,7 +181,10 @@ class PhraseVectorizer(CountVectorizer):
         """Columns that occur, in ``min_df`` texts at least and ``max_df`` at most."""
         n = X.shape[0]
         df = np.bincount(X.indices, minlength=X.shape[1])
-        low = self.min_df if isinstance(self.min_df, int | np.integer) else self.min_df * n
+        min_df = self.min_df
+        if min_df == "auto":
+            min_df = PHRASE_MIN_DF if n >= AUTO_MIN_DF_TEXTS else 1
+        low = min_df if isinstance(min_df, int | np.integer) else min_df * n
         high = self.max_df if isinstance(self.max_df, int | np.integer) else self.max_df * n
         return np.flatnonzero((df >= max(low, 1)) & (df <= high))
 
