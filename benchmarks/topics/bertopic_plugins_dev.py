@@ -38,29 +38,16 @@ def settings() -> dict[str, tuple[Any, Any]]:
     def ctfidf() -> Any:
         return CountVectorizer(ngram_range=(1, 3), stop_words="english")
 
+    def phrases(**kwargs: Any) -> tuple[str, tuple[Any, Any]]:
+        args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return f"PhraseVectorizer({args})", (lambda: PhraseVectorizer(**kwargs), None)
+
+    grid = [{}, {"consume": False}, {"words": False},
+            *({"phrase_weight": w, "min_df": m} for w in (1, 2, 3, 4, 5) for m in (1, 2, 3)),
+            {"consume": False, "phrase_weight": 3}, {"consume": False, "phrase_weight": 6}]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
-        "PhraseVectorizer()": (PhraseVectorizer, None),
-        "PhraseVectorizer(consume=False)": (lambda: PhraseVectorizer(consume=False), None),
-        "PhraseVectorizer(words=False)": (lambda: PhraseVectorizer(words=False), None),
-        "PhraseVectorizer(phrase_weight=3)": (lambda: PhraseVectorizer(phrase_weight=3),
-                                              None),
-        "PhraseVectorizer(phrase_weight=5)": (lambda: PhraseVectorizer(phrase_weight=5),
-                                              None),
-        "PhraseVectorizer(min_df=2)": (lambda: PhraseVectorizer(min_df=2), None),
-        "PhraseVectorizer(min_df=2, phrase_weight=3)": (
-            lambda: PhraseVectorizer(min_df=2, phrase_weight=3), None),
-        "PhraseVectorizer(phrase_weight=2)": (lambda: PhraseVectorizer(phrase_weight=2),
-                                              None),
-        "PhraseVectorizer(min_df=2, phrase_weight=4)": (
-            lambda: PhraseVectorizer(min_df=2, phrase_weight=4), None),
-        "PhraseVectorizer(min_df=3)": (lambda: PhraseVectorizer(min_df=3), None),
-        "PhraseVectorizer(min_df=3, phrase_weight=4)": (
-            lambda: PhraseVectorizer(min_df=3, phrase_weight=4), None),
-        "PhraseVectorizer(consume=False, phrase_weight=3)": (
-            lambda: PhraseVectorizer(consume=False, phrase_weight=3), None),
-        "PhraseVectorizer(consume=False, phrase_weight=6)": (
-            lambda: PhraseVectorizer(consume=False, phrase_weight=6), None),
+        **dict(phrases(**kwargs) for kwargs in grid),
         "KeyphraseRepresentation()": (ctfidf, KeyphraseRepresentation),
         "KeyphraseRepresentation(max_df=0.2)": (ctfidf,
                                                 lambda: KeyphraseRepresentation(max_df=0.2)),
