@@ -98,6 +98,8 @@ def test_precision_request_sends_auto_only_to_models_that_take_it():
     assert precision_request("minilm", "fp32") == {}
     assert precision_request("string", "bf16") == {"precision": "bf16"}  # refused by load
     assert precision_request("minilm@int8", "int8") == {}
+    with pytest.raises(ValueError, match="--precision must be one of"):
+        precision_request("minilm", "fp16")  # before any model is loaded
 
 
 def test_a_precision_beside_a_name_carrying_another_is_refused(tmp_path):

@@ -273,6 +273,9 @@ def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str
     precision, a folder, or a name that carries its own (``minilm@int8``) gets nothing (another
     explicit precision beside it raises ``ValueError``); an explicit precision goes to the model
     as asked (and is refused by one without it)."""
+    if precision not in TRANSFORMER_PRECISIONS:
+        raise ValueError(f"--precision must be one of {', '.join(TRANSFORMER_PRECISIONS)}, got "
+                         f"{precision!r}")
     key = str(name_or_path)
     base, _, own = key.rpartition("@")
     if base in _REGISTRY:
