@@ -156,7 +156,8 @@ class TopicGuide:
             self._guide_vectors([[n] for n in names], encoder).T
         owner = _name_owners(sim, float(self.zero_shot_min_similarity))
         used = np.unique(owner[owner >= 0])
-        dropped = [n for i, n in enumerate(names) if i not in set(used.tolist())]
+        taken = set(used.tolist())
+        dropped = [n for i, n in enumerate(names) if i not in taken]
         if dropped:
             logger.warning("zero-shot names that took no topic: %s", ", ".join(dropped))
         group = np.where(owner >= 0, np.searchsorted(used, owner), 0)
