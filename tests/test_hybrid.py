@@ -48,6 +48,10 @@ def test_pair_features_numbers_initials_and_overlap():
     assert _feature(rows, "idf_jaccard")[0] == pytest.approx(1.0)
     assert 0 < _feature(rows, "idf_jaccard")[1] < 1
     assert (rows[:, 2:7] >= 0).all() and (rows[:, 2:7] <= 1).all()  # rapidfuzz scaled to 0-1
+    roman = pair_features(["Walter V", "Walter V", "Civic Centre"], ["Walter III", "Walter v",
+                          "Civic Center"], np.zeros(3), np.zeros(3), idf)
+    assert _feature(roman, "num_conflict").tolist() == [1, 0, 0]  # "civic" is no numeral
+    assert _feature(roman, "num_agree").tolist() == [0, 1, 0]
 
 
 def test_query_context_ranks_gaps_and_margins():
@@ -72,6 +76,35 @@ def test_char_ngram_search_finds_typos_the_left_side_holds():
     assert ids[:, 0].tolist() == [0, 2] and (scores[:, 0] > scores[:, 1]).all()
     _, none = ngrams.search(ngrams.transform(["qqq"]), k=2)
     assert none.tolist() == [[-1, -1]]   # no shared n-gram: no candidate
+
+
+def _galaxy_titles() -> list[str]:
+    with (TABLE / "left.csv").open(encoding="utf-8", newline="") as fh:
+        return [row["title"] for row in csv.DictReader(fh)]
+
+
+def test_char_ngram_search_on_threads_equals_one_thread():
+    left = _galaxy_titles()
+    ngrams = CharNgrams().fit(left)
+    queries = ngrams.transform([t[::-1] for t in left[:40]] + left[40:90])
+    one = ngrams.search(queries, k=5, chunk=7)
+    two = ngrams.search(queries, k=5, chunk=7, workers=2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
+
+
+def test_compiled_tree_walk_equals_the_numpy_walk_on_real_pairs():
+    left = _galaxy_titles()
+    n = 24
+    queries = [t.replace("Galaxy", "galaxy") for t in left[:n // 3] for _ in range(3)]
+    cands = [left[(i * 7) % len(left)] for i in range(n)]
+    cos = np.linspace(0.2, 0.95, n, dtype=np.float32)
+    pair = pair_features(queries, cands, cos, cos[::-1].copy(), token_idf(left))
+    x = np.hstack([pair, query_context(np.arange(n) // 3, cos, cos[::-1].copy())])
+    comb = shipped_combiner("pearl-minilm")
+    fast = comb.predict(x)
+    assert comb._compiled, "this scikit-learn's compiled tree walk was not used"
+    reference = 1 / (1 + np.exp(-comb._tree_sum(x.astype(np.float64))))
+    assert np.allclose(fast, reference, atol=1e-6) and fast.std() > 0.05
 
 
 def test_logistic_combiner_round_trip_and_damage_named(tmp_path):

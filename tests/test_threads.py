@@ -98,6 +98,14 @@ def test_limited_threads_restores_torch_and_blas():
     assert torch.get_num_threads() == before
 
 
+def test_compute_threads_follow_the_jobs_setting():
+    import torch
+
+    with threads.limited_threads(1):
+        assert threads.compute_threads() == 1   # rapidfuzz, the n-gram search, the trees
+    assert threads.compute_threads() == torch.get_num_threads()
+
+
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     src = str(Path(threads.__file__).parents[1])
     return subprocess.run([sys.executable, "-m", "phrasekit", *args], capture_output=True,

@@ -98,6 +98,16 @@ def usable_cpus() -> int:
     return max(1, min(n, math.ceil(quota)) if quota else n)
 
 
+def compute_threads() -> int:
+    """The thread count phrasekit computes on now, for libraries it drives itself (rapidfuzz,
+    thread pools): torch's setting once torch is in use (``set_threads`` sets it), else the
+    user's, else the usable CPUs."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return max(1, int(torch.get_num_threads()))
+    return requested_threads() or usable_cpus()
+
+
 def _physical_cores(cpus: list[int]) -> int:
     """Distinct (package, core) pairs among ``cpus`` (0 where the topology is unreadable)."""
     cores = set()

@@ -15,7 +15,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -75,15 +77,18 @@ class CharNgrams:
         """Unit-length tf-idf rows of ``texts`` in the left side's vocabulary."""
         return self.vectorizer_.transform(list(texts)).tocsr()
 
-    def search(self, queries, k: int, chunk: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, queries, k: int, chunk: int = 128, workers: int = 1
+               ) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` left rows of each query row (tf-idf rows): (scores, ids), best first, -1
         where fewer than ``k`` left values share a searched n-gram with the query. The product
-        stays sparse, so memory follows the shared n-grams, not the left table's size."""
+        stays sparse, so memory follows the shared n-grams, not the left table's size; blocks
+        of ``chunk`` queries run on ``workers`` threads (scipy's product releases the GIL)."""
         n = queries.shape[0]
         ids = np.full((n, k), -1, dtype=np.int64)
         scores = np.zeros((n, k), dtype=np.float32)
         q_cols = queries[:, self.search_cols_].tocsr()
-        for s in range(0, n, chunk):
+
+        def block(s: int) -> None:
             sim = (q_cols[s : s + chunk] @ self.left_t_).tocsr()
             for i in range(sim.shape[0]):
                 lo, hi = sim.indptr[i], sim.indptr[i + 1]
@@ -94,6 +99,14 @@ class CharNgrams:
                 order = np.lexsort((cols, -vals))
                 ids[s + i, : len(order)] = cols[order]
                 scores[s + i, : len(order)] = vals[order]
+
+        starts = range(0, n, chunk)
+        if workers > 1 and n > chunk:
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(block, starts))
+        else:
+            for s in starts:
+                block(s)
         return scores, ids
 
 
@@ -118,7 +131,8 @@ def _acronym(words: list[str]) -> str:
 def _numbers(words: list[str]) -> set[str]:
     """Digits and Roman numerals (not a lone "i") among ``words``: "Walter V" is not
     "Walter III"."""
-    return {w for w in words if w.isdigit() or (w != "i" and _ROMAN.match(w))}
+    return {w for w in words
+            if w.isdigit() or (w != "i" and not w.strip("ivxlc") and _ROMAN.match(w))}
 
 
 def split_qualifier(text: str) -> tuple[str, str]:
@@ -137,9 +151,9 @@ def _overlap(qs: set[str], cs: set[str], weight: dict[str, float]) -> tuple[floa
             shared / (sum(weight[w] for w in cs) or 1.0))
 
 
-@dataclass(frozen=True)
-class Parsed:
-    """What the lexical features read of one text, parsed once however many pairs it is in."""
+class Parsed(NamedTuple):
+    """What the lexical features read of one text, parsed once however many pairs it is in
+    (a named tuple: built ~3x faster than a frozen dataclass, for millions of texts)."""
 
     norm: str
     words: list[str]
@@ -157,7 +171,8 @@ class Parsed:
         words = norm.split()
         base, qual = split_qualifier(text)
         return cls(norm, words, frozenset(words), frozenset(_numbers(words)),
-                   frozenset(_YEAR.findall(norm)), _acronym(words), normalise(base),
+                   frozenset(_YEAR.findall(norm)), _acronym(words),
+                   normalise(base) if qual or base != text else norm,
                    frozenset(normalise(qual).split()))
 
 

@@ -27,7 +27,7 @@ from phrasekit.similarity.features import (
     row_dots,
     token_idf,
 )
-from phrasekit.threads import requested_threads, usable_cpus
+from phrasekit.threads import compute_threads
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +69,15 @@ def find_candidates(
     """
     ngrams = ngrams if ngrams is not None else CharNgrams().fit(left_texts)
     idf = idf if idf is not None else token_idf(left_texts)
+    workers = compute_threads()  # the n-gram search's and rapidfuzz's threads
     right_tfidf = ngrams.transform(right_texts)
-    _, char_ids = ngrams.search(right_tfidf, k_char) if k_char > 0 else (None, emb_ids[:, :0])
+    _, char_ids = (ngrams.search(right_tfidf, k_char, workers=workers) if k_char > 0
+                   else (None, emb_ids[:, :0]))
     query, left = _union(emb_ids, char_ids)
     emb_cos = np.einsum("ij,ij->i", right_vecs[query], left_vecs[left]).astype(np.float32)
     char_cos = row_dots(right_tfidf[query], ngrams.left_[left])
     q_texts = [right_texts[i] for i in query]
     c_texts = [left_texts[j] for j in left]
-    workers = requested_threads() or usable_cpus()  # rapidfuzz's threads
     pair = pair_features(q_texts, c_texts, emb_cos, char_cos, idf, workers=workers)
     context = query_context(query, emb_cos, char_cos)
     return Candidates(query, left, np.hstack([pair, context]))
