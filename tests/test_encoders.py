@@ -172,11 +172,46 @@ def test_long_texts_are_batched_by_a_token_budget_on_the_cpu(minilm, monkeypatch
     texts = [f"word{i} " + "word " * 200 for i in range(20)] + PHRASES[:7]  # ~252 tokens
     vecs = minilm.encode(texts, batch_size=64)
     per_batch = minilm.tokens_per_batch // 254
-    assert per_batch < 20 and sizes == [per_batch] * (27 // per_batch) + [27 % per_batch]
+    assert per_batch < 20   # (batches may run side by side: their order of start varies)
+    assert sorted(sizes, reverse=True) == [per_batch] * (27 // per_batch) + [27 % per_batch]
     monkeypatch.setattr(minilm, "device", "cuda")  # on a GPU the batch size alone counts
     assert [len(b) for b in minilm._batches(texts, 64, "t", False)] == [len(texts)]
     monkeypatch.setattr(minilm, "device", "cpu")
     np.testing.assert_allclose(vecs, minilm.encode(texts, batch_size=1), atol=1e-5)
+
+
+def test_batches_run_side_by_side_on_one_torch_thread_each_with_the_same_rows(
+        minilm, monkeypatch):
+    """With two threads, the batches after the first run on two threads of one torch thread
+    each; the rows are those of one batch after another; ONNX or one thread: no pool."""
+    import threading
+
+    import torch
+
+    from phrasekit.encoders import base
+    from phrasekit.threads import limited_threads
+
+    calls: list[tuple[int, int]] = []
+    real = minilm._encode_batch
+
+    def spy(texts):
+        calls.append((threading.get_ident(), torch.get_num_threads()))
+        return real(texts)
+
+    monkeypatch.setattr(minilm, "_encode_batch", spy)
+    texts = [f"{p} {i}" for i in range(6) for p in PHRASES[:8]]
+    with limited_threads(2):
+        side = minilm.encode(texts, batch_size=4)
+        assert calls[0] == (threading.get_ident(), 2)
+        assert {n for _, n in calls[1:]} == {1}
+        assert threading.get_ident() not in {t for t, _ in calls[1:]}   # the pool's threads
+        monkeypatch.setattr(base, "SIDE_BY_SIDE_MAX_THREADS", 1)
+        calls.clear()
+        serial = minilm.encode(texts, batch_size=4)
+        assert {c for c in calls} == {(threading.get_ident(), 2)}
+    np.testing.assert_array_equal(side, serial)
+    monkeypatch.setattr(minilm, "backend", "onnx")
+    assert not minilm.side_by_side
 
 
 def test_keep_freed_memory_sets_glibc_thresholds_once(monkeypatch: pytest.MonkeyPatch) -> None:

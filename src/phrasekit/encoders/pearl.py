@@ -174,6 +174,7 @@ class PearlEncoder(Encoder):
     """phrasekit encoder over a ``PearlModel`` (inference only)."""
 
     default_batch_size = 128
+    side_by_side = True
 
     def __init__(self, model: PearlModel, name: str = "pearl",
                  num_threads: int | None = None, max_seq_length: int | None = None,

@@ -253,6 +253,11 @@ class TransformerEncoder(Encoder):
     def torch_modules(self) -> list[torch.nn.Module]:
         return [self.model]
 
+    @property
+    def side_by_side(self) -> bool:  # type: ignore[override]
+        """Short batches side by side on torch (an ONNX session keeps its own threads)."""
+        return self.backend == "torch"
+
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         hidden, mask = self.token_embeddings(texts)
         return mean_pool(hidden, mask).numpy()
