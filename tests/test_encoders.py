@@ -209,7 +209,7 @@ def test_batches_run_side_by_side_on_one_torch_thread_each_with_the_same_rows(
         calls.clear()
         serial = minilm.encode(texts, batch_size=4)
         assert {c for c in calls} == {(threading.get_ident(), 2)}
-    np.testing.assert_array_equal(side, serial)
+    np.testing.assert_allclose(side, serial, atol=1e-5)  # kernels may sum in another order
     monkeypatch.setattr(minilm, "backend", "onnx")
     assert not minilm.side_by_side
 
