@@ -206,6 +206,7 @@ def _compiled_trees(params: dict[str, Any]) -> list[Any] | None:
 
 
 def _compiled_sum(trees: list[Any], x: np.ndarray, baseline: float) -> np.ndarray:
+    """The baseline plus every compiled tree's value for each row, on the job's threads."""
     from phrasekit.threads import compute_threads
 
     n_threads = compute_threads()
