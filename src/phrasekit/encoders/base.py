@@ -335,7 +335,7 @@ CHARS_PER_WORD_PIECE = 4
 #: Batches run side by side, one torch thread each, where the encoder allows it
 #: (``side_by_side``) and the job has 2 to this many threads; one after another on all of
 #: them otherwise. On 2 cores side by side encoded names, sentences and 150-word windows
-#: 1.0-1.6x as fast (benchmarks/speed/batch_threads.py): an operator on one batch leaves a
+#: 0.99-1.47x as fast (benchmarks/speed/batch_threads.py): an operator on one batch leaves a
 #: thread idle at every step. Larger thread counts are unmeasured, so they keep the operators'.
 SIDE_BY_SIDE_MAX_THREADS = 4
 
