@@ -255,7 +255,7 @@ class TransformerEncoder(Encoder):
 
     @property
     def side_by_side(self) -> bool:  # type: ignore[override]
-        """Short batches side by side on torch (an ONNX session keeps its own threads)."""
+        """Batches side by side on torch (an ONNX session keeps its own threads)."""
         return self.backend == "torch"
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from tqdm.auto import tqdm
 
 from phrasekit.artifacts import staged_folder, verify_folder
 from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
+from phrasekit.threads import compute_threads
 
 logger = logging.getLogger(__name__)
 
@@ -93,20 +93,12 @@ def _faiss() -> Any:
     return faiss
 
 
-def default_threads() -> int | None:
-    """The thread count phrasekit runs at: torch's intra-op setting once torch is in use."""
-    torch = sys.modules.get("torch")
-    return int(torch.get_num_threads()) if torch is not None else None
-
-
 @contextlib.contextmanager
 def faiss_threads(n: int | None) -> Iterator[None]:
-    """Run faiss's OpenMP loops on ``n`` threads (None: ``default_threads()``), then restore."""
+    """Run faiss's OpenMP loops on ``n`` threads (None: the job's, ``compute_threads()``),
+    then restore."""
     faiss = _faiss()
-    n = n if n is not None else default_threads()
-    if n is None:
-        yield
-        return
+    n = n if n is not None else compute_threads()
     before = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(max(1, int(n)))
     try:
@@ -272,7 +264,7 @@ class ANNIndex(SearchIndex):
     The graph stores the full float32 vectors, so returned scores are exact cosines; only the
     candidate set is approximate. ``m`` (links per node) and ``ef_construction`` trade build
     time for recall; ``ef_search`` (raised to ``k`` when smaller) trades query speed for recall.
-    ``num_threads`` sets faiss's OpenMP threads (None: torch's setting once torch is imported).
+    ``num_threads`` sets faiss's OpenMP threads (None: the job's, ``threads.compute_threads()``).
     """
 
     kind = "ann"
