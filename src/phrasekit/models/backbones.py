@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-#: Registry names of the backbones that fine-tuned model folders may be stored against.
-BACKBONES = ("minilm",)
+#: Registry names of the backbones that fine-tuned model folders may be stored against
+#: (``mpnet`` needs the ``phrasekit[mpnet]`` extra).
+BACKBONES = ("minilm", "mpnet")
 
 
 def minilm_path() -> Path:
@@ -48,6 +49,10 @@ def backbone_path(name: str) -> Path:
     """Local folder of a packaged backbone by registry name."""
     if name not in BACKBONES:
         raise ValueError(f"unsupported backbone {name!r}; supported: {', '.join(BACKBONES)}")
+    if name == "mpnet":
+        from phrasekit.models.mpnet import mpnet_path
+
+        return mpnet_path()
     return minilm_path()
 
 

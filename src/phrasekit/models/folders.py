@@ -23,6 +23,9 @@ DELTA_PREFIX = "backbone_delta."
 #: int8 deltas (``quantize_model_folder``): codes and per-row float16 scales.
 DELTA_Q8_PREFIX = "backbone_delta_q8."
 DELTA_SCALE_PREFIX = "backbone_delta_scale."
+#: Low-rank deltas (adapter fine-tunes): ``delta = up @ down``, both float16.
+DELTA_UP_PREFIX = "backbone_delta_up."
+DELTA_DOWN_PREFIX = "backbone_delta_down."
 #: format_version written for folders with int8 deltas (older readers must refuse them).
 QUANTIZED_FORMAT_VERSION = 2
 

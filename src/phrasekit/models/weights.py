@@ -1,4 +1,5 @@
-"""Model weights as safetensors: backbone deltas (float16, or int8 codes with per-row scales).
+"""Model weights as safetensors: backbone deltas (float16, int8 codes with per-row scales, or
+low-rank float16 factors).
 
 Fine-tunes of a packaged backbone (PEARL, Phrase-BERT, span/UCTopic) store the backbone as
 differences from the packaged weights, unchanged tensors left out, so a trained model costs
@@ -8,6 +9,7 @@ torch, which reading a folder's config does not.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +24,11 @@ from phrasekit.io import atomic_write, json_loads, write_json
 from phrasekit.models.backbones import backbone_state
 from phrasekit.models.folders import (
     CONFIG,
+    DELTA_DOWN_PREFIX,
     DELTA_PREFIX,
     DELTA_Q8_PREFIX,
     DELTA_SCALE_PREFIX,
+    DELTA_UP_PREFIX,
     QUANTIZED_FORMAT_VERSION,
     WEIGHTS,
     model_folder_format,
@@ -32,10 +36,18 @@ from phrasekit.models.folders import (
     saves_model_folder,
 )
 
+logger = logging.getLogger(__name__)
 
-def backbone_deltas(backbone: nn.Module, name: str) -> tuple[dict[str, torch.Tensor], int]:
+
+def backbone_deltas(backbone: nn.Module, name: str, rank: int | None = None
+                    ) -> tuple[dict[str, torch.Tensor], int]:
     """``backbone``'s changes from the packaged backbone ``name`` as float16 tensors keyed
-    ``DELTA_PREFIX + tensor name`` (unchanged tensors are left out), and how many were left out."""
+    ``DELTA_PREFIX + tensor name`` (unchanged tensors are left out), and how many were left out.
+
+    With ``rank`` (an adapter fine-tune, whose matrix changes have that rank), each matrix
+    change is stored as two factors ``up @ down`` of that rank instead, unless the factors
+    would not reproduce it (then it is stored whole, with a warning).
+    """
     base = backbone_state(name)
     tensors: dict[str, torch.Tensor] = {}
     skipped = 0
@@ -44,29 +56,67 @@ def backbone_deltas(backbone: nn.Module, name: str) -> tuple[dict[str, torch.Ten
         if not torch.any(delta):
             skipped += 1
             continue
-        tensors[DELTA_PREFIX + key] = delta.half().contiguous()
+        factors = _low_rank(delta, rank) if rank and delta.dim() == 2 else None
+        if factors is None:
+            tensors[DELTA_PREFIX + key] = delta.half().contiguous()
+        else:
+            tensors[DELTA_UP_PREFIX + key], tensors[DELTA_DOWN_PREFIX + key] = factors
     return tensors, skipped
+
+
+def _low_rank(delta: torch.Tensor, rank: int, tolerance: float = 1e-3
+              ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """float16 factors ``(up, down)`` with ``up @ down`` = ``delta`` (truncated SVD), or None
+    when ``delta`` is not of rank ``rank`` (relative error above ``tolerance``) or the factors
+    would be larger than the matrix."""
+    rows, cols = delta.shape
+    if rank * (rows + cols) >= rows * cols:
+        return None
+    u, s, vh = torch.linalg.svd(delta, full_matrices=False)
+    root = s[:rank].sqrt()
+    up, down = (u[:, :rank] * root).half(), (root[:, None] * vh[:rank]).half()
+    error = torch.linalg.norm(up.float() @ down.float() - delta) / torch.linalg.norm(delta)
+    if float(error) > tolerance:
+        logger.warning("a backbone change is not of rank %d (relative error %.2g): stored "
+                       "whole", rank, float(error))
+        return None
+    return up.contiguous(), down.contiguous()
+
+
+def _delta(key: str, tensors: dict[str, torch.Tensor], source: str | Path
+           ) -> tuple[str, torch.Tensor] | None:
+    """(backbone tensor name, float32 delta) stored under ``key``, or None for other keys."""
+    if key.startswith(DELTA_PREFIX):
+        return key[len(DELTA_PREFIX):], tensors[key].float()
+    if key.startswith(DELTA_Q8_PREFIX):
+        name = key[len(DELTA_Q8_PREFIX):]
+        scale = tensors.get(DELTA_SCALE_PREFIX + name)
+        if scale is None:
+            raise ValueError(f"{source}: int8 delta {name!r} has no scale")
+        return name, tensors[key].float() * scale.float()
+    if key.startswith(DELTA_UP_PREFIX):
+        name = key[len(DELTA_UP_PREFIX):]
+        down = tensors.get(DELTA_DOWN_PREFIX + name)
+        if down is None or down.dim() != 2 or down.shape[0] != tensors[key].shape[-1]:
+            raise ValueError(f"{source}: low-rank delta {name!r} has no matching down factor")
+        return name, tensors[key].float() @ down.float()
+    return None
 
 
 def add_backbone_deltas(backbone: nn.Module, tensors: dict[str, torch.Tensor],
                         source: str | Path) -> int:
-    """In place: add the deltas of ``tensors`` (float16 ``DELTA_PREFIX`` tensors or int8
-    ``DELTA_Q8_PREFIX`` codes with their scales) to a freshly loaded packaged backbone; returns
-    how many were applied (``source`` names the file in errors)."""
+    """In place: add the deltas of ``tensors`` (float16 ``DELTA_PREFIX`` tensors, int8
+    ``DELTA_Q8_PREFIX`` codes with their scales, or low-rank ``DELTA_UP_PREFIX`` /
+    ``DELTA_DOWN_PREFIX`` factors) to a freshly loaded packaged backbone; returns how many
+    were applied (``source`` names the file in errors)."""
     state = backbone.state_dict()
     applied = 0
     with torch.no_grad():
-        for key, value in tensors.items():
-            if key.startswith(DELTA_PREFIX):
-                name, delta = key[len(DELTA_PREFIX):], value.float()
-            elif key.startswith(DELTA_Q8_PREFIX):
-                name = key[len(DELTA_Q8_PREFIX):]
-                scale = tensors.get(DELTA_SCALE_PREFIX + name)
-                if scale is None:
-                    raise ValueError(f"{source}: int8 delta {name!r} has no scale")
-                delta = value.float() * scale.float()
-            else:
+        for key in tensors:
+            found = _delta(key, tensors, source)
+            if found is None:
                 continue
+            name, delta = found
             if name not in state or state[name].shape != delta.shape:
                 raise ValueError(f"{source}: unknown backbone tensor {name!r} or wrong shape")
             state[name].add_(delta)

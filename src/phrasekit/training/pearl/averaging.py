@@ -38,7 +38,7 @@ Groups = dict[str, tuple[tuple[str, ...], tuple[float, ...]]]
 #: weights of the char CNN, projection and type head; vary ``data_seed`` instead).
 _SOUP_MUST_MATCH = ("backbone", "seed", "use_char", "use_type", "type_head_on",
                     "char_pretrain_steps", "max_seq_length", "freeze_embeddings",
-                    "supersense_weight")
+                    "supersense_weight", "adapter_rank")
 
 
 def averaging_groups(cfg: PearlTrainingConfig) -> Groups:
@@ -213,6 +213,8 @@ def soup_pearl(model_dirs: list[str | Path], out_dir: str | Path,
     runs = [recover_finetuned_pearl(d) for d in model_dirs]
     _check_soupable(model_dirs, [cfg for cfg, _, _ in runs])
     model = average_modules([m for _, m, _ in runs])
+    if model.config.delta_rank:  # the mean of n rank-r changes has rank n * r at most
+        model.config.delta_rank *= len(runs)
     cfg = _rechoose(runs[0][0], out_dir, dev_data_dir, alphas, proj_alphas, show_progress,
                     cliff_margin)
     logger.info("souping %d PEARL runs: %s", len(runs), ", ".join(map(str, model_dirs)))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from phrasekit.encoders.pearl_config import TYPE_HEAD_INPUTS, CharCNNConfig, PearlConfig
 from phrasekit.eval.aliases import ALIAS_FILE
+from phrasekit.models.backbones import BACKBONES
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.training.core.cliff_guard import CliffGuard
@@ -43,6 +44,8 @@ _TRAJECTORY = ("data_dir", "backbone", "seed", "data_seed", "batch_size", "hard_
 #: runs without it still resume).
 _ALIAS_TRAJECTORY = ("alias_file", "alias_weight", "alias_batch", "alias_negatives",
                      "alias_kinds")
+#: Likewise the adapters' settings, only when adapters are on.
+_ADAPTER_TRAJECTORY = ("adapter_rank",)
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -91,6 +94,7 @@ class PearlTrainingConfig:
     phrase_aug: bool = True
     freeze_embeddings: bool = True
     train_layers: int | None = None  # only the top N transformer layers train (None = all)
+    adapter_rank: int = 0  # > 0: backbone frozen, low-rank adapters train (for large backbones)
     alphas: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
     alpha: float | None = None
     proj_alphas: tuple[float, ...] | None = None  # e.g. (0.0, 0.25, 0.5, 1.0): own grid
@@ -117,6 +121,8 @@ class PearlTrainingConfig:
     def fingerprint(self) -> str:
         """Hash of the settings that change the training trajectory (for safe resuming)."""
         extra = {k: getattr(self, k) for k in _ALIAS_TRAJECTORY} if self.alias_weight else {}
+        if self.adapter_rank:
+            extra.update({k: getattr(self, k) for k in _ADAPTER_TRAJECTORY})
         return config_hash(self, _TRAJECTORY, **extra)
 
     def validate(self) -> None:
@@ -137,6 +143,11 @@ class PearlTrainingConfig:
             (self.char_pretrain_steps >= 0, "char_pretrain_steps must be >= 0"),
             (self.train_layers is None or self.train_layers >= 0,
              f"train_layers must be >= 0, got {self.train_layers}"),
+            (self.backbone in BACKBONES,
+             f"backbone must be one of {', '.join(BACKBONES)}, got {self.backbone!r}"),
+            (self.adapter_rank >= 0, f"adapter_rank must be >= 0, got {self.adapter_rank}"),
+            (not (self.adapter_rank and self.train_layers is not None),
+             "adapter_rank and train_layers do not combine: adapters go on every layer"),
             (not self.distill_weight or bool(self.teachers),
              "distill_weight needs at least one teacher (teachers)"),
             (self.distill_batch >= 8, f"distill_batch must be >= 8, got {self.distill_batch}"),
@@ -195,7 +206,8 @@ def build_model(cfg: PearlTrainingConfig) -> PearlModel:
                        use_char=cfg.use_char, types=list(PHRASE_TYPES),
                        type_loss=cfg.use_type, type_head_on=cfg.type_head_on,
                        char=CharCNNConfig(out_linear=cfg.char_pretrain_steps > 0),
-                       supersenses=list(NOUN_SUPERSENSES) if cfg.supersense_weight > 0 else [])
+                       supersenses=list(NOUN_SUPERSENSES) if cfg.supersense_weight > 0 else [],
+                       delta_rank=cfg.adapter_rank or None)
     model = PearlModel(pcfg)
     if cfg.freeze_embeddings:
         model.backbone.embeddings.word_embeddings.weight.requires_grad_(False)

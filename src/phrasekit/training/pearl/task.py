@@ -42,6 +42,7 @@ from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.registry import load as load_model
 from phrasekit.settings import data_dir as shared_data_dir
 from phrasekit.settings import torch_threads
+from phrasekit.training.core.adapters import add_adapters, merge_adapters
 from phrasekit.training.core.losses import (
     CrossBatchMemory,
     InfoNCELoss,
@@ -360,7 +361,10 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                     "%d phrases with hard negatives", len(data.texts), len(data.paraphrases),
                     len(data.synonyms), len(data.hard_negatives))
         torch.manual_seed(cfg.seed)  # the initial weights of the new modules
-        task = PearlTask(cfg, data, build_model(cfg).to(cfg.device))
+        model = build_model(cfg)
+        if cfg.adapter_rank:
+            add_adapters(model.backbone, cfg.adapter_rank)
+        task = PearlTask(cfg, data, model.to(cfg.device))
         extra: dict[str, Any] = {}
         if task.senses is not None:
             extra["supersenses"] = {"coverage": round(task.senses.coverage(data.texts,
@@ -377,6 +381,7 @@ def train_pearl(cfg: PearlTrainingConfig) -> dict[str, Any]:
                                          seed=cfg.seed, show_progress=cfg.show_progress,
                                          out_dir=Path(cfg.out_dir) / "char_mimicry")
         result = trainer.fit(task)  # a resume restores the mimicry report, never repeats it
+        merge_adapters(task.model.backbone)  # a plain backbone for averaging and saving
         if task.mimicry:
             extra["char_mimicry"] = task.mimicry
         seconds = result.seconds + 60 * float(task.mimicry.get("minutes", 0.0))
