@@ -54,6 +54,22 @@ def test_precision_shorthand():
         phrasekit.load("minilm@fp8")
 
 
+def test_precision_shorthand_of_a_model_folder(tmp_path):
+    """``FOLDER@bf16`` loads a saved PEARL folder in bf16 under its own name (so its vectors
+    never share a cache with the fp32 ones); a bad precision is refused by name."""
+    from phrasekit.encoders.pearl import PearlConfig, PearlModel
+
+    folder = PearlModel(PearlConfig()).save_pretrained(tmp_path / "pearl")
+    texts = ["The New York Times", "graph neural network"]
+    fp32, bf16 = phrasekit.load(str(folder)), phrasekit.load(f"{folder}@bf16")
+    assert (fp32.precision, fp32.name) == ("fp32", "pearl")
+    assert (bf16.precision, bf16.name) == ("bf16", "pearl@bf16")
+    cos = np.sum(fp32.encode(texts) * bf16.encode(texts), axis=1)
+    assert cos.min() > 0.99
+    with pytest.raises(ValueError, match="precision"):
+        phrasekit.load(f"{folder}@fp8")
+
+
 def test_packaged_phrase_bert_loads_offline_and_differs_from_minilm(minilm):
     """The shipped Phrase-BERT weights load by name and are a real fine-tune of MiniLM."""
     enc = phrasekit.load("phrase-bert-minilm")

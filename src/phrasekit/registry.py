@@ -217,6 +217,12 @@ def registered_base(name: str) -> str:
     return base if sep and base in _REGISTRY else name
 
 
+def _is_model_folder(path: Path) -> bool:
+    """A local folder holding a phrasekit, Hugging Face or sentence-transformers model."""
+    return path.is_dir() and ((path / "config.json").is_file()
+                              or (path / "modules.json").is_file())
+
+
 def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Split ``NAME@PRECISION`` and check that the name is registered or a model folder."""
     if not isinstance(name_or_path, str | Path) or not str(name_or_path).strip():
@@ -234,8 +240,10 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
                              "minilm@bf16 do")
         return key, kwargs
     path = Path(key).expanduser()
-    if path.is_dir() and ((path / "config.json").is_file() or (path / "modules.json").is_file()):
+    if _is_model_folder(path):
         return key, kwargs
+    if sep and "precision" not in kwargs and _is_model_folder(Path(base).expanduser()):
+        return base, {**kwargs, "precision": precision}  # FOLDER@PRECISION
     known = ", ".join(sorted(_REGISTRY))
     if re.fullmatch(r"[\w.-]+/[\w.-]+", key) and not path.exists():
         return _hub_cache_folder(key, known), kwargs
@@ -295,7 +303,8 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     Extra keyword arguments go to the encoder (e.g. ``precision="bf16"`` for transformers);
     ``device`` (``auto``, the default, ``cpu``, ``cuda``) places it (``Encoder.to``); an
     object with ``encode`` (a ``SentenceTransformer``) is wrapped in the encoder contract;
-    ``"NAME@PRECISION"`` (e.g. ``"minilm@bf16"``) is a shorthand for the same, usable wherever
+    ``"NAME@PRECISION"`` (e.g. ``"minilm@bf16"``, or a PEARL or transformer model folder's
+    ``"runs/pearl/model@bf16"``) is a shorthand for the same, usable wherever
     a model name is (CLI ``--model`` included). Raises ``ValueError`` listing the known names
     when nothing matches.
     """
@@ -310,7 +319,10 @@ def load(name_or_path: str | Path, **kwargs: Any) -> Encoder:
     if spec is not None:
         return spec.factory(**kwargs).to(device)
     path = Path(key).expanduser()
-    kwargs.setdefault("name", path.name)
+    if kwargs.get("precision") is not None:  # FOLDER@auto: this CPU's choice, in the name
+        kwargs["precision"] = encoders.resolve_precision(kwargs["precision"])
+    precision = kwargs.get("precision", "fp32")
+    kwargs.setdefault("name", path.name if precision == "fp32" else f"{path.name}@{precision}")
     fmt = model_folder_format(path)
     if fmt is None and (path / "modules.json").is_file():  # a sentence-transformers folder
         if set(kwargs) - {"name"}:
