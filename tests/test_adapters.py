@@ -95,3 +95,23 @@ def test_pearl_trained_with_adapters_saves_low_rank_factors(tmp_path):
                        ({"backbone": "bert"}, "backbone must be one of")):
         with pytest.raises(ValueError, match=match):
             PearlTrainingConfig(**{**cfg.__dict__, **bad}).validate()
+
+
+def test_packaged_pearl_mpnet_is_low_rank_and_loads_where_mpnet_is_installed():
+    from phrasekit.models.backbones import packaged_model_dir
+    from phrasekit.models.mpnet import mpnet_installed
+
+    folder = packaged_model_dir("pearl-mpnet")
+    assert (folder / "model.safetensors").stat().st_size < 30 * 2**20
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as fh:
+        keys = list(fh.keys())
+        ranks = {tuple(fh.get_slice(k).get_shape())[1] for k in keys
+                 if k.startswith("backbone_delta_up.")}
+    assert ranks == {16} and not [k for k in keys if k.startswith("backbone_delta.")]
+    if not mpnet_installed():
+        pytest.skip("the mpnet backbone is not installed (pip install 'phrasekit[mpnet]')")
+    import phrasekit
+
+    vectors = phrasekit.load("pearl-mpnet").encode(TEXTS)
+    assert vectors.shape == (4, 768)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)

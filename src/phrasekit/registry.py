@@ -156,6 +156,20 @@ def _pearl_minilm(**kwargs: Any) -> Encoder:
     return encoders.PearlEncoder.from_pretrained(path, **_at_precision(PEARL_MINILM, kwargs))
 
 
+PEARL_MPNET = "pearl-mpnet"
+
+
+@register(PEARL_MPNET, "PEARL trained by phrasekit on all-mpnet-base-v2 (low-rank adapters) + "
+                       "char CNN (768d; extra: phrasekit[mpnet]): above pearl-minilm on PEARL's "
+                       "dev score and its phrase benchmark, several times slower to encode; "
+                       "prefer it when quality matters more than speed", installed=mpnet_installed,
+          precisions=("fp32", "bf16", "auto"))
+def _pearl_mpnet(**kwargs: Any) -> Encoder:
+    path = _require_packaged(PEARL_MPNET, "phrasekit train pearl --backbone mpnet "
+                                          "--adapter-rank 16")
+    return encoders.PearlEncoder.from_pretrained(path, **_at_precision(PEARL_MPNET, kwargs))
+
+
 UCTOPIC_MINILM = "uctopic-minilm"
 
 
