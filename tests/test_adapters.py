@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors import safe_open
-from test_pearl import _NO_WORDNET, TEXTS, _tiny_dataset
+from test_pearl import TEXTS, _tiny_run
 
 from phrasekit.encoders.pearl import PearlEncoder, PearlModel
 from phrasekit.models.backbones import load_backbone
@@ -64,13 +64,8 @@ def test_a_full_rank_change_is_stored_whole(caplog):
 
 def test_pearl_trained_with_adapters_saves_low_rank_factors(tmp_path):
     from phrasekit.training.pearl.config import PearlTrainingConfig
-    from phrasekit.training.pearl.task import train_pearl
 
-    _tiny_dataset(tmp_path / "data")
-    cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "t"),
-                              batch_size=6, max_steps=3, alpha=1.0, lr=1e-2, max_seq_length=12,
-                              show_progress=False, adapter_rank=4, **_NO_WORDNET)
-    train_pearl(cfg)
+    cfg = _tiny_run(tmp_path, max_steps=3, lr=1e-2, adapter_rank=4)
     folder = tmp_path / "t" / "model"
     with safe_open(str(folder / "model.safetensors"), framework="pt") as fh:
         keys = list(fh.keys())

@@ -222,16 +222,26 @@ def test_training_validates_before_work(tmp_path):
             PearlTrainingConfig(data_dir=str(tmp_path), out_dir="o", device="cuda:0").validate()
 
 
-def test_training_only_the_top_layers_leaves_the_lower_ones_as_the_backbone(tmp_path):
-    from phrasekit.models.backbones import load_backbone
-    from phrasekit.training.pearl.config import PearlTrainingConfig, build_model
+def _tiny_run(tmp_path: Path, **settings):
+    """Train a tiny PEARL run into ``tmp_path / "t"`` (α 1, so the folder holds the trained
+    weights) and return its settings."""
+    from phrasekit.training.pearl.config import PearlTrainingConfig
     from phrasekit.training.pearl.task import train_pearl
 
     _tiny_dataset(tmp_path / "data")
-    cfg = PearlTrainingConfig(data_dir=str(tmp_path / "data"), out_dir=str(tmp_path / "t"),
-                              batch_size=6, max_steps=2, alpha=1.0, lr=1e-3, max_seq_length=12,
-                              show_progress=False, train_layers=2, **_NO_WORDNET)
+    cfg = PearlTrainingConfig(**{"data_dir": str(tmp_path / "data"),
+                                 "out_dir": str(tmp_path / "t"), "batch_size": 6,
+                                 "max_steps": 2, "alpha": 1.0, "lr": 1e-3, "max_seq_length": 12,
+                                 "show_progress": False, **_NO_WORDNET, **settings})
     train_pearl(cfg)
+    return cfg
+
+
+def test_training_only_the_top_layers_leaves_the_lower_ones_as_the_backbone(tmp_path):
+    from phrasekit.models.backbones import load_backbone
+    from phrasekit.training.pearl.config import PearlTrainingConfig, build_model
+
+    cfg = _tiny_run(tmp_path, train_layers=2)
     trained = PearlModel.from_pretrained(tmp_path / "t" / "model").backbone.state_dict()
     base = load_backbone("minilm")[1].state_dict()
     layer = re.compile(r"encoder\.layer\.(\d+)\.")
