@@ -5,7 +5,7 @@ Every linear layer of the transformer blocks gets a trainable update ``scale * B
 everything else in the backbone stays frozen. After training, :func:`merge_adapters` folds the
 updates into the weights, leaving a plain backbone whose changes are exactly of rank ``r``: the
 model folder then stores them as low-rank factors (:func:`phrasekit.models.weights.backbone_deltas`)
-and every later step (weight averaging, export, quantisation) sees an ordinary model.
+and every later step (weight averaging, soups, export) sees an ordinary model.
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ def _is_target(name: str) -> bool:
     return ".layer." in f".{name}"
 
 
+def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
+    """Put ``module`` where ``root``'s submodule ``name`` is."""
+    parent_name, _, child = name.rpartition(".")
+    setattr(root.get_submodule(parent_name) if parent_name else root, child, module)
+
+
 def add_adapters(backbone: nn.Module, rank: int, alpha: float | None = None) -> int:
     """Freeze ``backbone`` and put a rank-``rank`` adapter beside each of its block linears
     (``alpha`` defaults to ``2 * rank``); returns how many layers got one."""
@@ -59,9 +65,7 @@ def add_adapters(backbone: nn.Module, rank: int, alpha: float | None = None) -> 
         raise ValueError(f"{type(backbone).__name__}: no transformer-block linear layers to "
                          "put adapters on")
     for name, module in targets:
-        parent_name, _, child = name.rpartition(".")
-        parent = backbone.get_submodule(parent_name) if parent_name else backbone
-        setattr(parent, child, LowRankLinear(module, rank, float(alpha or 2 * rank)))
+        _replace(backbone, name, LowRankLinear(module, rank, float(alpha or 2 * rank)))
     trainable = sum(p.numel() for p in backbone.parameters() if p.requires_grad)
     logger.info("adapters of rank %d on %d linear layers: %d trainable backbone parameters",
                 rank, len(targets), trainable)
@@ -74,7 +78,5 @@ def merge_adapters(backbone: nn.Module) -> int:
     found = [(name, module) for name, module in backbone.named_modules()
              if isinstance(module, LowRankLinear)]
     for name, module in found:
-        parent_name, _, child = name.rpartition(".")
-        parent = backbone.get_submodule(parent_name) if parent_name else backbone
-        setattr(parent, child, module.merged())
+        _replace(backbone, name, module.merged())
     return len(found)
