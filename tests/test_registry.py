@@ -64,6 +64,8 @@ def test_precision_shorthand_of_a_model_folder(tmp_path):
     fp32, bf16 = phrasekit.load(str(folder)), phrasekit.load(f"{folder}@bf16")
     assert (fp32.precision, fp32.name) == ("fp32", "pearl")
     assert (bf16.precision, bf16.name) == ("bf16", "pearl@bf16")
+    # bf16 runs eager attention (SDPA's bf16 CPU kernel is slower on short texts)
+    assert bf16.model.backbone.config._attn_implementation == "eager"
     cos = np.sum(fp32.encode(texts) * bf16.encode(texts), axis=1)
     assert cos.min() > 0.99
     with pytest.raises(ValueError, match="precision"):

@@ -189,6 +189,9 @@ class PearlEncoder(Encoder):
         self.precision = precision
         if precision == "bf16":  # the backbone only: the char CNN and projection stay fp32
             model.backbone = cast_model(model.backbone, precision)
+            # eager attention, as TransformerEncoder's bf16: SDPA's bf16 CPU kernel is the
+            # slower one on short texts (20,000 names: 1.1x; docs/methods/pearl.md)
+            model.backbone.set_attn_implementation("eager")
         self.model = model.eval()
         if max_seq_length:
             self.model.config.max_seq_length = int(max_seq_length)
