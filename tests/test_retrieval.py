@@ -93,6 +93,8 @@ def test_build_rejects_bad_arguments(string_enc):
         EntityIndex.build(["Paris"], "no-such-model")
     with pytest.raises(ValueError, match="index kind"):
         EntityIndex.build(["Paris"], string_enc, index="hnsw")
+    with pytest.raises(ValueError, match="'ivf' is for one-off searches"):
+        EntityIndex.build(["Paris"], string_enc, index="ivf")
     with pytest.raises(ValueError, match="k must be"):
         EntityIndex.build(["Paris"], string_enc).query("x", k=0)
 
@@ -224,6 +226,8 @@ def test_cli_build_and_query(tmp_path):
      (["index", "build", "NOPE.txt", "--out", "o", "--model", "string"], "not found"),
      (["index", "build", "NAMES", "--out", "o", "--model", "string", "--index", "x"],
       "--index must be one of"),
+     (["index", "build", "NAMES", "--out", "o", "--model", "string", "--index", "ivf"],
+      "--index must be one of auto, exact, ann,"),  # ivf is for one-off searches
      (["index", "build", "NAMES", "--out", "o", "--model", "nope"], "unknown model")],
 )
 def test_cli_errors_exit_2(tmp_path, args, fragment):

@@ -25,7 +25,8 @@ from phrasekit.similarity import (
     load_index,
     read_column,
 )
-from phrasekit.similarity.index import faiss_threads
+from phrasekit.similarity.index import faiss_threads, resolve_kind
+from phrasekit.similarity.ivf import IVFIndex, ivf_lists
 from phrasekit.similarity.join import DEFAULT_THRESHOLDS, MATCH_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
@@ -253,7 +254,9 @@ def test_build_index_auto_kind_and_errors(name_vectors):
     assert build_index(vecs, kind="auto", ann_threshold=len(vecs) + 1).kind == "exact"
     assert build_index(vecs, kind="auto", ann_threshold=len(vecs)).kind == "ann"
     assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=100).kind == "exact"
-    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=10**6).kind == "ann"
+    # a one-off search builds the cheaper inverted lists; an index queried often the graph
+    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=10**6).kind == "ivf"
+    assert resolve_kind("auto", 10**6, n_queries=10**6, dim=50) == "ann"  # no 4-d codes
     assert ANN_THRESHOLD > 1000
     with pytest.raises(ValueError, match="index kind must be one of"):
         build_index(vecs, kind="hnsw")
@@ -263,9 +266,33 @@ def test_build_index_auto_kind_and_errors(name_vectors):
         ANNIndex(vecs.shape[1]).search(vecs[:1])
 
 
+def test_ivf_recall_and_exact_scores_on_real_names(name_vectors):
+    """The inverted lists find the exact search's neighbours on real names and return exact
+    cosines of the ids they return (the codes only choose the candidates)."""
+    _, vecs, queries = name_vectors
+    exact = build_index(vecs, kind="exact")
+    nlist = ivf_lists(len(vecs))
+    assert build_index(vecs, kind="ivf").params() == {
+        "nlist": nlist, "nprobe": max(1, nlist // 4), "refine": 100}
+    ivf = IVFIndex(vecs.shape[1], nlist=nlist, nprobe=nlist)  # these sparse n-gram vectors
+    ivf.add(vecs)  # share few cells with their queries, so every cell is read here
+    _, ei = exact.search(queries, k=5)
+    s, i = ivf.search(queries, k=5)
+    recall = np.mean([len(set(a) & set(e)) / 5 for a, e in zip(i, ei, strict=True)])
+    assert recall >= 0.95
+    assert np.all(np.diff(s, axis=1) <= 1e-6)
+    assert np.allclose(s, np.einsum("qd,qkd->qk", queries, vecs[i]), atol=1e-5)
+    assert ivf_lists(1_000_000) == 1024 and ivf_lists(100) == 2 and ivf_lists(5000) == 64
+    with pytest.raises(ValueError, match="divisible by 8"):
+        IVFIndex(50, nlist=4)
+    with pytest.raises(ValueError, match="needs at least 64 vectors"):
+        IVFIndex(vecs.shape[1], nlist=64).add(vecs[:10])
+
+
 def test_index_add_continues_ids(name_vectors):
     _, vecs, _ = name_vectors
-    for index in (VectorIndex(vecs[:0]), ANNIndex(vecs.shape[1])):
+    for index in (VectorIndex(vecs[:0]), ANNIndex(vecs.shape[1]),
+                  IVFIndex(vecs.shape[1], nlist=4, nprobe=4)):
         index.add(vecs[:100])
         index.add(vecs[100:200])
         assert len(index) == 200
@@ -273,7 +300,7 @@ def test_index_add_continues_ids(name_vectors):
         assert np.allclose(index.reconstruct([3, 150]), vecs[[3, 150]])
 
 
-@pytest.mark.parametrize("kind", ["exact", "ann"])
+@pytest.mark.parametrize("kind", ["exact", "ann", "ivf"])
 def test_index_save_load_round_trip(tmp_path, name_vectors, kind):
     _, vecs, queries = name_vectors
     index = build_index(vecs, kind=kind, ef_search=48)

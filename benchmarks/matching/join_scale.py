@@ -8,7 +8,7 @@ child process (its defaults: hybrid scorer, pearl-minilm), and the wall time, th
 memory and the top-1 accuracy against the alias's canonical are printed.
 
 ``--recall N``: on the first N right rows against a left sample of ``--recall-left`` names,
-the join's top-1 on its large-table path (HNSW, frequent n-grams out of the n-gram search) is
+the join's top-1 on its large-table path (IVF search, frequent n-grams out of the n-gram search) is
 compared with the same hybrid scoring over exact searches of the same depth: the share of
 queries whose top-1 both agree on (the recall of the approximate searches). Exhaustive hybrid
 scoring (every left name a candidate) is no reference: the combiner is trained on the
@@ -77,9 +77,10 @@ def run_join(left: Path, right: Path, out: Path) -> tuple[float, float]:
     return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
-def search_recall(left: list[str], queries: list[tuple[str, str]]
+def search_recall(left: list[str], queries: list[tuple[str, str]], search: str = "ivf"
                   ) -> tuple[float, float, float]:
-    """Agreement of the join's top-1 on its large-table path (HNSW search, frequent n-grams
+    """Agreement of the join's top-1 on its large-table path (``search``: ivf as the join's
+    auto picks for a one-off search of a large table, or ann for HNSW; frequent n-grams
     left out of the n-gram search) with the same hybrid scoring over exact searches (exact
     embedding top-10, n-gram top-10 over every n-gram), and the share of each that is the
     alias's canonical."""
@@ -94,7 +95,8 @@ def search_recall(left: list[str], queries: list[tuple[str, str]]
     qv = enc.encode(texts, show_progress=True)
     combiner = shipped_combiner(enc.name)
     t0 = time.perf_counter()
-    _, ann_ids = build_index(lv, kind="ann", show_progress=True).search(qv, k=K_EMBED)
+    # the large-table path of `phrasekit join` (auto: inverted lists for a one-off search)
+    _, ann_ids = build_index(lv, kind=search, show_progress=True).search(qv, k=K_EMBED)
     _, join_top = hybrid_top_k(LeftSide.fit(left), texts, lv, qv, ann_ids, 1, combiner)
     t1 = time.perf_counter()
     _, exact_ids = build_index(lv, kind="exact").search(qv, k=K_EMBED)
@@ -135,13 +137,15 @@ def main() -> None:
     ap.add_argument("--right", type=int, default=100_000, help="0: no scale run")
     ap.add_argument("--recall", type=int, default=0)
     ap.add_argument("--recall-left", type=int, default=10_000)
+    ap.add_argument("--recall-search", choices=("ivf", "ann"), default="ivf",
+                    help="the approximate search whose recall is measured (ivf: the join's)")
     args = ap.parse_args()
     print(f"CPU: {cpu_name()}")
     if args.right:
         scale_run(args.aliases, args.left, args.right)
     if args.recall:
         sub_left, sub_q = sample_tables(args.aliases, args.recall_left, args.recall, seed=1)
-        agree, acc_join, acc_ref = search_recall(sub_left, sub_q)
+        agree, acc_join, acc_ref = search_recall(sub_left, sub_q, args.recall_search)
         print(f"{len(sub_left):,} x {len(sub_q):,}: the join's top-1 is that of exact searches "
               f"for {agree:.4f} of the queries; top-1 = canonical: join {100 * acc_join:.1f}%, "
               f"exact searches {100 * acc_ref:.1f}%")

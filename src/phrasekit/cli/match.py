@@ -65,9 +65,9 @@ index_app = typer.Typer(
     no_args_is_help=True)
 
 
-def _check_index_kind(index: str) -> None:
-    if index not in INDEX_KINDS:
-        raise BadInputError(f"--index must be one of {', '.join(INDEX_KINDS)}, got {index!r}")
+def _check_index_kind(index: str, kinds: tuple[str, ...] = INDEX_KINDS) -> None:
+    if index not in kinds:
+        raise BadInputError(f"--index must be one of {', '.join(kinds)}, got {index!r}")
 
 
 def _vectors_cache(vocab: Path, model: str, what: str = "vectors") -> Path | None:
@@ -231,8 +231,8 @@ def join_cmd(
     skip_empty: Annotated[bool, typer.Option(
         help="Skip rows whose join cell is empty instead of failing.")] = False,
     index: Annotated[str, typer.Option(
-        help="Search: exact, ann (faiss HNSW) or auto (ann from 100,000 left and 40,000 right "
-             "rows).")] = "auto",
+        help="Search: exact, ivf (faiss inverted lists, quick to build), ann (faiss HNSW) or "
+             "auto (ivf from 100,000 left and 40,000 right rows).")] = "auto",
     csv_safe: CsvSafe = True,
     precision: Precision = "auto",
     device: Device = "auto",
@@ -331,7 +331,7 @@ def index_build_cmd(
     Example: phrasekit index build entities.csv --column name --id-column id --out runs/entities
     """
     check_model_name(model)
-    _check_index_kind(index)
+    _check_index_kind(index, ("auto", "exact", "ann"))
     check_index_out(out)
     names, ids = read_names(names_file, column=column, id_column=id_column)
     with open_run(run, out, quiet=quiet) as sharded:

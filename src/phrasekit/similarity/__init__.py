@@ -1,5 +1,5 @@
-"""Similarity search over phrase vectors: exact / ANN top-k indexes, fuzzy join of two tables and
-a persisted entity-retrieval index over a dictionary of names."""
+"""Similarity search over phrase vectors: exact / HNSW / IVF top-k indexes, fuzzy join of two
+tables and a persisted entity-retrieval index over a dictionary of names."""
 
 import lazy_loader
 
@@ -17,6 +17,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "build_index",
             "load_index",
         ],
+        "ivf": ["IVFIndex"],
         "frames": ["encode_frame", "join_frames"],
         "join": [
             "JoinError",

@@ -1,39 +1,42 @@
-"""Top-k cosine search over L2-normalised vectors: exact (numpy) or approximate (faiss HNSW).
+"""Top-k cosine search over L2-normalised vectors: exact (numpy) or approximate (faiss).
 
-Both kinds share one small interface (``add``, ``search(queries, k, show_progress)`` returning
+Every kind shares one small interface (``add``, ``search(queries, k, show_progress)`` returning
 ``(scores, ids)`` best first, ``reconstruct``, ``save``) so callers switch by a name:
-``build_index(vectors, kind="auto"|"exact"|"ann")``. ``"auto"`` picks exact search below
-``ANN_THRESHOLD`` indexed vectors and HNSW from there on, unless a one-off search has too few
-queries (``ANN_MIN_QUERIES``) to repay building the graph (see the measurements at the
-constants). An index saves to a directory as ``index.json`` (kind, dim, count, parameters) plus
-``vectors.npy`` (exact) or ``index.faiss`` (HNSW, via ``faiss.write_index``) -- never pickle --
-and ``load_index(directory)`` reads either kind back.
+``build_index(vectors, kind="auto"|"exact"|"ann"|"ivf")``. ``"auto"`` picks exact search below
+``ANN_THRESHOLD`` indexed vectors and an approximate one from there on: an HNSW graph
+(``"ann"``) for an index built once and queried often, inverted lists of fast-scan codes
+(``"ivf"``, :mod:`phrasekit.similarity.ivf`, about 6x cheaper to build) for a one-off search of
+known size (a join), which keeps exact search where it has too few queries
+(``ANN_MIN_QUERIES``) to repay any build (see the measurements at the constants). An index
+saves to a directory as ``index.json`` (kind, dim, count, parameters) plus ``vectors.npy``
+(exact) or ``index.faiss`` (via ``faiss.write_index``) -- never pickle -- and
+``load_index(directory)`` reads every kind back.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from phrasekit.artifacts import staged_folder, verify_folder
-from phrasekit.io import atomic_write, load_npy, read_json_object, write_json
-from phrasekit.threads import compute_threads
+from phrasekit.artifacts import verify_folder
+from phrasekit.io import atomic_write, load_npy, read_json_object
+from phrasekit.similarity.ivf import IVFIndex, ivf_fits, ivf_lists
+from phrasekit.similarity.search_base import INDEX_CONFIG as INDEX_CONFIG
+from phrasekit.similarity.search_base import INDEX_FORMAT as INDEX_FORMAT
+from phrasekit.similarity.search_base import INDEX_KIND as INDEX_KIND
+from phrasekit.similarity.search_base import SearchIndex as SearchIndex
+from phrasekit.similarity.search_base import _as_matrix, _faiss
+from phrasekit.similarity.search_base import check_rows as check_rows
+from phrasekit.similarity.search_base import faiss_threads as faiss_threads
 
 logger = logging.getLogger(__name__)
 
-INDEX_KINDS = ("auto", "exact", "ann")
-INDEX_FORMAT = 1
-INDEX_CONFIG = "index.json"
-#: Manifest kind of a saved search index.
-INDEX_KIND = "search-index"
+INDEX_KINDS = ("auto", "exact", "ann", "ivf")
 
 
 # Measured with benchmarks/matching/join_ann.py and a size sweep on 2 (busy) CPU cores,
@@ -61,115 +64,6 @@ DEFAULT_EF_CONSTRUCTION = 80
 DEFAULT_EF_SEARCH = 128
 #: Bounds on HNSW parameters read from a config (faiss takes C ints; more only costs memory).
 MAX_M, MAX_EF, MAX_DIM = 512, 100_000, 65_536
-
-
-def check_rows(vectors: np.ndarray, what: str = "vectors") -> np.ndarray:
-    """Refuse rows an index cannot rank: non-finite values or all zeros (no direction), naming
-    the first such row; returns ``vectors``."""
-    norms = np.linalg.norm(vectors, axis=1) if len(vectors) else np.zeros(0)
-    for bad, why in ((~np.isfinite(norms), "non-finite values"), (norms == 0, "all zeros")):
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{what}: {int(bad.sum())} row(s) with {why} (first: row {first}); "
-                             "an index needs a direction for every entry")
-    return vectors
-
-
-def _as_matrix(x: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
-    """``x`` as a C-contiguous float32 (n, d) array, or a ValueError naming ``name``."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    if x.ndim != 2 or (dim is not None and x.shape[1] != dim):
-        want = f"(n, {dim})" if dim is not None else "2-D (n, d)"
-        raise ValueError(f"{name} must be {want}, got shape {x.shape}")
-    return x
-
-
-def _faiss() -> Any:
-    """Import faiss lazily (a heavy import only ANN users pay for), with a clear message."""
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise ImportError("the ANN index needs faiss-cpu (pip install faiss-cpu==1.15.1)") from exc
-    return faiss
-
-
-@contextlib.contextmanager
-def faiss_threads(n: int | None) -> Iterator[None]:
-    """Run faiss's OpenMP loops on ``n`` threads (None: the job's, ``compute_threads()``),
-    then restore."""
-    faiss = _faiss()
-    n = n if n is not None else compute_threads()
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(max(1, int(n)))
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(before)
-
-
-class SearchIndex(ABC):
-    """The interface shared by the exact and the ANN index (inner product = cosine)."""
-
-    kind: str = "base"
-
-    @property
-    @abstractmethod
-    def dim(self) -> int:
-        """Vector dimension."""
-
-    @abstractmethod
-    def __len__(self) -> int:
-        """Number of indexed vectors."""
-
-    @abstractmethod
-    def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
-        """Append ``vectors`` (n, dim); their ids continue from ``len(self)``."""
-
-    @abstractmethod
-    def search(
-        self, queries: np.ndarray, k: int = 1, show_progress: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` items per query row: (scores float32, ids int64) of shape (n, k), best first.
-
-        ``k`` is clipped to ``[1, len(self)]``. An ANN index may find fewer than ``k`` items for a
-        query; those slots hold id -1 and score -inf.
-        """
-
-    @abstractmethod
-    def reconstruct(self, ids: np.ndarray | list[int]) -> np.ndarray:
-        """The stored vectors of ``ids`` as a (len(ids), dim) float32 array."""
-
-    @abstractmethod
-    def params(self) -> dict[str, Any]:
-        """Build / search parameters worth recording (JSON-serialisable)."""
-
-    @abstractmethod
-    def _write(self, directory: Path) -> None:
-        """Write the data files (not ``index.json``) into an existing ``directory``."""
-
-    def describe(self) -> str:
-        """One-line summary, e.g. for logs and benchmark tables."""
-        args = " ".join(f"{k}={v}" for k, v in self.params().items())
-        return f"{self.kind}({len(self)}x{self.dim}{' ' + args if args else ''})"
-
-    def config(self) -> dict[str, Any]:
-        """The ``index.json`` content: format, kind, dim, count and parameters."""
-        return {"format": INDEX_FORMAT, "kind": self.kind, "dim": self.dim, "count": len(self),
-                "metric": "inner_product", **self.params()}
-
-    def save(self, directory: str | Path) -> None:
-        """Save to ``directory`` whole or not at all (staged beside it, swapped in at once, with
-        a manifest that ``load_index`` checks)."""
-        with staged_folder(directory, INDEX_KIND) as tmp:
-            self._write(tmp)
-            write_json(tmp / INDEX_CONFIG, self.config())
-        logger.info("saved %s to %s", self.describe(), directory)
-
-    def _check_queries(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, int]:
-        queries = _as_matrix(queries, "queries", self.dim)
-        if len(self) == 0:
-            raise ValueError("the index is empty")
-        return queries, max(1, min(int(k), len(self)))
 
 
 class VectorIndex(SearchIndex):
@@ -424,7 +318,7 @@ def load_index(directory: str | Path, num_threads: int | None = None) -> SearchI
         raise FileNotFoundError(f"{directory}: no {INDEX_CONFIG} (not a saved phrasekit index)")
     manifest = verify_folder(directory, INDEX_KIND, required=(INDEX_CONFIG,))
     config = read_json_object(cfg_path)
-    if config.get("kind") == "ann" and "index.faiss" not in manifest["files"]:
+    if config.get("kind") in ("ann", "ivf") and "index.faiss" not in manifest["files"]:
         raise ValueError(f"{directory}: its manifest does not list index.faiss")
     if config.get("format") != INDEX_FORMAT:
         raise ValueError(f"{cfg_path}: unsupported index format {config.get('format')!r}")
@@ -432,8 +326,8 @@ def load_index(directory: str | Path, num_threads: int | None = None) -> SearchI
     index: SearchIndex
     if kind == "exact":
         index = VectorIndex._read(directory, config)
-    elif kind == "ann":
-        index = ANNIndex._read(directory, config)
+    elif kind in ("ann", "ivf"):
+        index = (ANNIndex if kind == "ann" else IVFIndex)._read(directory, config)
         index.num_threads = num_threads
     else:
         raise ValueError(f"{cfg_path}: unknown index kind {kind!r}")
@@ -451,12 +345,15 @@ def resolve_kind(
     ann_threshold: int = ANN_THRESHOLD,
     n_queries: int | None = None,
     min_queries: int = ANN_MIN_QUERIES,
+    dim: int | None = None,
 ) -> str:
-    """``"exact"`` or ``"ann"`` for ``kind``.
+    """``"exact"``, ``"ann"`` or ``"ivf"`` for ``kind``.
 
-    ``"auto"`` is ANN from ``ann_threshold`` indexed items on, except for a one-off search of a
-    known ``n_queries`` below ``min_queries``, where exact search is cheaper than building the
-    graph (see the measurements above ``ANN_THRESHOLD``).
+    ``"auto"`` is exact search below ``ann_threshold`` indexed items. From there on it is
+    ``"ann"`` (HNSW) for an index queried again and again (``n_queries`` None), and for a
+    one-off search of ``n_queries`` either exact (fewer than ``min_queries``: cheaper than any
+    build) or ``"ivf"``, which builds about 6x faster than the graph (``"ann"`` where the
+    vectors' ``dim`` does not split into fast-scan codes).
     """
     if kind not in INDEX_KINDS:
         raise ValueError(f"index kind must be one of {', '.join(INDEX_KINDS)}; got {kind!r}")
@@ -464,6 +361,8 @@ def resolve_kind(
         return kind
     if n_items < ann_threshold or (n_queries is not None and n_queries < min_queries):
         return "exact"
+    if n_queries is not None and (dim is None or ivf_fits(dim)):
+        return "ivf"
     return "ann"
 
 
@@ -479,18 +378,24 @@ def build_index(
     num_threads: int | None = None,
     show_progress: bool = False,
 ) -> SearchIndex:
-    """Index ``vectors`` (unit rows) exactly or with HNSW; ``"auto"`` picks by size.
+    """Index ``vectors`` (unit rows) exactly, with HNSW or with IVF; ``"auto"`` picks by size.
 
-    ``n_queries`` (the number of queries of a one-off search, e.g. a join) lets ``"auto"`` keep
-    exact search where building the graph would not pay off (see ``resolve_kind``). HNSW
-    parameters are ignored when the exact index is chosen.
+    ``n_queries`` (the number of queries of a one-off search, e.g. a join) lets ``"auto"`` pick
+    exact search or the cheaper-to-build IVF (see ``resolve_kind``). HNSW parameters apply to
+    the HNSW index only; IVF takes ``ivf_lists(n)`` cells.
     """
     vectors = _as_matrix(vectors, "vectors")
-    chosen = resolve_kind(kind, len(vectors), ann_threshold, n_queries=n_queries)
+    chosen = resolve_kind(kind, len(vectors), ann_threshold, n_queries=n_queries,
+                          dim=vectors.shape[1])
     if chosen == "exact":
         return VectorIndex(vectors)
-    index = ANNIndex(vectors.shape[1], m=m, ef_construction=ef_construction,
-                     ef_search=ef_search, num_threads=num_threads)
+    index: SearchIndex
+    if chosen == "ivf":
+        index = IVFIndex(vectors.shape[1], nlist=ivf_lists(len(vectors)),
+                         num_threads=num_threads)
+    else:
+        index = ANNIndex(vectors.shape[1], m=m, ef_construction=ef_construction,
+                         ef_search=ef_search, num_threads=num_threads)
     index.add(vectors, show_progress=show_progress)
     logger.info("built %s", index.describe())
     return index

@@ -200,7 +200,7 @@ def fuzzy_join(
         raise ValueError("both tables need at least one value to join")
     # validate before encoding; a join is a one-off search, so the query count matters too
     kind = resolve_kind(index, len(left), ann_threshold, n_queries=len(right),
-                        min_queries=ann_min_queries)
+                        min_queries=ann_min_queries, dim=getattr(encoder, "dim", None))
     left_vecs = _embed(encoder, [v for _, v in left], show_progress)
     right_vecs = _embed(encoder, [v for _, v in right], show_progress)
     search_index = build_index(left_vecs, kind=kind, show_progress=show_progress)

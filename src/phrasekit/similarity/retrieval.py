@@ -273,6 +273,9 @@ class EntityIndex:
         for ``load``); ``ids`` optionally gives one id per name (see the module docstring for
         duplicates); ``index`` is ``"auto"``, ``"exact"`` or ``"ann"``.
         """
+        if index == "ivf":
+            raise ValueError("an EntityIndex is built once and queried often: use index 'ann' "
+                             "(HNSW answers faster); 'ivf' is for one-off searches (a join)")
         names, ids = _entries(names, ids)
         kind = resolve_kind(index, len(names), ann_threshold)
         enc, model = _model_spec(encoder)

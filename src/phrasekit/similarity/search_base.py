@@ -1,0 +1,133 @@
+"""What every search index shares: the ``SearchIndex`` interface, the row checks and faiss's
+lazy import and thread setting (the kinds live in ``similarity.index`` and ``similarity.ivf``)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phrasekit.artifacts import staged_folder
+from phrasekit.io import write_json
+from phrasekit.threads import compute_threads
+
+logger = logging.getLogger(__name__)
+
+INDEX_FORMAT = 1
+INDEX_CONFIG = "index.json"
+#: Manifest kind of a saved search index.
+INDEX_KIND = "search-index"
+
+
+def check_rows(vectors: np.ndarray, what: str = "vectors") -> np.ndarray:
+    """Refuse rows an index cannot rank: non-finite values or all zeros (no direction), naming
+    the first such row; returns ``vectors``."""
+    norms = np.linalg.norm(vectors, axis=1) if len(vectors) else np.zeros(0)
+    for bad, why in ((~np.isfinite(norms), "non-finite values"), (norms == 0, "all zeros")):
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{what}: {int(bad.sum())} row(s) with {why} (first: row {first}); "
+                             "an index needs a direction for every entry")
+    return vectors
+
+
+def _as_matrix(x: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
+    """``x`` as a C-contiguous float32 (n, d) array, or a ValueError naming ``name``."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim != 2 or (dim is not None and x.shape[1] != dim):
+        want = f"(n, {dim})" if dim is not None else "2-D (n, d)"
+        raise ValueError(f"{name} must be {want}, got shape {x.shape}")
+    return x
+
+
+def _faiss() -> Any:
+    """Import faiss lazily (a heavy import only ANN users pay for), with a clear message."""
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise ImportError("the ANN index needs faiss-cpu (pip install faiss-cpu==1.15.1)") from exc
+    return faiss
+
+
+@contextlib.contextmanager
+def faiss_threads(n: int | None) -> Iterator[None]:
+    """Run faiss's OpenMP loops on ``n`` threads (None: the job's, ``compute_threads()``),
+    then restore."""
+    faiss = _faiss()
+    n = n if n is not None else compute_threads()
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(max(1, int(n)))
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+class SearchIndex(ABC):
+    """The interface shared by the exact and the ANN index (inner product = cosine)."""
+
+    kind: str = "base"
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Vector dimension."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of indexed vectors."""
+
+    @abstractmethod
+    def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
+        """Append ``vectors`` (n, dim); their ids continue from ``len(self)``."""
+
+    @abstractmethod
+    def search(
+        self, queries: np.ndarray, k: int = 1, show_progress: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` items per query row: (scores float32, ids int64) of shape (n, k), best first.
+
+        ``k`` is clipped to ``[1, len(self)]``. An ANN index may find fewer than ``k`` items for a
+        query; those slots hold id -1 and score -inf.
+        """
+
+    @abstractmethod
+    def reconstruct(self, ids: np.ndarray | list[int]) -> np.ndarray:
+        """The stored vectors of ``ids`` as a (len(ids), dim) float32 array."""
+
+    @abstractmethod
+    def params(self) -> dict[str, Any]:
+        """Build / search parameters worth recording (JSON-serialisable)."""
+
+    @abstractmethod
+    def _write(self, directory: Path) -> None:
+        """Write the data files (not ``index.json``) into an existing ``directory``."""
+
+    def describe(self) -> str:
+        """One-line summary, e.g. for logs and benchmark tables."""
+        args = " ".join(f"{k}={v}" for k, v in self.params().items())
+        return f"{self.kind}({len(self)}x{self.dim}{' ' + args if args else ''})"
+
+    def config(self) -> dict[str, Any]:
+        """The ``index.json`` content: format, kind, dim, count and parameters."""
+        return {"format": INDEX_FORMAT, "kind": self.kind, "dim": self.dim, "count": len(self),
+                "metric": "inner_product", **self.params()}
+
+    def save(self, directory: str | Path) -> None:
+        """Save to ``directory`` whole or not at all (staged beside it, swapped in at once, with
+        a manifest that ``load_index`` checks)."""
+        with staged_folder(directory, INDEX_KIND) as tmp:
+            self._write(tmp)
+            write_json(tmp / INDEX_CONFIG, self.config())
+        logger.info("saved %s to %s", self.describe(), directory)
+
+    def _check_queries(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+        queries = _as_matrix(queries, "queries", self.dim)
+        if len(self) == 0:
+            raise ValueError("the index is empty")
+        return queries, max(1, min(int(k), len(self)))
