@@ -123,7 +123,7 @@ def test_sharded_extractor_matches_plain(small_corpus, small_corpus_phrases, tmp
     assert sharded.mentions(small_corpus[:20]) == PhraseExtractor().mentions(small_corpus[:20])
 
 
-@pytest.mark.parametrize("kind", ["exact", "ann"])
+@pytest.mark.parametrize("kind", ["exact", "ann", "ivf"])
 def test_sharded_search_matches_index(kind):
     rng = np.random.default_rng(0)
     left = rng.normal(size=(300, 16)).astype(np.float32)

@@ -16,7 +16,6 @@ saves to a directory as ``index.json`` (kind, dim, count, parameters) plus ``vec
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,8 @@ from phrasekit.similarity.ivf import IVFIndex, ivf_fits, ivf_lists
 from phrasekit.similarity.search_base import INDEX_CONFIG as INDEX_CONFIG
 from phrasekit.similarity.search_base import INDEX_FORMAT as INDEX_FORMAT
 from phrasekit.similarity.search_base import INDEX_KIND as INDEX_KIND
+from phrasekit.similarity.search_base import FaissIndex, _as_matrix, _faiss
 from phrasekit.similarity.search_base import SearchIndex as SearchIndex
-from phrasekit.similarity.search_base import _as_matrix, _faiss
 from phrasekit.similarity.search_base import check_rows as check_rows
 from phrasekit.similarity.search_base import faiss_threads as faiss_threads
 
@@ -152,7 +151,7 @@ class VectorIndex(SearchIndex):
         return cls(vectors, chunk=int(config.get("chunk", 1024)))
 
 
-class ANNIndex(SearchIndex):
+class ANNIndex(FaissIndex):
     """Approximate search on a faiss HNSW graph over inner product (``IndexHNSWFlat``).
 
     The graph stores the full float32 vectors, so returned scores are exact cosines; only the
@@ -188,29 +187,10 @@ class ANNIndex(SearchIndex):
         self.num_threads = num_threads
         self.chunk = int(chunk)
 
-    def __getstate__(self) -> dict[str, Any]:
-        """The graph as faiss's own byte serialisation (so an index can be sent to worker
-        processes, e.g. a distributed join's actors)."""
-        state = dict(self.__dict__)
-        state["_index"] = _faiss().serialize_index(self._index)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        index = _faiss().deserialize_index(state.pop("_index"))
-        self.__dict__.update(state, _index=index)
-
-    @property
-    def dim(self) -> int:
-        """Vector dimension."""
-        return int(self._index.d)
-
     @property
     def ef_construction(self) -> int:
         """HNSW efConstruction used for vectors added from now on."""
         return int(self._index.hnsw.efConstruction)
-
-    def __len__(self) -> int:
-        return int(self._index.ntotal)
 
     def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
         """Insert ``vectors`` into the graph (in chunks, for the progress bar)."""
@@ -277,12 +257,6 @@ class ANNIndex(SearchIndex):
     def params(self) -> dict[str, Any]:
         """HNSW parameters."""
         return {"m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search}
-
-    def _write(self, directory: Path) -> None:
-        faiss = _faiss()
-        tmp = directory / ".index.faiss.tmp"
-        faiss.write_index(self._index, str(tmp))
-        os.replace(tmp, directory / "index.faiss")
 
     @classmethod
     def _read(cls, directory: Path, config: dict[str, Any]) -> ANNIndex:

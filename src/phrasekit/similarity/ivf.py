@@ -12,7 +12,6 @@ recall@10 0.983 against 0.958; docs/matching.md), which is what a one-off search
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.similarity.search_base import (
-    SearchIndex,
+    FaissIndex,
     _as_matrix,
     _faiss,
     check_rows,
@@ -51,7 +50,7 @@ def ivf_fits(dim: int) -> bool:
     return dim % 8 == 0
 
 
-class IVFIndex(SearchIndex):
+class IVFIndex(FaissIndex):
     """Inverted lists of fast-scan PQ codes with an exact re-rank (``IndexRefineFlat``).
 
     ``nlist`` cells (``ivf_lists(n)`` for n vectors), ``nprobe`` read per query (default a
@@ -75,14 +74,6 @@ class IVFIndex(SearchIndex):
                                           faiss.METRIC_INNER_PRODUCT)
         self.nlist, self.nprobe, self.refine = int(nlist), int(nprobe), int(refine)
         self.num_threads, self.chunk, self.seed = num_threads, int(chunk), int(seed)
-
-    @property
-    def dim(self) -> int:
-        """Vector dimension."""
-        return int(self._index.d)
-
-    def __len__(self) -> int:
-        return int(self._index.ntotal)
 
     def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
         """Add ``vectors`` (training the cells and codes on a sample of them first, once)."""
@@ -136,12 +127,6 @@ class IVFIndex(SearchIndex):
     def params(self) -> dict[str, Any]:
         """IVF parameters."""
         return {"nlist": self.nlist, "nprobe": self.nprobe, "refine": self.refine}
-
-    def _write(self, directory: Path) -> None:
-        faiss = _faiss()
-        tmp = directory / ".index.faiss.tmp"
-        faiss.write_index(self._index, str(tmp))
-        os.replace(tmp, directory / "index.faiss")
 
     @classmethod
     def _read(cls, directory: Path, config: dict[str, Any]) -> IVFIndex:

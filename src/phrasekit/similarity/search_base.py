@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +132,33 @@ class SearchIndex(ABC):
         if len(self) == 0:
             raise ValueError("the index is empty")
         return queries, max(1, min(int(k), len(self)))
+
+
+class FaissIndex(SearchIndex):
+    """What the faiss-backed kinds share: the wrapped index ``_index``, its size, its own
+    serialisation when pickled (so it can be sent to worker processes, e.g. a distributed
+    join's actors) and ``index.faiss`` on save."""
+
+    _index: Any
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_index"] = _faiss().serialize_index(self._index)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        index = _faiss().deserialize_index(state.pop("_index"))
+        self.__dict__.update(state, _index=index)
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return int(self._index.d)
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    def _write(self, directory: Path) -> None:
+        tmp = directory / ".index.faiss.tmp"
+        _faiss().write_index(self._index, str(tmp))
+        os.replace(tmp, directory / "index.faiss")
