@@ -195,14 +195,7 @@ class ANNIndex(FaissIndex):
     def add(self, vectors: np.ndarray, show_progress: bool = False) -> None:
         """Insert ``vectors`` into the graph (in chunks, for the progress bar)."""
         vectors = check_rows(_as_matrix(vectors, "vectors", self.dim))
-        step = max(self.chunk * 4, 1)
-        with faiss_threads(self.num_threads), tqdm(
-            total=len(vectors), desc="index[hnsw]", unit="vec", disable=not show_progress,
-            leave=False,
-        ) as bar:
-            for s in range(0, len(vectors), step):
-                self._index.add(vectors[s : s + step])
-                bar.update(len(vectors[s : s + step]))
+        self._add_in_chunks(vectors, max(self.chunk * 4, 1), "index[hnsw]", show_progress)
 
     def search(
         self, queries: np.ndarray, k: int = 1, show_progress: bool = False
@@ -212,33 +205,7 @@ class ANNIndex(FaissIndex):
         queries, k = self._check_queries(queries, k)
         params = faiss.SearchParametersHNSW()
         params.efSearch = max(self.ef_search, k)
-        n = len(queries)
-        scores = np.empty((n, k), dtype=np.float32)
-        ids = np.empty((n, k), dtype=np.int64)
-        with faiss_threads(self.num_threads), tqdm(
-            total=n, desc="search[hnsw]", unit="row", disable=not show_progress, leave=False
-        ) as bar:
-            for s in range(0, n, self.chunk):
-                d, i = self._index.search(queries[s : s + self.chunk], k, params=params)
-                scores[s : s + self.chunk] = d
-                ids[s : s + self.chunk] = i
-                bar.update(len(d))
-        missing = ids < 0
-        if missing.any():
-            scores[missing] = -np.inf
-            logger.debug("HNSW returned fewer than %d items for %d queries", k,
-                         int(missing.any(axis=1).sum()))
-        return scores, ids
-
-    def reconstruct(self, ids: np.ndarray | list[int]) -> np.ndarray:
-        """The stored vectors of ``ids`` (read back from the graph's flat storage)."""
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
-            raise IndexError(f"ids must be in [0, {len(self)}), got {ids.min()}..{ids.max()}")
-        out = np.empty((len(ids), self.dim), dtype=np.float32)
-        for row, i in enumerate(ids):
-            out[row] = self._index.reconstruct(int(i))
-        return out
+        return self._search_in_chunks(queries, k, params, "search[hnsw]", show_progress)
 
     def check_holds(self, vectors: np.ndarray, where: str, sample: int = 64) -> None:
         """Raise ``ValueError`` unless the graph stores ``vectors`` (a sample of rows read back
@@ -261,13 +228,7 @@ class ANNIndex(FaissIndex):
     @classmethod
     def _read(cls, directory: Path, config: dict[str, Any]) -> ANNIndex:
         faiss = _faiss()
-        path = directory / "index.faiss"
-        if not path.is_file():
-            raise FileNotFoundError(f"{directory}: ann index without index.faiss")
-        try:
-            raw = faiss.read_index(str(path))
-        except RuntimeError as exc:
-            raise ValueError(f"{path}: cannot read the faiss index ({exc})") from exc
+        raw, path = cls._read_raw(directory)
         is_ip = getattr(raw, "metric_type", None) == faiss.METRIC_INNER_PRODUCT
         if not isinstance(raw, faiss.IndexHNSWFlat) or not is_ip:
             raise ValueError(f"{path}: expected an inner-product IndexHNSWFlat, got {type(raw)}")

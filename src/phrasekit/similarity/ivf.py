@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from phrasekit.similarity.search_base import (
     FaissIndex,
@@ -87,12 +86,7 @@ class IVFIndex(FaissIndex):
                 rows = np.random.default_rng(self.seed).choice(len(vectors), n_train,
                                                                replace=False)
                 self._index.train(vectors[np.sort(rows)])
-            step = max(self.chunk * 16, 1)
-            with tqdm(total=len(vectors), desc="index[ivf]", unit="vec",
-                      disable=not show_progress, leave=False) as bar:
-                for s in range(0, len(vectors), step):
-                    self._index.add(vectors[s : s + step])
-                    bar.update(len(vectors[s : s + step]))
+        self._add_in_chunks(vectors, max(self.chunk * 16, 1), "index[ivf]", show_progress)
 
     def search(
         self, queries: np.ndarray, k: int = 1, show_progress: bool = False
@@ -103,26 +97,7 @@ class IVFIndex(FaissIndex):
         params = faiss.IndexRefineSearchParameters(
             k_factor=max(1.0, self.refine / k),
             base_index_params=faiss.SearchParametersIVF(nprobe=self.nprobe))
-        n = len(queries)
-        scores = np.empty((n, k), dtype=np.float32)
-        ids = np.empty((n, k), dtype=np.int64)
-        with faiss_threads(self.num_threads), tqdm(
-            total=n, desc="search[ivf]", unit="row", disable=not show_progress, leave=False
-        ) as bar:
-            for s in range(0, n, self.chunk):
-                d, i = self._index.search(queries[s : s + self.chunk], k, params=params)
-                scores[s : s + self.chunk], ids[s : s + self.chunk] = d, i
-                bar.update(len(d))
-        scores[ids < 0] = -np.inf
-        return scores, ids
-
-    def reconstruct(self, ids: np.ndarray | list[int]) -> np.ndarray:
-        """The stored full vectors of ``ids``."""
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
-            raise IndexError(f"ids must be in [0, {len(self)}), got {ids.min()}..{ids.max()}")
-        return np.stack([self._index.reconstruct(int(i)) for i in ids]) if len(ids) else (
-            np.zeros((0, self.dim), dtype=np.float32))
+        return self._search_in_chunks(queries, k, params, "search[ivf]", show_progress)
 
     def params(self) -> dict[str, Any]:
         """IVF parameters."""
@@ -131,13 +106,7 @@ class IVFIndex(FaissIndex):
     @classmethod
     def _read(cls, directory: Path, config: dict[str, Any]) -> IVFIndex:
         faiss = _faiss()
-        path = directory / "index.faiss"
-        if not path.is_file():
-            raise FileNotFoundError(f"{directory}: ivf index without index.faiss")
-        try:
-            raw = faiss.read_index(str(path))
-        except RuntimeError as exc:
-            raise ValueError(f"{path}: cannot read the faiss index ({exc})") from exc
+        raw, path = cls._read_raw(directory)
         base = faiss.downcast_index(raw.base_index) if isinstance(raw, faiss.IndexRefine) else None
         if (not isinstance(base, faiss.IndexIVFPQFastScan)
                 or raw.metric_type != faiss.METRIC_INNER_PRODUCT):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from phrasekit.artifacts import staged_folder
 from phrasekit.io import write_json
@@ -140,6 +141,39 @@ class FaissIndex(SearchIndex):
     join's actors) and ``index.faiss`` on save."""
 
     _index: Any
+    num_threads: int | None
+    chunk: int
+
+    def _add_in_chunks(self, vectors: np.ndarray, step: int, desc: str,
+                       show_progress: bool) -> None:
+        """Add ``vectors`` ``step`` rows at a time (for the progress bar)."""
+        with faiss_threads(self.num_threads), tqdm(
+            total=len(vectors), desc=desc, unit="vec", disable=not show_progress, leave=False
+        ) as bar:
+            for s in range(0, len(vectors), step):
+                self._index.add(vectors[s : s + step])
+                bar.update(len(vectors[s : s + step]))
+
+    def _search_in_chunks(self, queries: np.ndarray, k: int, params: Any, desc: str,
+                          show_progress: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids) of checked ``queries``, ``chunk`` at a time; slots faiss leaves
+        empty get id -1 and score -inf."""
+        n = len(queries)
+        scores = np.empty((n, k), dtype=np.float32)
+        ids = np.empty((n, k), dtype=np.int64)
+        with faiss_threads(self.num_threads), tqdm(
+            total=n, desc=desc, unit="row", disable=not show_progress, leave=False
+        ) as bar:
+            for s in range(0, n, self.chunk):
+                d, i = self._index.search(queries[s : s + self.chunk], k, params=params)
+                scores[s : s + self.chunk], ids[s : s + self.chunk] = d, i
+                bar.update(len(d))
+        missing = ids < 0
+        if missing.any():
+            scores[missing] = -np.inf
+            logger.debug("%s returned fewer than %d items for %d queries", self.kind, k,
+                         int(missing.any(axis=1).sum()))
+        return scores, ids
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -162,3 +196,24 @@ class FaissIndex(SearchIndex):
         tmp = directory / ".index.faiss.tmp"
         _faiss().write_index(self._index, str(tmp))
         os.replace(tmp, directory / "index.faiss")
+
+    def reconstruct(self, ids: np.ndarray | list[int]) -> np.ndarray:
+        """The stored full vectors of ``ids``."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if len(ids) and (ids.min() < 0 or ids.max() >= len(self)):
+            raise IndexError(f"ids must be in [0, {len(self)}), got {ids.min()}..{ids.max()}")
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        for row, i in enumerate(ids):
+            out[row] = self._index.reconstruct(int(i))
+        return out
+
+    @classmethod
+    def _read_raw(cls, directory: Path) -> tuple[Any, Path]:
+        """The faiss index of ``directory/index.faiss`` as faiss reads it, and its path."""
+        path = directory / "index.faiss"
+        if not path.is_file():
+            raise FileNotFoundError(f"{directory}: {cls.kind} index without index.faiss")
+        try:
+            return _faiss().read_index(str(path)), path
+        except RuntimeError as exc:
+            raise ValueError(f"{path}: cannot read the faiss index ({exc})") from exc
