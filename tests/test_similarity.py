@@ -177,9 +177,11 @@ def test_join_cli_refuses_duplicate_columns_and_overwriting_an_input(tmp_path):
     assert res.exit_code == 2 and f"{dup}: duplicate column 'note'" in res.output
     assert len(res.output.strip().splitlines()) == 1
     for extra, fragment in ((["--how", "outer"], "--how must be one of"),
-                            (["--threshold", "0.5", "--no-threshold"], "not both")):
+                            (["--threshold", "0.5", "--no-threshold"], "not both"),
+                            (["--index", "ivf"], "index 'ivf' needs at least 1,000 indexed")):
         res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "m.csv"), *extra])
         assert res.exit_code == 2 and fragment in res.output
+        assert not (tmp_path / "m.csv").exists()
 
 
 def test_join_default_threshold_is_documented_and_applied(tmp_path):
@@ -255,8 +257,13 @@ def test_build_index_auto_kind_and_errors(name_vectors):
     assert build_index(vecs, kind="auto", ann_threshold=len(vecs)).kind == "ann"
     assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=100).kind == "exact"
     # a one-off search builds the cheaper inverted lists; an index queried often the graph
-    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=10**6).kind == "ivf"
+    assert resolve_kind("auto", 10**6, n_queries=10**6, dim=384) == "ivf"
     assert resolve_kind("auto", 10**6, n_queries=10**6, dim=50) == "ann"  # no 4-d codes
+    assert resolve_kind("auto", 10**6, dim=384) == "ann"
+    # too few vectors for the codes: auto searches exactly, and ivf asked for is refused
+    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=10**6).kind == "exact"
+    with pytest.raises(ValueError, match="'ivf' needs at least 1,000 indexed vectors, got"):
+        build_index(vecs, kind="ivf")
     assert ANN_THRESHOLD > 1000
     with pytest.raises(ValueError, match="index kind must be one of"):
         build_index(vecs, kind="hnsw")
@@ -272,7 +279,7 @@ def test_ivf_recall_and_exact_scores_on_real_names(name_vectors):
     _, vecs, queries = name_vectors
     exact = build_index(vecs, kind="exact")
     nlist = ivf_lists(len(vecs))
-    assert build_index(vecs, kind="ivf").params() == {
+    assert IVFIndex(vecs.shape[1], nlist=nlist).params() == {
         "nlist": nlist, "nprobe": max(1, nlist // 4), "refine": 100}
     ivf = IVFIndex(vecs.shape[1], nlist=nlist, nprobe=nlist)  # these sparse n-gram vectors
     ivf.add(vecs)  # share few cells with their queries, so every cell is read here
@@ -303,7 +310,11 @@ def test_index_add_continues_ids(name_vectors):
 @pytest.mark.parametrize("kind", ["exact", "ann", "ivf"])
 def test_index_save_load_round_trip(tmp_path, name_vectors, kind):
     _, vecs, queries = name_vectors
-    index = build_index(vecs, kind=kind, ef_search=48)
+    if kind == "ivf":  # fewer fixture names than build_index asks of inverted lists
+        index = IVFIndex(vecs.shape[1], nlist=8, nprobe=3)
+        index.add(vecs)
+    else:
+        index = build_index(vecs, kind=kind, ef_search=48)
     index.save(tmp_path / "idx")
     index.save(tmp_path / "idx")  # replacing an earlier save is fine
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp folders left

@@ -266,13 +266,14 @@ def _tree_params(raw: dict[str, Any], arrays: Path, where: str) -> dict[str, Any
 
 
 @functools.lru_cache(maxsize=8)
-def shipped_combiner(model: str) -> Combiner:
+def shipped_combiner(model: str, warn: bool = True) -> Combiner:
     """The combiner shipped for encoder ``model`` at any precision (else the default model's,
-    with a warning)."""
+    with a warning unless ``warn`` is False: a lookup of its threshold, before the inputs are
+    checked, stays silent and the join that scores with it says so)."""
     folder = resources.files("phrasekit") / "data" / "matching"
     model = registered_base(model)
     name = model if (folder / f"hybrid-{model}.json").is_file() else FALLBACK_MODEL
-    if name != model:
+    if name != model and warn:
         logger.warning("no hybrid combiner was trained for %r; using %s's (its probabilities "
                        "are less well calibrated for this encoder)", model, FALLBACK_MODEL)
     with resources.as_file(folder / f"hybrid-{name}.json") as path:

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from phrasekit.artifacts import verify_folder
 from phrasekit.io import atomic_write, load_npy, read_json_object
+from phrasekit.similarity.ivf import MIN_VECTORS as IVF_MIN_VECTORS
 from phrasekit.similarity.ivf import IVFIndex, ivf_fits, ivf_lists
 from phrasekit.similarity.search_base import INDEX_CONFIG as INDEX_CONFIG
 from phrasekit.similarity.search_base import INDEX_FORMAT as INDEX_FORMAT
@@ -292,12 +293,15 @@ def resolve_kind(
     """
     if kind not in INDEX_KINDS:
         raise ValueError(f"index kind must be one of {', '.join(INDEX_KINDS)}; got {kind!r}")
+    if kind == "ivf" and n_items < IVF_MIN_VECTORS:
+        raise ValueError(f"index 'ivf' needs at least {IVF_MIN_VECTORS:,} indexed vectors, got "
+                         f"{n_items:,} (exact search is quick at that size)")
     if kind != "auto":
         return kind
     if n_items < ann_threshold or (n_queries is not None and n_queries < min_queries):
         return "exact"
     if n_queries is not None and (dim is None or ivf_fits(dim)):
-        return "ivf"
+        return "ivf" if n_items >= IVF_MIN_VECTORS else "exact"
     return "ann"
 
 

@@ -34,6 +34,9 @@ PROBE_DIVISOR = 4
 #: k-means training rows per cell (faiss asks for at least 39).
 TRAIN_PER_LIST = 64
 MIN_LISTS, MAX_LISTS = 16, 16_384
+#: Fewest indexed vectors: the codes' 16-centroid codebooks train on 624 rows or more, and
+#: below this exact search is quick anyway.
+MIN_VECTORS = 1_000
 
 
 def ivf_lists(n: int) -> int:

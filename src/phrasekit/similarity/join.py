@@ -145,7 +145,7 @@ def default_threshold(model: str, scorer: str = "hybrid") -> float | None:
     ``DEFAULT_THRESHOLDS`` (None for other models)."""
     check_scorer(scorer)
     if scorer == "hybrid":
-        return shipped_combiner(model).threshold
+        return shipped_combiner(model, warn=False).threshold
     return DEFAULT_THRESHOLDS.get(registered_base(model))
 
 
