@@ -292,6 +292,9 @@ def test_ivf_recall_and_exact_scores_on_real_names(name_vectors):
     assert ivf_lists(1_000_000) == 1024 and ivf_lists(100) == 2 and ivf_lists(5000) == 64
     with pytest.raises(ValueError, match="divisible by 8"):
         IVFIndex(50, nlist=4)
+    for bad in ({"nprobe": 9}, {"refine": 10**9}):  # as an edited config might ask
+        with pytest.raises(ValueError, match="refine <= 10000"):
+            IVFIndex(vecs.shape[1], nlist=8, **bad)
     with pytest.raises(ValueError, match="needs at least 64 vectors"):
         IVFIndex(vecs.shape[1], nlist=64).add(vecs[:10])
 

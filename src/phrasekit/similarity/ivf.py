@@ -27,8 +27,9 @@ from phrasekit.similarity.search_base import (
 
 logger = logging.getLogger(__name__)
 
-#: Candidates re-ranked on the full vectors per query (at least ``k``).
-DEFAULT_REFINE = 100
+#: Candidates re-ranked on the full vectors per query (at least ``k``), and the most a
+#: saved config may ask (each costs memory per query).
+DEFAULT_REFINE, MAX_REFINE = 100, 10_000
 #: Cells read per query: ``nlist // PROBE_DIVISOR`` (a quarter of the cells).
 PROBE_DIVISOR = 4
 #: k-means training rows per cell (faiss asks for at least 39).
@@ -67,10 +68,10 @@ class IVFIndex(FaissIndex):
                  chunk: int = 4096, seed: int = 0) -> None:
         nprobe = max(1, nlist // PROBE_DIVISOR) if nprobe is None else nprobe
         if not (ivf_fits(dim) and 1 <= nlist <= MAX_LISTS and 1 <= nprobe <= nlist
-                and refine >= 1):
+                and 1 <= refine <= MAX_REFINE):
             raise ValueError(f"need a dimension divisible by 8, 1 <= nlist <= {MAX_LISTS}, "
-                             f"1 <= nprobe <= nlist, refine >= 1; got dim={dim}, nlist={nlist}, "
-                             f"nprobe={nprobe}, refine={refine}")
+                             f"1 <= nprobe <= nlist, 1 <= refine <= {MAX_REFINE}; got dim={dim}, "
+                             f"nlist={nlist}, nprobe={nprobe}, refine={refine}")
         faiss = _faiss()
         self._index = faiss.index_factory(int(dim), f"IVF{int(nlist)},PQ{dim // 4}x4fs,RFlat",
                                           faiss.METRIC_INNER_PRODUCT)
