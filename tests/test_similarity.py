@@ -26,7 +26,7 @@ from phrasekit.similarity import (
     read_column,
 )
 from phrasekit.similarity.index import faiss_threads, resolve_kind
-from phrasekit.similarity.ivf import IVFIndex, ivf_lists
+from phrasekit.similarity.ivf import IVFIndex, ivf_lists, ivf_probes
 from phrasekit.similarity.join import DEFAULT_THRESHOLDS, MATCH_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "eval"
@@ -259,9 +259,10 @@ def test_build_index_auto_kind_and_errors(name_vectors):
     # a one-off search builds the cheaper inverted lists; an index queried often the graph
     assert resolve_kind("auto", 10**6, n_queries=10**6, dim=384) == "ivf"
     assert resolve_kind("auto", 10**6, n_queries=10**6, dim=50) == "ann"  # no 4-d codes
+    assert resolve_kind("auto", 10**6, n_queries=10**6, dim=4096) == "ann"  # sparse n-grams
     assert resolve_kind("auto", 10**6, dim=384) == "ann"
     # too few vectors for the codes: auto searches exactly, and ivf asked for is refused
-    assert build_index(vecs, kind="auto", ann_threshold=10, n_queries=10**6).kind == "exact"
+    assert resolve_kind("auto", 999, ann_threshold=10, n_queries=10**6, dim=384) == "exact"
     with pytest.raises(ValueError, match="'ivf' needs at least 1,000 indexed vectors, got"):
         build_index(vecs, kind="ivf")
     assert ANN_THRESHOLD > 1000
@@ -290,6 +291,9 @@ def test_ivf_recall_and_exact_scores_on_real_names(name_vectors):
     assert np.all(np.diff(s, axis=1) <= 1e-6)
     assert np.allclose(s, np.einsum("qd,qkd->qk", queries, vecs[i]), atol=1e-5)
     assert ivf_lists(1_000_000) == 1024 and ivf_lists(100) == 2 and ivf_lists(5000) == 64
+    # half the cells where scanning is cheap, a quarter from 1M vectors, between by cost
+    assert [ivf_probes(1024, n) for n in (100_000, 500_000, 800_000, 1_000_000, 10**7)] == [
+        512, 512, 320, 256, 256]
     with pytest.raises(ValueError, match="divisible by 8"):
         IVFIndex(50, nlist=4)
     for bad in ({"nprobe": 9}, {"refine": 10**9}):  # as an edited config might ask

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from phrasekit.artifacts import verify_folder
 from phrasekit.io import atomic_write, load_npy, read_json_object
 from phrasekit.similarity.ivf import MIN_VECTORS as IVF_MIN_VECTORS
-from phrasekit.similarity.ivf import IVFIndex, ivf_fits, ivf_lists
+from phrasekit.similarity.ivf import IVFIndex, ivf_fits, ivf_lists, ivf_probes
 from phrasekit.similarity.search_base import INDEX_CONFIG as INDEX_CONFIG
 from phrasekit.similarity.search_base import INDEX_FORMAT as INDEX_FORMAT
 from phrasekit.similarity.search_base import INDEX_KIND as INDEX_KIND
@@ -321,7 +321,7 @@ def build_index(
 
     ``n_queries`` (the number of queries of a one-off search, e.g. a join) lets ``"auto"`` pick
     exact search or the cheaper-to-build IVF (see ``resolve_kind``). HNSW parameters apply to
-    the HNSW index only; IVF takes ``ivf_lists(n)`` cells.
+    the HNSW index only; IVF takes ``ivf_lists(n)`` cells and reads ``ivf_probes`` of them.
     """
     vectors = _as_matrix(vectors, "vectors")
     chosen = resolve_kind(kind, len(vectors), ann_threshold, n_queries=n_queries,
@@ -330,7 +330,8 @@ def build_index(
         return VectorIndex(vectors)
     index: SearchIndex
     if chosen == "ivf":
-        index = IVFIndex(vectors.shape[1], nlist=ivf_lists(len(vectors)),
+        nlist = ivf_lists(len(vectors))
+        index = IVFIndex(vectors.shape[1], nlist=nlist, nprobe=ivf_probes(nlist, len(vectors)),
                          num_threads=num_threads)
     else:
         index = ANNIndex(vectors.shape[1], m=m, ef_construction=ef_construction,
