@@ -56,7 +56,12 @@ from phrasekit.similarity.join import (
     read_table,
     write_joined,
 )
-from phrasekit.similarity.retrieval import EntityIndex, check_index_out, read_names
+from phrasekit.similarity.retrieval import (
+    ENTITY_INDEX_KINDS,
+    EntityIndex,
+    check_index_out,
+    read_names,
+)
 from phrasekit.tables import is_stdout
 
 app = typer.Typer()
@@ -331,7 +336,7 @@ def index_build_cmd(
     Example: phrasekit index build entities.csv --column name --id-column id --out runs/entities
     """
     check_model_name(model)
-    _check_index_kind(index, ("auto", "exact", "ann"))
+    _check_index_kind(index, ENTITY_INDEX_KINDS)
     check_index_out(out)
     names, ids = read_names(names_file, column=column, id_column=id_column)
     with open_run(run, out, quiet=quiet) as sharded:

@@ -55,6 +55,7 @@ from phrasekit.similarity.hybrid import (
 )
 from phrasekit.similarity.index import (
     ANN_THRESHOLD,
+    INDEX_KINDS,
     ANNIndex,
     SearchIndex,
     VectorIndex,
@@ -66,6 +67,8 @@ from phrasekit.similarity.index import (
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
+#: Searches a persisted index can use (``ivf`` is for one-off searches: a join).
+ENTITY_INDEX_KINDS = ("auto", "exact", "ann")
 TYPE = "phrasekit.EntityIndex"
 CONFIG = "config.json"
 NAMES = "names.jsonl"
@@ -271,11 +274,11 @@ class EntityIndex:
 
         ``encoder`` is an Encoder or a model name for ``phrasekit.load`` (recorded either way,
         for ``load``); ``ids`` optionally gives one id per name (see the module docstring for
-        duplicates); ``index`` is ``"auto"``, ``"exact"`` or ``"ann"``.
+        duplicates); ``index`` is one of ``ENTITY_INDEX_KINDS``.
         """
-        if index == "ivf":
-            raise ValueError("an EntityIndex is built once and queried often: use index 'ann' "
-                             "(HNSW answers faster); 'ivf' is for one-off searches (a join)")
+        if index in INDEX_KINDS and index not in ENTITY_INDEX_KINDS:
+            raise ValueError(f"an EntityIndex is built once and queried often: index {index!r} "
+                             "is for one-off searches (a join); use 'ann' (HNSW answers faster)")
         names, ids = _entries(names, ids)
         kind = resolve_kind(index, len(names), ann_threshold)
         enc, model = _model_spec(encoder)
