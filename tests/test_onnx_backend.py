@@ -13,9 +13,9 @@ import phrasekit
 from phrasekit.encoders import transformer
 from phrasekit.encoders.onnx_graph import (
     OnnxBackbone,
+    cpu_speedups,
     graph_folder,
     onnx_available,
-    onnx_speedup,
 )
 from phrasekit.encoders.transformer import TransformerEncoder, resolve_backend
 from phrasekit.models.backbones import minilm_path
@@ -137,35 +137,88 @@ def test_resolve_backend_rules():
 
 @pytest.mark.parametrize(("speedup", "want"), [(1.6, "onnx"), (1.01, "torch"), (0.7, "torch")])
 def test_auto_backend_takes_onnx_only_where_measured_faster(monkeypatch, speedup, want):
-    """Never a runtime slower than torch fp32 on this CPU, and never int8 unasked."""
-    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speedup", lambda enc: speedup)
+    """Never a runtime slower than torch fp32 on this CPU, and never int8 for a precision
+    that was not ``auto``."""
+    _speeds(monkeypatch, speedup)
     enc = TransformerEncoder(minilm_path(), backend="auto")
     assert (enc.precision, enc.backend) == ("fp32", want)
     assert enc.model.dtype == torch.float32
 
 
-def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(monkeypatch):
-    """On an AVX2-only CPU (flags mocked) ``minilm@auto`` is fp32, never bf16, on the runtime
-    the measurement favours; with native bf16 it is bf16 on torch and nothing is measured."""
+@pytest.fixture
+def avx2_only(monkeypatch):
+    """A CPU without native bfloat16 (flags mocked) for ``precision="auto"``."""
     transformer._auto_precision.cache_clear()
-    calls = []
-    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speedup",
-                        lambda enc: calls.append(enc) or 1.5)
-    try:
-        monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx2", "fma"})
-        enc = phrasekit.load("minilm@auto")
-        assert (enc.precision, enc.backend, enc.name) == ("fp32", "onnx", "minilm")
-        transformer._auto_precision.cache_clear()
-        monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
-        enc = phrasekit.load("minilm@auto")
-        assert (enc.precision, enc.backend) == ("bf16", "torch") and len(calls) == 1
-        assert phrasekit.load("minilm").backend == "torch"  # an explicit fp32 stays on torch
-    finally:
-        transformer._auto_precision.cache_clear()
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx2", "fma"})
+    yield
+    transformer._auto_precision.cache_clear()
+
+
+def _speeds(monkeypatch, fp32: float, int8: float = 0.0) -> list[str]:
+    """Mocked measurements; the returned list records what each call measured."""
+    calls: list[str] = []
+
+    def measured(enc, root=None, int8_too=False):
+        calls.append("fp32+int8" if int8_too else "fp32")
+        return {"onnx": fp32, **({"int8": int8} if int8_too else {})}
+
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups",
+                        lambda enc, root=None, int8=False: measured(enc, root, int8))
+    return calls
+
+
+def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(monkeypatch,
+                                                                             avx2_only):
+    """On an AVX2-only CPU ``minilm@auto`` is fp32, never bf16, on the runtime the measurement
+    favours when int8 is not faster; with native bf16 it is bf16 on torch and nothing is
+    measured."""
+    calls = _speeds(monkeypatch, fp32=1.5, int8=1.5)
+    enc = phrasekit.load("minilm@auto")
+    assert (enc.precision, enc.backend, enc.name) == ("fp32", "onnx", "minilm")
+    assert calls == ["fp32+int8"]  # one measurement for both
+    transformer._auto_precision.cache_clear()
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    enc = phrasekit.load("minilm@auto")
+    assert (enc.precision, enc.backend) == ("bf16", "torch")
+    assert phrasekit.load("minilm").backend == "torch"  # an explicit fp32 stays on torch
+    assert calls == ["fp32+int8"]  # nothing measured with native bf16
+
+
+@pytest.mark.parametrize(("fp32", "int8", "want"), [
+    (1.5, 2.0, ("int8", "onnx", "minilm@int8")),   # 2.0 >= 1.05 x 1.5
+    (1.5, 1.55, ("fp32", "onnx", "minilm")),      # within 5% of the fp32 path: not worth it
+    (0.8, 1.2, ("int8", "onnx", "minilm@int8")),  # the fp32 path is torch (1.0)
+    (0.8, 1.02, ("fp32", "torch", "minilm")),
+])
+def test_auto_takes_int8_only_where_measured_faster_than_the_fp32_path(monkeypatch, avx2_only,
+                                                                       fp32, int8, want):
+    """Never a path slower than fp32 on this CPU; int8's vectors get their own name (cache)."""
+    _speeds(monkeypatch, fp32, int8)
+    enc = phrasekit.load("minilm@auto")
+    assert (enc.precision, enc.backend, enc.name) == want
+    assert enc.vector_settings()["precision"] == want[0]
+    assert enc.model.dtype == torch.float32  # the torch weights stay fp32 (int8 is a graph)
+
+
+def test_auto_int8_goes_back_to_fp32_torch_on_a_gpu(monkeypatch, avx2_only):
+    _speeds(monkeypatch, 1.5, 3.0)
+    enc = phrasekit.load("minilm@auto")
+    assert enc.precision == "int8"
+    monkeypatch.setattr(torch.nn.Module, "to", lambda self, d: self)
+    monkeypatch.setattr(transformer, "resolve_device", lambda device=None: "cuda")
+    monkeypatch.setattr("phrasekit.encoders.base.resolve_device", lambda device=None: "cuda")
+    enc.to("cuda")
+    assert (enc.precision, enc.backend, enc.name) == ("fp32", "torch", "minilm")
+
+
+def test_an_explicit_precision_is_never_changed_by_auto_backend(monkeypatch, avx2_only):
+    calls = _speeds(monkeypatch, 1.5, 3.0)
+    enc = TransformerEncoder(minilm_path(), precision="fp32", backend="auto")
+    assert (enc.precision, enc.backend) == ("fp32", "onnx") and calls == ["fp32"]
 
 
 def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
-    speedup = onnx_speedup(onnx_fp32, root=tmp_path)
+    speedup = cpu_speedups(onnx_fp32, root=tmp_path)["onnx"]
     assert speedup > 0
     saved = json.loads((tmp_path / "phrasekit-onnx-speed.json").read_text())
     (key,) = saved["speeds"]
@@ -174,12 +227,22 @@ def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
     assert f"|{torch.get_num_threads()}|" in key  # keyed by the thread count
     saved["speeds"][key]["speedup"] = 9.0
     (tmp_path / "phrasekit-onnx-speed.json").write_text(json.dumps(saved))
-    assert onnx_speedup(onnx_fp32, root=tmp_path) == 9.0  # read back, not measured again
+    assert cpu_speedups(onnx_fp32, root=tmp_path)["onnx"] == 9.0  # read back, not measured again
+    # int8 was never measured for this key: measured now (fp32 again beside it), then kept
+    both = cpu_speedups(onnx_fp32, root=tmp_path, int8=True)
+    assert set(both) == {"onnx", "int8"} and both["int8"] > 0 and both["onnx"] != 9.0
+    entry = json.loads((tmp_path / "phrasekit-onnx-speed.json").read_text())["speeds"][key]
+    assert set(entry["seconds"]) == {"torch", "onnx", "int8"}
+    assert entry["int8_speedup"] == both["int8"]
+    entry["int8_speedup"] = 7.0
+    (tmp_path / "phrasekit-onnx-speed.json").write_text(json.dumps(
+        {"kind": "phrasekit-onnx-speed", "speeds": {key: entry}}))
+    assert cpu_speedups(onnx_fp32, root=tmp_path, int8=True)["int8"] == 7.0
 
 
 def test_a_speed_file_that_is_not_ours_is_left_alone(tmp_path, onnx_fp32):
     (tmp_path / "phrasekit-onnx-speed.json").write_text("my notes")
-    assert onnx_speedup(onnx_fp32, root=tmp_path) > 0
+    assert cpu_speedups(onnx_fp32, root=tmp_path)["onnx"] > 0
     assert (tmp_path / "phrasekit-onnx-speed.json").read_text() == "my notes"
 
 
@@ -189,7 +252,7 @@ def test_a_gpu_takes_auto_back_to_torch_and_keeps_int8_on_the_cpu(monkeypatch):
     refused for an explicit ``cuda`` before anything moves."""
     from phrasekit.encoders import transformer as module
 
-    monkeypatch.setattr("phrasekit.encoders.onnx_graph.onnx_speedup", lambda enc: 2.0)
+    _speeds(monkeypatch, 2.0)
     monkeypatch.setattr(module, "resolve_device", lambda device=None: "cpu")
     chosen = TransformerEncoder(minilm_path(), backend="auto")
     assert chosen.backend == "onnx"

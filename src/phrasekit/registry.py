@@ -64,7 +64,8 @@ def register(
     return deco
 
 
-#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32).
+#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32 or
+#: int8, whichever measures faster here).
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto")
 
 
@@ -72,11 +73,14 @@ def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> 
     """``kwargs`` with ``precision`` resolved (``auto`` -> this CPU's choice) and the encoder
     named after it (``minilm``, ``minilm@bf16``), so vectors of two precisions never share a
     cache or an index. ``backend``: the model takes one, and ``auto`` lets fp32 run on ONNX
-    Runtime where that is measured faster on this CPU."""
+    Runtime where that is measured faster on this CPU, or int8 where that is (named
+    ``<model>@int8`` then)."""
     asked = kwargs.get("precision", "fp32")
     precision = encoders.resolve_precision(asked)
     name = model if precision == "fp32" else f"{model}@{precision}"
     extra = {"backend": "auto"} if backend and asked == "auto" and "backend" not in kwargs else {}
+    if extra and precision == "fp32":  # no native bf16: the encoder measures int8 against fp32
+        precision = "auto"
     return {**kwargs, "precision": precision, "name": kwargs.get("name", name), **extra}
 
 
@@ -291,7 +295,8 @@ def check_model_name(name_or_path: str | Path) -> None:
 
 def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str]:
     """``load`` keywords for a command's ``--precision``: ``auto`` goes to the registered
-    models that take it (bf16 on a CPU with native bfloat16, else fp32); a model with one
+    models that take it (bf16 on a CPU with native bfloat16, else fp32 or int8, whichever
+    measures faster); a model with one
     precision, a folder, or a name that carries its own (``minilm@int8``) gets nothing (another
     explicit precision beside it raises ``ValueError``); an explicit precision goes to the model
     as asked (and is refused by one without it)."""

@@ -268,17 +268,18 @@ def _runner(encoder: Any, hidden: Any, size: int) -> Any:
     return run
 
 
-def _measure(encoder: Any, backbone: OnnxBackbone, threads: int, rounds: int = 3
+def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rounds: int = 3
              ) -> dict[str, float]:
-    """Best seconds of torch fp32 and ONNX Runtime fp32 over the calibration texts (phrases in
-    batches of 64, windows in batches of 12, about the CPU's token cap), in alternating rounds
-    after a warm-up of both shapes, with the allocator settings encoding uses."""
+    """Best seconds of torch fp32 and of each ONNX Runtime graph in ``backbones`` (by name:
+    ``onnx`` fp32, ``int8``) over the calibration texts (phrases in batches of 64, windows in
+    batches of 12, about the CPU's token cap), in alternating rounds after a warm-up of both
+    shapes, with the allocator settings encoding uses."""
     from phrasekit.encoders.allocator import keep_freed_memory
     from phrasekit.settings import torch_threads
 
     keep_freed_memory()
     phrases, windows = _calibration_texts(encoder.tokenizer)
-    runs = {"torch": lambda b: encoder.model(**b).last_hidden_state, "onnx": backbone}
+    runs = {"torch": lambda b: encoder.model(**b).last_hidden_state, **backbones}
     best = {name: float("inf") for name in runs}
     with torch_threads(threads), torch.inference_mode():
         for hidden in runs.values():  # warm-up
@@ -323,39 +324,52 @@ def _read_speeds(path: Path) -> dict[str, Any] | None:
     return saved["speeds"]
 
 
-def _stored_speedup(path: Path, key: str) -> float | None:
-    """The speed-up stored for ``key`` in the speeds file, if any."""
+def _stored_speedups(path: Path, key: str) -> dict[str, float] | None:
+    """The speed-ups stored for ``key`` in the speeds file (``onnx``, and ``int8`` where it
+    was measured), if any."""
     entry = (_read_speeds(path) or {}).get(key)
-    if isinstance(entry, dict) and isinstance(entry.get("speedup"), int | float):
-        return float(entry["speedup"])
-    return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("speedup"), int | float):
+        return None
+    out = {"onnx": float(entry["speedup"])}
+    if isinstance(entry.get("int8_speedup"), int | float):
+        out["int8"] = float(entry["int8_speedup"])
+    return out
 
 
-def onnx_speedup(encoder: Any, root: Path | None = None) -> float:
-    """How many times faster than torch fp32 ONNX Runtime fp32 encodes with ``encoder``'s
-    architecture on this CPU (phrases and long windows together): measured once per CPU,
-    thread count, attention kernel and library versions (a few seconds), then read back from
-    ``phrasekit-onnx-speed.json`` in the graph cache."""
+def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False
+                 ) -> dict[str, float]:
+    """How many times faster than torch fp32 ONNX Runtime encodes with ``encoder``'s
+    architecture on this CPU (phrases and long windows together): ``onnx`` for fp32 and, with
+    ``int8``, ``int8`` for the int8 graph. Measured once per CPU, thread count, attention
+    kernel and library versions (a few seconds; int8 adds its graph's export), then read back
+    from ``phrasekit-onnx-speed.json`` in the graph cache."""
     from phrasekit.io import write_json
     from phrasekit.settings import onnx_cache_dir
 
     root = root or onnx_cache_dir()
     threads = int(encoder.num_threads or torch.get_num_threads())
     key, path = _speed_key(encoder, threads), root / SPEED_FILE
-    if (known := _stored_speedup(path, key)) is not None:  # the usual case: no graph opened
+    wanted = {"onnx", "int8"} if int8 else {"onnx"}
+    known = _stored_speedups(path, key)
+    if known is not None and wanted <= set(known):  # the usual case: no graph opened
         return known
-    backbone = OnnxBackbone(encoder.model, encoder.tokenizer, "fp32", threads, root)
+    backbones = {name: OnnxBackbone(encoder.model, encoder.tokenizer,
+                                    "fp32" if name == "onnx" else name, threads, root)
+                 for name in sorted(wanted)}
     with _locked(root):  # another process may have measured meanwhile
-        if (known := _stored_speedup(path, key)) is not None:
+        known = _stored_speedups(path, key)
+        if known is not None and wanted <= set(known):
             return known
-        best = _measure(encoder, backbone, threads)
-        speedup = round(best["torch"] / best["onnx"], 3)
+        best = _measure(encoder, backbones, threads)
+        speedups = {name: round(best["torch"] / best[name], 3) for name in backbones}
         saved = _read_speeds(path)
         if saved is None:
             logger.warning("%s is not phrasekit's speed file; the measurement is not kept", path)
         else:
-            write_json(path, {"kind": SPEED_KIND, "speeds": {
-                **saved, key: {"speedup": speedup, "seconds": best}}})
-    logger.info("ONNX Runtime fp32 vs torch fp32 on this CPU (%d threads): %.2fx", threads,
-                speedup)
-    return speedup
+            entry = {"speedup": speedups["onnx"], "seconds": best}
+            if "int8" in speedups:
+                entry["int8_speedup"] = speedups["int8"]
+            write_json(path, {"kind": SPEED_KIND, "speeds": {**saved, key: entry}})
+    logger.info("ONNX Runtime vs torch fp32 on this CPU (%d threads): %s", threads,
+                ", ".join(f"{name} {x:.2f}x" for name, x in speedups.items()))
+    return speedups

@@ -6,7 +6,10 @@ faster where the CPU has AVX512-BF16/AMX, cosine to fp32 above 0.999); ``int8`` 
 dynamic quantisation, int8 weights per output channel: 2.7-3.1x faster, mean cosine to fp32
 about 0.99, minimum 0.92 on short phrases). ``backend="onnx"`` runs fp32 on ONNX Runtime too (the
 same vectors; 1.6-1.7x torch on a 2-core AMD EPYC), and ``auto`` uses it only where it measures
-faster on the CPU at hand.
+faster on the CPU at hand. ``precision="auto"`` with ``backend="auto"`` (``minilm@auto``) runs
+bf16 where the CPU has it natively; elsewhere the faster of fp32 and int8 as measured here, int8
+only where it measured at least ``MIN_SPEEDUP`` times the fp32 path (docs/methods/topics.md,
+"Precision and the number of topics").
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ def _auto_precision() -> str:
 
 def resolve_precision(precision: str) -> str:
     """``"auto"``: bf16 where the CPU computes it natively (AVX512-BF16 or AMX: 1.3-1.9x the
-    fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is slower, and
-    int8's vectors move too far to be chosen unasked); any other value as it is. The choice is
-    logged once per process."""
+    fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is slower; an
+    encoder with ``backend="auto"`` may then take int8 where it measures faster:
+    :func:`fastest_cpu_path`); any other value as it is. The choice is logged once per
+    process."""
     return _auto_precision() if precision == "auto" else precision
 
 
@@ -83,23 +87,48 @@ def _log_auto_backend(choice: str, speedup: float) -> None:
                 "CPU)", choice, speedup)
 
 
+@functools.cache
+def _log_auto_int8(choice: str, int8: float, fp32: float) -> None:
+    logger.info("precision auto -> %s (no native bfloat16; int8 on ONNX Runtime measured "
+                "%.2fx torch fp32 here, the fp32 path %.2fx)", choice, int8, fp32)
+
+
 def fastest_fp32_backend(encoder: Any) -> str:
     """The runtime of an fp32 request under ``backend="auto"``: ONNX Runtime (the same
-    vectors) where :func:`~phrasekit.encoders.onnx_graph.onnx_speedup` measured it faster than
-    torch on this CPU (once per CPU), else torch; never a runtime slower here. int8 is not
-    among the choices: it moved topics' K on four of five development corpora
-    (docs/methods/topics.md, "What did not help"). Logged once per process."""
-    from phrasekit.encoders.onnx_graph import onnx_available, onnx_speedup
+    vectors) where :func:`~phrasekit.encoders.onnx_graph.cpu_speedups` measured it faster than
+    torch on this CPU (once per CPU), else torch; never a runtime slower here. Logged once
+    per process."""
+    return _fastest_cpu_path(encoder, int8=False)[1]
 
-    if not onnx_available() or resolve_device(None) != "cpu":  # a GPU: torch runs there
-        return "torch"
+
+def fastest_cpu_path(encoder: Any) -> tuple[str, str]:
+    """``(precision, backend)`` of ``precision="auto"`` on a CPU without native bfloat16: int8
+    on ONNX Runtime where it measured at least ``MIN_SPEEDUP`` times the fp32 path, else fp32
+    on :func:`fastest_fp32_backend`'s runtime; never a path slower here. int8 kept topics' NMI
+    at most 0.015 below fp32's on the five development corpora, MiniLM's avg7 within 0.3 and
+    Inspec dev F1@10 within 0.5 (docs/methods/topics.md); its K moves as the stability
+    criterion's own seed moves it."""
+    return _fastest_cpu_path(encoder, int8=True)
+
+
+def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
+    from phrasekit.encoders import onnx_graph
+
+    if not onnx_graph.onnx_available() or resolve_device(None) != "cpu":  # a GPU: torch
+        return "fp32", "torch"
     try:
-        speedup = onnx_speedup(encoder)
+        speeds = onnx_graph.cpu_speedups(encoder, int8=int8)  # one measurement for both
+        fp32, quick = speeds["onnx"], speeds.get("int8", 0.0)
     except Exception as exc:  # any failure to export or measure: torch still works
         logger.warning("backend auto -> torch: %s", exc)
-        return "torch"
-    choice = "onnx" if speedup >= MIN_SPEEDUP else "torch"
-    _log_auto_backend(choice, speedup)
+        return "fp32", "torch"
+    backend = "onnx" if fp32 >= MIN_SPEEDUP else "torch"
+    _log_auto_backend(backend, fp32)
+    if not int8:
+        return "fp32", backend
+    fp32_path = max(fp32, 1.0)
+    choice = ("int8", "onnx") if quick >= MIN_SPEEDUP * fp32_path else ("fp32", backend)
+    _log_auto_int8(choice[0], quick, fp32_path)
     return choice
 
 
@@ -155,7 +184,7 @@ class TransformerEncoder(Encoder):
     ) -> None:
         from transformers import AutoTokenizer
 
-        precision = resolve_precision(precision)
+        asked, precision = precision, resolve_precision(precision)
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.backend = resolve_backend(backend, precision)
@@ -176,9 +205,7 @@ class TransformerEncoder(Encoder):
             attn_implementation = "eager"
         extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
         self.model = load_hf_model(path, **extra).eval()
-        self._auto = self.backend == "auto"  # a GPU takes such an encoder back to torch
-        if self._auto:
-            self.backend = fastest_fp32_backend(self)
+        self._settle_auto(asked)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
         self.dim = int(self.model.config.hidden_size)
@@ -190,16 +217,29 @@ class TransformerEncoder(Encoder):
         if self.precision != "fp32" or self.backend != "torch":
             raise ValueError(f"{self.name}: only an fp32 torch encoder can be cast, not "
                              f"{self.precision} on {self.backend}")
-        precision = resolve_precision(precision)
+        asked, precision = precision, resolve_precision(precision)
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.backend, self.precision = resolve_backend(backend, precision), precision
-        self._auto = self.backend == "auto"
-        if self._auto:
-            self.backend = fastest_fp32_backend(self)
+        self._settle_auto(asked)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
         self._onnx = None
+
+    def _settle_auto(self, asked: str) -> None:
+        """Under ``backend="auto"``, the runtime (and, for ``precision="auto"``, int8 or fp32)
+        measured fastest here; an encoder that took int8 is named ``<name>@int8``, so its
+        vectors never share a cache with fp32's. A GPU takes such an encoder back to torch."""
+        self._auto = self.backend == "auto"
+        self._fp32_name = self.name
+        if not self._auto:
+            return
+        if asked == "auto":
+            self.precision, self.backend = fastest_cpu_path(self)
+        else:
+            self.backend = fastest_fp32_backend(self)
+        if self.precision == "int8" and "@" not in self.name:
+            self.name = f"{self.name}@int8"
 
     def vector_settings(self) -> dict[str, object]:
         extra: dict[str, object] = {"backend": self.backend} if self.backend != "torch" else {}
@@ -214,8 +254,9 @@ class TransformerEncoder(Encoder):
         goes back to torch for a GPU, int8 (or an asked ONNX backend) stays on the CPU under
         ``auto`` and is refused for an explicit ``cuda``, before anything moves."""
         if self.backend == "onnx" and resolve_device(device) != "cpu":
-            if self._auto:
+            if self._auto:  # int8 that auto chose goes back to fp32 (the model's weights)
                 self.backend, self._onnx = "torch", None
+                self.precision, self.name = "fp32", self._fp32_name
             elif check_device(device) == "auto":
                 logger.info("%s runs on ONNX Runtime, on the CPU", self.name)
                 return self
