@@ -64,8 +64,8 @@ def register(
     return deco
 
 
-#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32 or
-#: int8, whichever measures faster here).
+#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32, or
+#: int8 with VNNI where it measures faster).
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto")
 
 
@@ -79,7 +79,7 @@ def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> 
     precision = encoders.resolve_precision(asked)
     name = model if precision == "fp32" else f"{model}@{precision}"
     extra = {"backend": "auto"} if backend and asked == "auto" and "backend" not in kwargs else {}
-    if extra and precision == "fp32":  # no native bf16: the encoder measures int8 against fp32
+    if extra and precision == "fp32":  # no native bf16: the encoder may weigh int8 (VNNI)
         precision = "auto"
     return {**kwargs, "precision": precision, "name": kwargs.get("name", name), **extra}
 
@@ -295,8 +295,8 @@ def check_model_name(name_or_path: str | Path) -> None:
 
 def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str]:
     """``load`` keywords for a command's ``--precision``: ``auto`` goes to the registered
-    models that take it (bf16 on a CPU with native bfloat16, else fp32 or int8, whichever
-    measures faster); a model with one
+    models that take it (bf16 on a CPU with native bfloat16, else fp32, or int8 with VNNI
+    where it measures faster); a model with one
     precision, a folder, or a name that carries its own (``minilm@int8``) gets nothing (another
     explicit precision beside it raises ``ValueError``); an explicit precision goes to the model
     as asked (and is refused by one without it)."""

@@ -7,9 +7,8 @@ dynamic quantisation, int8 weights per output channel: 2.7-3.1x faster, mean cos
 about 0.99, minimum 0.92 on short phrases). ``backend="onnx"`` runs fp32 on ONNX Runtime too (the
 same vectors; 1.6-1.7x torch on a 2-core AMD EPYC), and ``auto`` uses it only where it measures
 faster on the CPU at hand. ``precision="auto"`` with ``backend="auto"`` (``minilm@auto``) runs
-bf16 where the CPU has it natively; elsewhere the faster of fp32 and int8 as measured here, int8
-only where it measured at least ``MIN_SPEEDUP`` times the fp32 path (docs/methods/topics.md,
-"Precision and the number of topics").
+bf16 where the CPU has it natively; elsewhere fp32, or int8 where the CPU has native int8 dot
+products and int8 measured at least ``MIN_SPEEDUP`` times the fp32 path (:func:`fastest_cpu_path`).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import numpy as np
 import torch
 
 from phrasekit.encoders.base import Encoder, cap_chars, check_device, resolve_device
-from phrasekit.encoders.cpu import cpu_flags, native_bf16
+from phrasekit.encoders.cpu import cpu_flags, native_bf16, native_int8_dot
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
 
@@ -51,9 +50,9 @@ def _auto_precision() -> str:
 def resolve_precision(precision: str) -> str:
     """``"auto"``: bf16 where the CPU computes it natively (AVX512-BF16 or AMX: 1.3-1.9x the
     fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is slower; an
-    encoder with ``backend="auto"`` may then take int8 where it measures faster:
-    :func:`fastest_cpu_path`); any other value as it is. The choice is logged once per
-    process."""
+    encoder with ``backend="auto"`` may then take int8 on a CPU with native int8 dot products
+    where it measures faster: :func:`fastest_cpu_path`); any other value as it is. The choice
+    is logged once per process."""
     return _auto_precision() if precision == "auto" else precision
 
 
@@ -103,12 +102,13 @@ def fastest_fp32_backend(encoder: Any) -> str:
 
 def fastest_cpu_path(encoder: Any) -> tuple[str, str]:
     """``(precision, backend)`` of ``precision="auto"`` on a CPU without native bfloat16: int8
-    on ONNX Runtime where it measured at least ``MIN_SPEEDUP`` times the fp32 path, else fp32
-    on :func:`fastest_fp32_backend`'s runtime; never a path slower here. int8 kept topics' NMI
-    at most 0.015 below fp32's on the five development corpora, MiniLM's avg7 within 0.3 and
-    Inspec dev F1@10 within 0.5 (docs/methods/topics.md); its K moves as the stability
-    criterion's own seed moves it."""
-    return _fastest_cpu_path(encoder, int8=True)
+    on ONNX Runtime where the CPU has native int8 dot products (VNNI, AMX or ARM: 8-bit
+    weights) and int8 measured at least ``MIN_SPEEDUP`` times the fp32 path, else fp32 on
+    :func:`fastest_fp32_backend`'s runtime; never a path slower here. 8-bit int8 kept MiniLM's
+    avg7 within 0.3 of fp32 and topics' NMI at most 0.015 below fp32's on the five development
+    corpora; the 7-bit weights of CPUs without VNNI lost 0.34 avg7, so those stay fp32
+    (docs/methods/topics.md, "Precision and the number of topics")."""
+    return _fastest_cpu_path(encoder, int8=native_int8_dot(cpu_flags()))
 
 
 def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
