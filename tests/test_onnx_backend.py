@@ -212,6 +212,19 @@ def test_auto_takes_int8_only_where_measured_faster_than_the_fp32_path(monkeypat
     assert calls == ["fp32+int8"]
 
 
+def test_a_failed_int8_measurement_keeps_the_fp32_choice(monkeypatch, vnni_no_bf16):
+    """An int8 graph that cannot be exported or timed leaves fp32 on the runtime measured
+    faster, not torch by default."""
+    def measured(enc, root=None, int8=False):
+        if int8:
+            raise RuntimeError("quantiser failed")
+        return {"onnx": 1.5}
+
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", measured)
+    enc = phrasekit.load("minilm@auto")
+    assert (enc.precision, enc.backend, enc.name) == ("fp32", "onnx", "minilm")
+
+
 def test_auto_int8_goes_back_to_fp32_torch_on_a_gpu(monkeypatch, vnni_no_bf16):
     _speeds(monkeypatch, 1.5, 3.0)
     enc = phrasekit.load("minilm@auto")

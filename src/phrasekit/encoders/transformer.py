@@ -120,6 +120,9 @@ def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
         speeds = onnx_graph.cpu_speedups(encoder, int8=int8)  # one measurement for both
         fp32, quick = speeds["onnx"], speeds.get("int8", 0.0)
     except Exception as exc:  # any failure to export or measure: torch still works
+        if int8:  # the int8 graph alone may have failed: fp32's choice still stands
+            logger.warning("precision auto -> fp32: int8 not measured (%s)", exc)
+            return _fastest_cpu_path(encoder, int8=False)
         logger.warning("backend auto -> torch: %s", exc)
         return "fp32", "torch"
     backend = "onnx" if fp32 >= MIN_SPEEDUP else "torch"
