@@ -11,15 +11,19 @@ and :func:`query_context` adds what a candidate is worth among the query's other
 
 from __future__ import annotations
 
+import gc
 import math
-import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
+
+from phrasekit.similarity.lexical import Parsed, lexical_features
+from phrasekit.similarity.lexical import normalise as normalise
+from phrasekit.similarity.lexical import split_qualifier as split_qualifier
 
 #: Columns of :func:`pair_features` then :func:`query_context`, in order.
 PAIR_FEATURES = (
@@ -34,17 +38,20 @@ CONTEXT_FEATURES = (
 )
 FEATURES = PAIR_FEATURES + CONTEXT_FEATURES
 
-_WORD = re.compile(r"[^\W_]+")
-_NUMBER = re.compile(r"\d+")
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_ROMAN = re.compile(r"^(?=[ivxlc])c{0,3}(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$")
-#: A trailing qualifier: "Sand Church (Nordland)", "Nevada caucuses, 2012".
-_QUALIFIER = re.compile(r"\s*(\(([^)]*)\)|,\s*([^,]*))\s*$")
 
 
-def normalise(text: str) -> str:
-    """Lower case, every run of non-alphanumeric characters one space."""
-    return " ".join(_WORD.findall(text.lower()))
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: building millions of small containers (the
+    parsed texts of a chunk of pairs) otherwise triggers collections that rescan every live
+    object, half of the parsing time in a large join. Nothing built here forms a cycle."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass
@@ -124,108 +131,6 @@ def token_idf(left: Sequence[str]) -> dict[str, float]:
     return {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
 
 
-def _acronym(words: list[str]) -> str:
-    return "".join(w[0] for w in words if not w.isdigit()) if len(words) > 1 else ""
-
-
-def _numbers(words: list[str]) -> set[str]:
-    """Digits and Roman numerals (not a lone "i") among ``words``: "Walter V" is not
-    "Walter III"."""
-    return {w for w in words
-            if w.isdigit() or (w != "i" and not w.strip("ivxlc") and _ROMAN.match(w))}
-
-
-def split_qualifier(text: str) -> tuple[str, str]:
-    """(base, qualifier) of a name: the text before a trailing "(...)" or ", ...", and it."""
-    m = _QUALIFIER.search(text)
-    if not m or m.start() == 0:
-        return text, ""
-    return text[: m.start()], m.group(2) if m.group(2) is not None else m.group(3)
-
-
-def _overlap(qs: set[str], cs: set[str], weight: dict[str, float]) -> tuple[float, ...]:
-    """IDF-weighted Jaccard, query cover and candidate cover of two word sets."""
-    shared = sum(weight[w] for w in qs & cs)
-    union = sum(weight[w] for w in qs | cs) or 1.0
-    return (shared / union, shared / (sum(weight[w] for w in qs) or 1.0),
-            shared / (sum(weight[w] for w in cs) or 1.0))
-
-
-class Parsed(NamedTuple):
-    """What the lexical features read of one text, parsed once however many pairs it is in
-    (a named tuple: cheap to build for the millions of texts of a large join)."""
-
-    norm: str
-    words: list[str]
-    wordset: frozenset[str]
-    numbers: frozenset[str]
-    years: frozenset[str]
-    acronym: str
-    base: str
-    qualifier: frozenset[str]
-
-    @classmethod
-    def of(cls, text: str) -> Parsed:
-        """Parse ``text``."""
-        norm = normalise(text)
-        words = norm.split()
-        base, qual = split_qualifier(text)
-        return cls(norm, words, frozenset(words), frozenset(_numbers(words)),
-                   frozenset(_YEAR.findall(norm)), _acronym(words),
-                   normalise(base) if qual or base != text else norm,
-                   frozenset(normalise(qual).split()))
-
-
-def _lexical(q: Parsed, c: Parsed, weight: dict[str, float]) -> list[float]:
-    """IDF overlap, lengths, exact match, number, year, initials and qualifier agreement of
-    one pair (``weight``: idf of every word of both)."""
-    from rapidfuzz import fuzz
-
-    qs, cs = q.wordset, c.wordset
-    lq, lc = max(len(q.norm), 1), max(len(c.norm), 1)
-    both = bool(q.numbers) and bool(c.numbers)
-    years = bool(q.years) and bool(c.years)
-    initials = (len(c.acronym) > 1 and c.acronym in qs) or (len(q.acronym) > 1 and
-                                                              q.acronym in cs)
-    return [
-        *_overlap(qs, cs, weight),
-        min(lq, lc) / max(lq, lc),
-        min(len(q.words), len(c.words)) / max(len(q.words), len(c.words), 1),
-        float(q.norm == c.norm), float(both and q.numbers == c.numbers),
-        float(both and q.numbers != c.numbers), float(bool(q.numbers) != bool(c.numbers)),
-        float(initials), float(years and bool(q.years & c.years)),
-        float(years and not q.years & c.years), float(bool(q.base) and q.base == c.base),
-        fuzz.ratio(q.base, c.base) / 100.0,
-        _overlap(q.qualifier, c.qualifier, weight)[0] if q.qualifier and c.qualifier else 0.0,
-        float(bool(q.qualifier) != bool(c.qualifier)),
-        float(bool(qs) and bool(cs) and (qs <= cs or cs <= qs)),
-    ]
-
-
-def _monge_elkan(q: Parsed, cands: list[Parsed], weight: dict[str, float]) -> np.ndarray:
-    """IDF-weighted Monge-Elkan similarity of one query with each of its candidates, both ways
-    (each word's best Jaro-Winkler match among the other side's words: "Gautier V" ~
-    "Walter V" word by word); one Jaro-Winkler matrix per query. (n_cands, 2)."""
-    from rapidfuzz.distance import JaroWinkler
-    from rapidfuzz.process import cdist
-
-    out = np.zeros((len(cands), 2), dtype=np.float32)
-    vocab = list(dict.fromkeys(w for c in cands for w in c.words))
-    if not q.words or not vocab:
-        return out
-    sim = cdist(q.words, vocab, scorer=JaroWinkler.normalized_similarity, dtype=np.float32)
-    col = {w: i for i, w in enumerate(vocab)}
-    wq = np.asarray([weight[w] for w in q.words])
-    best_col = sim.max(axis=0)
-    for i, c in enumerate(cands):
-        if not c.words:
-            continue
-        idx = [col[w] for w in c.words]
-        wc = np.asarray([weight[w] for w in c.words])
-        out[i] = (sim[:, idx].max(axis=1) @ wq / wq.sum(), best_col[idx] @ wc / wc.sum())
-    return out
-
-
 def _fuzz(queries: list[str], cands: list[str], workers: int) -> np.ndarray:
     """rapidfuzz similarities (0-1) of aligned pairs: ratio, token set, token sort, partial,
     Jaro-Winkler, on lower-cased, punctuation-free strings."""
@@ -248,27 +153,18 @@ def pair_features(
     char_cos: np.ndarray, idf: dict[str, float], workers: int = 1,
 ) -> np.ndarray:
     """The :data:`PAIR_FEATURES` of aligned (query, candidate) pairs, float32 (n, 26); each
-    text is parsed once, and a query's pairs are best kept together (one Jaro-Winkler matrix
-    per run of equal queries)."""
+    text is parsed once, the lexical columns computed as arrays (``similarity.lexical``)."""
     n = len(query_texts)
     if n == 0:
         return np.zeros((0, len(PAIR_FEATURES)), dtype=np.float32)
     unseen = max(idf.values(), default=1.0)
-    parsed = {t: Parsed.of(t) for t in {*query_texts, *cand_texts}}
+    ids: dict[str, int] = {}
+    qi = np.fromiter((ids.setdefault(t, len(ids)) for t in query_texts), np.int64, count=n)
+    ci = np.fromiter((ids.setdefault(t, len(ids)) for t in cand_texts), np.int64, count=n)
+    with paused_gc():
+        parsed = [Parsed.of(t) for t in ids]
+        lexical = lexical_features(parsed, qi, ci, idf, unseen)
     fuzz_cols = _fuzz(list(query_texts), list(cand_texts), workers)
-    lexical = np.zeros((n, len(PAIR_FEATURES) - 7), dtype=np.float32)
-    start = 0
-    while start < n:
-        end = start
-        while end < n and query_texts[end] == query_texts[start]:
-            end += 1
-        q = parsed[query_texts[start]]
-        cands = [parsed[c] for c in cand_texts[start:end]]
-        weight = {w: idf.get(w, unseen) for p in (q, *cands) for w in p.words}
-        for i, c in enumerate(cands):
-            lexical[start + i, :-2] = _lexical(q, c, weight)
-        lexical[start:end, -2:] = _monge_elkan(q, cands, weight)
-        start = end
     return np.column_stack([emb_cos, char_cos, fuzz_cols, lexical]).astype(np.float32)
 
 
