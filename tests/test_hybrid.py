@@ -92,6 +92,23 @@ def test_char_ngram_search_on_threads_equals_one_thread():
     assert all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))
 
 
+def test_char_ngram_search_equals_a_dense_search_ties_by_lowest_row():
+    titles = _galaxy_titles()
+    left = [t for t in titles[:60] for _ in range(3)]  # each title thrice: ties at every cut
+    rng = np.random.default_rng(1)
+    left = [left[i] for i in rng.permutation(len(left))]
+    ngrams = CharNgrams(max_df=1.0, min_df_cap=len(left)).fit(left)
+    queries = ngrams.transform([*titles[:60][::-1], "Andromeda galxy", "qqq"])
+    scores, ids = ngrams.search(queries, k=4, chunk=5)
+    dense = (queries @ ngrams.left_.T).toarray()
+    for row, (got_ids, got_scores) in enumerate(zip(ids, scores, strict=True)):
+        hits = np.flatnonzero(dense[row] > 0)
+        want = hits[np.lexsort((hits, -dense[row][hits].round(5)))][:4]
+        assert got_ids[: len(want)].tolist() == want.tolist(), row
+        assert np.allclose(got_scores[: len(want)], dense[row][want], atol=1e-6)
+        assert (got_ids[len(want):] == -1).all()
+
+
 def test_compiled_tree_walk_equals_the_numpy_walk_on_real_pairs():
     left = _galaxy_titles()
     n = 24
