@@ -241,3 +241,18 @@ def test_join_cli_scorer_and_threshold_scale(tmp_path):
                               ).exit_code == 0
     bad = CliRunner().invoke(app, [*base, "--scorer", "nope"])
     assert bad.exit_code == 2 and "--scorer must be one of hybrid, cosine" in bad.output
+
+
+def test_char_ngrams_equal_scikit_learns_char_wb_tfidf():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    left = [*_galaxy_titles(), "", "a", "ab", "  Two   spaces\tand tab ", "Zürich ÉCOLE", "aaaa"]
+    queries = ["Andromeda Galxay", "", "qqq", "zürich", "a b", "NGC 224  (M31)"]
+    ours = CharNgrams().fit(left)
+    ref = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True,
+                          dtype=np.float32)
+    want = ref.fit_transform(left)
+    assert ours.vocabulary_ == ref.vocabulary_
+    for got, expected in ((ours.left_, want), (ours.transform(queries), ref.transform(queries))):
+        assert got.dtype == expected.dtype == np.float32
+        assert abs(got - expected).max() <= 1e-7

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from phrasekit.similarity.lexical import Parsed, lexical_features
 from phrasekit.similarity.lexical import normalise as normalise
@@ -71,11 +72,21 @@ class CharNgrams:
 
     def fit(self, left: Sequence[str]) -> CharNgrams:
         """Learn the n-gram vocabulary and idf on ``left``; returns self."""
-        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.feature_extraction.text import TfidfTransformer
 
-        self.vectorizer_ = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4),
-                                           sublinear_tf=True, dtype=np.float32)
-        self.left_ = self.vectorizer_.fit_transform(list(left)).tocsr()
+        self.word_grams_: dict[str, np.ndarray] = {}
+        self.vocabulary_: dict[str, int] = {}
+        counts = self._counts(left, grow=True)
+        order = np.argsort(np.array(list(self.vocabulary_), dtype=object), kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))  # columns in sorted n-gram order, as scikit-learn's
+        self.vocabulary_ = {g: int(rank[i]) for i, g in enumerate(self.vocabulary_)}
+        self.word_grams_ = {w: rank[ids] for w, ids in self.word_grams_.items()}
+        counts = sparse.csr_matrix((counts.data, rank[counts.indices], counts.indptr),
+                                   shape=counts.shape)
+        counts.sort_indices()
+        self.tfidf_ = TfidfTransformer(sublinear_tf=True)
+        self.left_ = self.tfidf_.fit_transform(counts).tocsr()
         df = np.bincount(self.left_.indices, minlength=self.left_.shape[1])
         cap = max(self.min_df_cap, int(self.max_df * self.left_.shape[0]))
         self.search_cols_ = np.flatnonzero(df <= cap)
@@ -85,7 +96,45 @@ class CharNgrams:
 
     def transform(self, texts: Sequence[str]):  # -> scipy.sparse.csr_matrix
         """Unit-length tf-idf rows of ``texts`` in the left side's vocabulary."""
-        return self.vectorizer_.transform(list(texts)).tocsr()
+        counts = self._counts(texts, grow=False)
+        counts.sort_indices()
+        return self.tfidf_.transform(counts).tocsr()
+
+    def _counts(self, texts: Sequence[str], grow: bool):  # -> scipy.sparse.csr_matrix
+        """n-gram counts (float32) of ``texts``: scikit-learn's ``char_wb`` 2-4-grams of the
+        lower-cased words, each distinct word's n-grams found once (a million names hold
+        about a tenth as many distinct words), then (texts x words) @ (words x n-grams)."""
+        word_ids: dict[str, int] = {}
+        with paused_gc():
+            rows = [[word_ids.setdefault(w, len(word_ids)) for w in t.lower().split()]
+                    for t in texts]
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        cols = np.fromiter((i for r in rows for i in r), dtype=np.int64,
+                           count=int(lengths.sum()))
+        docs = sparse.csr_matrix((np.ones(len(cols), np.float32), cols,
+                                  np.r_[0, np.cumsum(lengths)]),
+                                 shape=(len(rows), len(word_ids)))
+        grams = [self._grams(w, grow) for w in word_ids]
+        sizes = np.fromiter(map(len, grams), dtype=np.int64, count=len(grams))
+        words = sparse.csr_matrix((np.ones(int(sizes.sum()), np.float32),
+                                   np.concatenate([np.zeros(0, np.int64), *grams]),
+                                   np.r_[0, np.cumsum(sizes)]),
+                                  shape=(len(grams), len(self.vocabulary_)))
+        return (docs @ words).tocsr()
+
+    def _grams(self, word: str, grow: bool) -> np.ndarray:
+        """Column ids of ``word``'s n-grams (repeats kept; unknown ones dropped unless
+        ``grow``), cached per word."""
+        ids = self.word_grams_.get(word)
+        if ids is None:
+            vocab = self.vocabulary_
+            grams = _char_wb_grams(word)
+            if grow:
+                ids = np.fromiter((vocab.setdefault(g, len(vocab)) for g in grams), np.int64)
+                self.word_grams_[word] = ids
+            else:
+                ids = np.fromiter((vocab[g] for g in grams if g in vocab), np.int64)
+        return ids
 
     def search(self, queries, k: int, chunk: int = 128, workers: int = 1
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +163,20 @@ class CharNgrams:
             for s in starts:
                 block(s)
         return scores, ids
+
+
+def _char_wb_grams(word: str, low: int = 2, high: int = 4) -> list[str]:
+    """The ``low``-``high``-grams of `` word `` (padded with one space each side), as
+    scikit-learn's ``char_wb`` analyzer gives them: a padded word no longer than n is one
+    n-gram, and no longer ones follow."""
+    padded = f" {word} "
+    out: list[str] = []
+    for n in range(low, high + 1):
+        if len(padded) <= n:
+            out.append(padded)
+            break
+        out.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
+    return out
 
 
 def _top_k(cols: np.ndarray, vals: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
