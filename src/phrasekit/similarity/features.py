@@ -40,7 +40,6 @@ CONTEXT_FEATURES = (
 FEATURES = PAIR_FEATURES + CONTEXT_FEATURES
 
 
-
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Python's cyclic garbage collector paused: building millions of small containers (the
@@ -64,7 +63,7 @@ class CharNgrams:
     than ``max_df`` of the left values (and more than ``min_df_cap``) are left out of the search
     (not of the cosine): they match nearly everything and make the sparse product dense.
     The searched matrix holds the left values in sorted order (``order_``), so that values
-    sharing n-grams sit near each other in memory: 1.5x faster products at 1M names.
+    sharing n-grams sit near each other in memory (1.2-1.45x faster products at 1M names).
     """
 
     max_df: float = 0.01
@@ -102,8 +101,8 @@ class CharNgrams:
 
     def _counts(self, texts: Sequence[str], grow: bool):  # -> scipy.sparse.csr_matrix
         """n-gram counts (float32) of ``texts``: scikit-learn's ``char_wb`` 2-4-grams of the
-        lower-cased words, each distinct word's n-grams found once (a million names hold
-        about a tenth as many distinct words), then (texts x words) @ (words x n-grams)."""
+        lower-cased words, each distinct word's n-grams found once (a million DBpedia names
+        hold about 480,000 distinct words), then (texts x words) @ (words x n-grams)."""
         word_ids: dict[str, int] = {}
         with paused_gc():
             rows = [[word_ids.setdefault(w, len(word_ids)) for w in t.lower().split()]

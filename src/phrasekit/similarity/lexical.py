@@ -12,7 +12,7 @@ The columns are ``features.PAIR_FEATURES`` from ``idf_jaccard`` on.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -72,6 +72,15 @@ class Parsed(NamedTuple):
                    frozenset(_YEAR.findall(norm)), _acronym(words),
                    normalise(base) if qual or base != text else norm,
                    frozenset(normalise(qual).split()))
+
+
+def _vocabulary(groups: Iterable[Iterable[str]]) -> dict[str, int]:
+    """An id per distinct string of ``groups``, in order of first appearance."""
+    vocab: dict[str, int] = {}
+    for group in groups:
+        for w in group:
+            vocab.setdefault(w, len(vocab))
+    return vocab
 
 
 def _interned(values: Sequence[Hashable]) -> np.ndarray:
@@ -145,10 +154,7 @@ def lexical_features(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray,
     from rapidfuzz import fuzz
     from rapidfuzz.process import cpdist
 
-    vocab: dict[str, int] = {}
-    for p in texts:
-        for w in p.words:
-            vocab.setdefault(w, len(vocab))
+    vocab = _vocabulary(p.words for p in texts)
     weight = np.fromiter((idf.get(w, unseen) for w in vocab), dtype=np.float64,
                          count=len(vocab))
     words = _Rows([p.wordset for p in texts], vocab)
@@ -162,9 +168,7 @@ def lexical_features(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray,
     has_qual = np.fromiter((bool(p.qualifier) for p in texts), dtype=bool)
     acronym = np.fromiter((vocab.get(p.acronym, -1) if len(p.acronym) > 1 else -1
                            for p in texts), dtype=np.int64)
-    year_vocab: dict[str, int] = {}
-    years = _Rows([p.years for p in texts],
-                  {y: year_vocab.setdefault(y, len(year_vocab)) for p in texts for y in p.years})
+    years = _Rows([p.years for p in texts], _vocabulary(p.years for p in texts))
     has_year = years.totals() > 0
 
     both_num = has_num[qi] & has_num[ci]
