@@ -25,6 +25,7 @@ from scipy import sparse
 from phrasekit.similarity.lexical import Parsed, lexical_features
 from phrasekit.similarity.lexical import normalise as normalise
 from phrasekit.similarity.lexical import split_qualifier as split_qualifier
+from phrasekit.text import TokenDocs
 
 #: Columns of :func:`pair_features` then :func:`query_context`, in order.
 PAIR_FEATURES = (
@@ -103,17 +104,11 @@ class CharNgrams:
         """n-gram counts (float32) of ``texts``: scikit-learn's ``char_wb`` 2-4-grams of the
         lower-cased words, each distinct word's n-grams found once (a million DBpedia names
         hold about 480,000 distinct words), then (texts x words) @ (words x n-grams)."""
-        word_ids: dict[str, int] = {}
         with paused_gc():
-            rows = [[word_ids.setdefault(w, len(word_ids)) for w in t.lower().split()]
-                    for t in texts]
-        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        cols = np.fromiter((i for r in rows for i in r), dtype=np.int64,
-                           count=int(lengths.sum()))
-        docs = sparse.csr_matrix((np.ones(len(cols), np.float32), cols,
-                                  np.r_[0, np.cumsum(lengths)]),
-                                 shape=(len(rows), len(word_ids)))
-        grams = [self._grams(w, grow) for w in word_ids]
+            words_of = TokenDocs.of([t.lower().split() for t in texts])
+        docs = sparse.csr_matrix((np.ones(len(words_of.ids), np.float32), words_of.ids,
+                                  words_of.offsets), shape=(len(words_of), len(words_of.words)))
+        grams = [self._grams(w, grow) for w in words_of.words]
         sizes = np.fromiter(map(len, grams), dtype=np.int64, count=len(grams))
         words = sparse.csr_matrix((np.ones(int(sizes.sum()), np.float32),
                                    np.concatenate([np.zeros(0, np.int64), *grams]),

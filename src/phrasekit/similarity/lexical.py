@@ -12,11 +12,13 @@ The columns are ``features.PAIR_FEATURES`` from ``idf_jaccard`` on.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
+
+from phrasekit.text import TokenDocs
 
 _WORD = re.compile(r"[^\W_]+")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
@@ -72,15 +74,6 @@ class Parsed(NamedTuple):
                    frozenset(_YEAR.findall(norm)), _acronym(words),
                    normalise(base) if qual or base != text else norm,
                    frozenset(normalise(qual).split()))
-
-
-def _vocabulary(groups: Iterable[Iterable[str]]) -> dict[str, int]:
-    """An id per distinct string of ``groups``, in order of first appearance."""
-    vocab: dict[str, int] = {}
-    for group in groups:
-        for w in group:
-            vocab.setdefault(w, len(vocab))
-    return vocab
 
 
 def _interned(values: Sequence[Hashable]) -> np.ndarray:
@@ -154,7 +147,8 @@ def lexical_features(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray,
     from rapidfuzz import fuzz
     from rapidfuzz.process import cpdist
 
-    vocab = _vocabulary(p.words for p in texts)
+    flat = TokenDocs.of([p.words for p in texts])  # each text's word ids, repeats kept
+    vocab = {w: i for i, w in enumerate(flat.words)}
     weight = np.fromiter((idf.get(w, unseen) for w in vocab), dtype=np.float64,
                          count=len(vocab))
     words = _Rows([p.wordset for p in texts], vocab)
@@ -168,7 +162,8 @@ def lexical_features(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray,
     has_qual = np.fromiter((bool(p.qualifier) for p in texts), dtype=bool)
     acronym = np.fromiter((vocab.get(p.acronym, -1) if len(p.acronym) > 1 else -1
                            for p in texts), dtype=np.int64)
-    years = _Rows([p.years for p in texts], _vocabulary(p.years for p in texts))
+    year_ids = dict.fromkeys(y for p in texts for y in p.years)
+    years = _Rows([p.years for p in texts], {y: i for i, y in enumerate(year_ids)})
     has_year = years.totals() > 0
 
     both_num = has_num[qi] & has_num[ci]
@@ -195,17 +190,9 @@ def lexical_features(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray,
         qual,
         has_qual[qi] != has_qual[ci],
         (nq > 0) & (nc > 0) & ((shared_words == nq) | (shared_words == nc)),
-        *monge_elkan(texts, qi, ci, vocab, weight),
+        *monge_elkan(flat, qi, ci, weight),
     ]
     return np.column_stack(cols).astype(np.float32)
-
-
-def _flat_words(texts: list[Parsed], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Every text's word ids in order (repeats kept), concatenated, and each text's offset."""
-    lengths = np.fromiter((len(p.words) for p in texts), dtype=np.int64, count=len(texts))
-    ids = np.fromiter((vocab[w] for p in texts for w in p.words), dtype=np.int64,
-                      count=int(lengths.sum()))
-    return ids, np.r_[0, np.cumsum(lengths)]
 
 
 def _grouped(values: np.ndarray, sizes: np.ndarray, op: np.ufunc) -> np.ndarray:
@@ -213,15 +200,16 @@ def _grouped(values: np.ndarray, sizes: np.ndarray, op: np.ufunc) -> np.ndarray:
     return op.reduceat(values, np.r_[0, np.cumsum(sizes)[:-1]]) if len(sizes) else values[:0]
 
 
-def monge_elkan(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray, vocab: dict[str, int],
-                weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def monge_elkan(flat: TokenDocs, qi: np.ndarray, ci: np.ndarray, weight: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
     """IDF-weighted Monge-Elkan similarity of each pair, both ways: each word's best
     Jaro-Winkler match among the other side's words, averaged with the words' weights
-    ("Gautier V" ~ "Walter V" word by word); 0 where either side has no word."""
+    ("Gautier V" ~ "Walter V" word by word); 0 where either side has no word. ``flat``: each
+    text's words in order; ``weight``: per word id."""
     from rapidfuzz.distance import JaroWinkler
     from rapidfuzz.process import cpdist
 
-    flat, start = _flat_words(texts, vocab)
+    start = flat.offsets
     lq, lc = np.diff(start)[qi], np.diff(start)[ci]
     out_q, out_c = np.zeros(len(qi)), np.zeros(len(qi))
     live = np.flatnonzero((lq > 0) & (lc > 0))
@@ -231,15 +219,15 @@ def monge_elkan(texts: list[Parsed], qi: np.ndarray, ci: np.ndarray, vocab: dict
     local = np.arange(int(size.sum())) - np.repeat(first, size)
     rq, rc = np.repeat(lq, size), np.repeat(lc, size)
     a, b = local // rc, local % rc                    # entries in (pair, query word, cand word)
-    u, v = flat[np.repeat(sq, size) + a], flat[np.repeat(sc, size) + b]
-    names = list(vocab)
+    ids, names = flat.ids, flat.words
+    u, v = ids[np.repeat(sq, size) + a], ids[np.repeat(sc, size) + b]
     sim = cpdist([names[i] for i in u], [names[j] for j in v],
                  scorer=JaroWinkler.normalized_similarity, dtype=np.float32)
     best_for_q = _grouped(sim, np.repeat(lc, lq), np.maximum)        # per (pair, query word)
     by_cand = np.repeat(first, size) + (local % rq) * rc + local // rq  # (pair, cand word, q)
     best_for_c = _grouped(sim[by_cand], np.repeat(lq, lc), np.maximum)
-    wq, wc = weight[flat[np.repeat(sq, lq) + _within(lq)]], weight[flat[np.repeat(sc, lc) +
-                                                                           _within(lc)]]
+    wq = weight[ids[np.repeat(sq, lq) + _within(lq)]]
+    wc = weight[ids[np.repeat(sc, lc) + _within(lc)]]
     out_q[live] = _grouped(best_for_q * wq, lq, np.add) / _grouped(wq, lq, np.add)
     out_c[live] = _grouped(best_for_c * wc, lc, np.add) / _grouped(wc, lc, np.add)
     return out_q, out_c
