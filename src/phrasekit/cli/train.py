@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from phrasekit.cli import train_options as opts
-from phrasekit.cli.common import BadInputError, Quiet, Verbose, command
+from phrasekit.cli.common import BadInputError, Quiet, Verbose, command, existing_corpus
 from phrasekit.cli.options import parse_list, with_config
 from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.subtst_config import SubTSTConfig
@@ -67,25 +67,30 @@ def train_pearl_data_cmd(
     redirects: Annotated[Path | None, typer.Option(
         help="DBpedia redirects TSV (../shared/tools/dbpedia_redirects.py): also write the "
              "filtered, classified and split real aliases (aliases.tsv.gz).")] = None,
+    related_corpus: Annotated[Path | None, typer.Option(
+        help="A corpus (e.g. ../shared/corpora/bbc_news): also write entity-relatedness dev "
+             "and test pairs from its co-occurring named entities (related.tsv.gz).")] = None,
     aliases_only: Annotated[bool, typer.Option(
-        help="With --redirects: write only the alias files into OUT (the rest untouched).")
-    ] = False,
+        help="With --redirects or --related-corpus: write only those files into OUT (the "
+             "rest untouched).")] = False,
     shared: Shared = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives, and
-    real aliases from DBpedia redirects.
+    """Build PEARL's training data: typed phrases, paraphrases, synonyms, hard negatives, real
+    aliases from DBpedia redirects, and entity-relatedness pairs for dev selection.
 
     Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared \\
-               --redirects redirects.tsv.gz
+               --redirects redirects.tsv.gz --related-corpus ../shared/corpora/bbc_news
     """
     from phrasekit.training.pearl.data import build_pearl_dataset
 
-    if aliases_only and redirects is None:
-        raise BadInputError("--aliases-only needs --redirects FILE")
+    if aliases_only and redirects is None and related_corpus is None:
+        raise BadInputError("--aliases-only needs --redirects FILE or --related-corpus DIR")
     if redirects is not None:
         check_redirects(redirects)  # before the long build
+    if related_corpus is not None:
+        related_corpus = existing_corpus(str(related_corpus))
     root = Path(shared) if shared else shared_dir()
     if not aliases_only:
         report = build_pearl_dataset(out, shared_dir=root, show_progress=not quiet)
@@ -95,6 +100,14 @@ def train_pearl_data_cmd(
         splits = ", ".join(f"{s} {n}" for s, n in aliases["canonicals"].items())
         typer.echo(f"aliases -> {out / ALIAS_FILE} ({aliases['pairs']} pairs; canonicals "
                    f"{splits}; counts in {ALIAS_REPORT})")
+    if related_corpus is not None:
+        from phrasekit.training.pearl.related import RELATED_REPORT, build_related_dataset
+
+        related = build_related_dataset(related_corpus, out, root / "data",
+                                        show_progress=not quiet)
+        counts = ", ".join(f"{k} {n}" for k, n in related["pairs_per_split"].items())
+        typer.echo(f"relatedness -> {out / 'related.tsv.gz'} ({counts}; counts in "
+                   f"{RELATED_REPORT})")
 
 
 @command(app, "pearl-reaverage", out="folder")

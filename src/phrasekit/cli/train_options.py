@@ -71,6 +71,8 @@ PEARL = ConfigOptions(
                    "DATA/aliases.tsv.gz when present.",
         "alias_dev": "Score top-1 alias retrieval on the alias dev split in the dev selection "
                      "(when the alias file exists).",
+        "related_dev": "Score entity relatedness (`train pearl-data --related-corpus`) in the "
+                       "dev selection when related.tsv.gz sits beside the alias file.",
         "alias_weight": "Weight of InfoNCE over train-split alias -> canonical pairs; 0 = off.",
         "alias_batch": "Alias pairs per step.",
         "alias_negatives": "Hard negatives per alias pair: canonicals sharing the first token.",

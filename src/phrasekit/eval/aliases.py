@@ -17,6 +17,7 @@ import gzip
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.base import embed_unique, nearest, percent
+from phrasekit.eval.relatedness import RelatednessScorer, related_file
 from phrasekit.registry import as_encoder
 
 logger = logging.getLogger(__name__)
@@ -112,21 +114,27 @@ class AliasScorer:
 
 def score_models(models: list[str], path: str | Path, split: str = "dev",
                  per_kind: int = PER_KIND) -> list[tuple[str, dict[str, float]]]:
-    """(model name, scores) of :class:`AliasScorer` for every model, the split loaded once."""
-    scorer = AliasScorer(Path(path), split, per_kind)
+    """(model name, scores) of :class:`AliasScorer` for every model, the split loaded once;
+    with ``related_<split>`` too where ``related.tsv.gz`` sits beside the alias file."""
+    scorers: list[Callable[[Encoder], dict[str, float]]] = [
+        AliasScorer(Path(path), split, per_kind)]
+    if related_file(alias_file(path)).is_file():
+        scorers.append(RelatednessScorer(related_file(alias_file(path)), split))
     out = []
     for model in models:
         encoder = as_encoder(model)
-        out.append((encoder.name, scorer(encoder)))
+        out.append((encoder.name, {k: v for s in scorers for k, v in s(encoder).items()}))
     return out
 
 
 def format_alias_table(rows: list[tuple[str, dict[str, float]]], split: str) -> str:
     """Markdown table: one row per model, one column per alias kind and the mean."""
     kinds = sorted({k for _, s in rows for k in s if k.startswith(f"alias_{split}_")})
-    headers = ["model", *(k.removeprefix(f"alias_{split}_") for k in kinds), f"alias_{split}"]
+    extra = [f"related_{split}"] if all(f"related_{split}" in s for _, s in rows) else []
+    headers = ["model", *(k.removeprefix(f"alias_{split}_") for k in kinds), f"alias_{split}",
+               *extra]
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     for name, scores in rows:
-        cells = [name, *(f"{scores[k]:.1f}" for k in [*kinds, f"alias_{split}"])]
+        cells = [name, *(f"{scores[k]:.1f}" for k in [*kinds, f"alias_{split}", *extra])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

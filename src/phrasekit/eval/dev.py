@@ -14,7 +14,10 @@ purpose (about half a minute for MiniLM on 2 cores):
 - ``alias_dev`` (when a PEARL data folder with ``aliases.tsv.gz`` is given): top-1 canonical
   retrieval of real aliases (DBpedia redirects, :mod:`phrasekit.eval.aliases`), reported per
   alias kind (``alias_dev_<kind>``, not part of the mean).
-``score`` is the mean of the four (five with ``alias_dev``), in percent.
+- ``related_dev`` (when ``related.tsv.gz`` is given or sits beside the alias file): ROC-AUC of
+  cosine over co-occurring against random entity names (:mod:`phrasekit.eval.relatedness`).
+``score`` is the mean of the four (five or six with ``alias_dev`` and ``related_dev``), in
+percent.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from phrasekit.eval.aliases import AliasScorer
 from phrasekit.eval.base import embed_unique, percent, rowwise_cosine
 from phrasekit.eval.clustering import SEEDS, kmeans_scores
 from phrasekit.eval.ppdb import FILES, load_pairs, split_bounds
+from phrasekit.eval.relatedness import RelatednessScorer
 
 logger = logging.getLogger(__name__)
 
@@ -67,16 +71,19 @@ class DevScorer:
     """Loads the dev splits once; ``__call__(encoder)`` returns the per-set scores and ``score``.
 
     ``aliases``: an alias file or a PEARL data folder holding one (adds ``alias_dev``).
+    ``related``: a relatedness file or a PEARL data folder holding one (adds ``related_dev``).
     """
 
     data_dir: Path
     max_mentions: int = 6000
     kmeans_seeds: tuple[int, ...] = SEEDS
     aliases: Path | None = None
+    related: Path | None = None
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.data_dir)
         self.alias_scorer = AliasScorer(self.aliases, "dev") if self.aliases else None
+        self.related_scorer = RelatednessScorer(self.related, "dev") if self.related else None
         self.mentions = {}
         for name, types in CLUSTER_TYPES.items():
             m, y = dev_mentions(self.data_dir / name / "dev.json", types)
@@ -91,8 +98,9 @@ class DevScorer:
         for a, b, _ in self.pairs.values():
             out.extend(a)
             out.extend(b)
-        if self.alias_scorer is not None:
-            out.extend(self.alias_scorer.strings())
+        for scorer in (self.alias_scorer, self.related_scorer):
+            if scorer is not None:
+                out.extend(scorer.strings())
         return out
 
     def __call__(self, encoder: Encoder) -> dict[str, float]:
@@ -105,8 +113,9 @@ class DevScorer:
             emb = embed_unique(encoder, a + b)
             cos = rowwise_cosine(emb[: len(a)], emb[len(a) :])
             scores[f"{name}_dev"] = percent(roc_auc_score(labels, cos))
-        if self.alias_scorer is not None:
-            scores.update(self.alias_scorer(encoder))
+        for scorer in (self.alias_scorer, self.related_scorer):
+            if scorer is not None:
+                scores.update(scorer(encoder))
         mean_of = [v for k, v in scores.items() if not k.startswith("alias_dev_")]
         scores["score"] = round(float(np.mean(mean_of)), 2)
         return scores

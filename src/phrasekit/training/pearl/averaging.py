@@ -19,6 +19,7 @@ import torch
 
 from phrasekit.encoders.pearl import PearlEncoder, PearlModel, read_pearl_config
 from phrasekit.eval.dev import DevScorer
+from phrasekit.eval.relatedness import related_file
 from phrasekit.io import write_json
 from phrasekit.settings import data_dir as shared_data_dir
 from phrasekit.training.core.averaging import (
@@ -72,12 +73,17 @@ def pearl_dev_dir(explicit: str | Path | None, cfg: PearlTrainingConfig) -> Path
 
 def dev_scorer(cfg: PearlTrainingConfig, dev_dir: Path | None) -> DevScorer:
     """The dev scorer of α selection: the four dev splits, plus the alias dev split when the
-    run's alias file exists (:func:`alias_path`) and ``cfg.alias_dev`` is on."""
+    run's alias file exists (:func:`alias_path`) and ``cfg.alias_dev`` is on, plus entity
+    relatedness when ``related.tsv.gz`` sits beside it and ``cfg.related_dev`` is on."""
     aliases = alias_path(cfg)
-    use = cfg.alias_dev and aliases.is_file()
-    if cfg.alias_dev and not use:
-        logger.info("no %s: dev selection without the alias dev score", aliases)
-    return DevScorer(dev_dir, aliases=aliases if use else None)
+    related = related_file(aliases)
+    found = {"alias": (cfg.alias_dev, aliases), "relatedness": (cfg.related_dev, related)}
+    use = {k: on and path.is_file() for k, (on, path) in found.items()}
+    for kind, (on, path) in found.items():
+        if on and not use[kind]:
+            logger.info("no %s: dev selection without the %s dev score", path, kind)
+    return DevScorer(dev_dir, aliases=aliases if use["alias"] else None,
+                     related=related if use["relatedness"] else None)
 
 
 def averaged_initial_weights(cfg: PearlTrainingConfig) -> dict[str, torch.Tensor]:

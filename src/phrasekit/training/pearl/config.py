@@ -101,6 +101,7 @@ class PearlTrainingConfig:
     alpha_proj: float | None = None
     alias_file: str | None = None  # None: data_dir/aliases.tsv.gz (if any)
     alias_dev: bool = True  # alias dev retrieval in the dev selection (when the file exists)
+    related_dev: bool = True  # entity relatedness in the dev selection (when the file exists)
     alias_weight: float = 0.0  # InfoNCE over train-split alias -> canonical pairs (0 = off)
     alias_batch: int = 32  # alias pairs per step
     alias_negatives: int = 1  # canonicals sharing the first token, per pair
