@@ -170,8 +170,23 @@ def test_phrase_vectorizer_counts_phrases_before_their_words() -> None:
     X = vec.fit_transform(texts)
     assert set(vec.get_feature_names_out()) == {"central bank", "interest rates"}
     assert (vec.transform(texts) != X).nnz == 0
-    heavy = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=2.5)
+    heavy = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=2.5,
+                             min_phrase_count=1)
     np.testing.assert_allclose(heavy.fit_transform(texts).toarray(), 2.5 * X.toarray())
+
+
+def test_phrase_weight_applies_where_a_text_repeats_the_phrase() -> None:
+    from phrasekit.integrations import PhraseVectorizer
+
+    texts = ["The central bank raised interest rates. Interest rates rose again.",
+             "Interest rates fell while the central bank waited."]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=3, min_phrase_count=2)
+    X = vec.fit_transform(texts).toarray()
+    rates, bank = vec.vocabulary_["interest rates"], vec.vocabulary_["central bank"]
+    assert X[:, rates].tolist() == [6.0, 1.0]  # twice in the first text: weighted there only
+    assert X[:, bank].tolist() == [1.0, 1.0]  # once in each: never weighted
+    np.testing.assert_array_equal(vec.transform(texts).toarray(), X)
+    assert vec.transform(texts[1:]).toarray()[0, rates] == 1.0
 
 
 def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many() -> None:

@@ -42,9 +42,11 @@ def settings() -> dict[str, tuple[Any, Any]]:
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         return f"PhraseVectorizer({args})", (lambda: PhraseVectorizer(**kwargs), None)
 
-    grid = [{}, {"consume": False}, {"words": False},
-            *({"phrase_weight": w, "min_df": m} for w in (1, 2, 3, 4, 5) for m in (1, 2, 3)),
-            {"consume": False, "phrase_weight": 3}, {"consume": False, "phrase_weight": 6}]
+    grid = [{}, {"consume": True, "min_phrase_count": 1, "phrase_weight": 4},
+            {"consume": True, "min_phrase_count": 3, "phrase_weight": 4},
+            {"min_phrase_count": 1, "phrase_weight": 4},
+            *({"min_phrase_count": n, "phrase_weight": w} for n, w in ((2, 4), (3, 4), (4, 6))),
+            {"words": False}]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
         **dict(phrases(**kwargs) for kwargs in grid),

@@ -3,9 +3,11 @@ words, for BERTopic's c-TF-IDF (``BERTopic(vectorizer_model=PhraseVectorizer())`
 
 ``fit`` finds which phrases the texts use (spaCy's tagger over a sample of their sentences,
 :class:`~phrasekit.integrations.phrases.SentencePhrases`), then counts every phrase and word
-verbatim in every text by token matching; ``transform`` only counts. With ``consume`` (the
-default) the words inside a counted phrase are not counted again, so a phrase competes with
-its own words in c-TF-IDF instead of trailing them.
+verbatim in every text by token matching; ``transform`` only counts. A phrase counts
+``phrase_weight`` times in a text (a topic) where it occurs at least ``min_phrase_count``
+times, once elsewhere: phrases, rarer than their words, reach c-TF-IDF's top terms where the
+topic repeats them, while a phrase of one short document does not. With ``consume`` the words
+inside a counted phrase are not counted again.
 
 BERTopic saves a vectorizer (``save(..., save_ctfidf=True)``) as the parameters of a plain
 ``CountVectorizer`` plus the vocabulary, and rebuilds a ``CountVectorizer`` from them on load:
@@ -32,13 +34,17 @@ from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
 
-#: The default ``phrase_weight`` and ``min_df``, chosen on bbc_news with MiniLM topics
-#: (``benchmarks/topics/bertopic_plugins_dev.py``: the same 46 BERTopic topics named by each
-#: setting; c-TF-IDF: NPMI 0.289, 0.6 phrases in a topic's top 10). Weight 5, min_df 1: 7.1
-#: phrases, NPMI 0.205 (names of one article, "mr donofrio", reach the top); weight 3: 4.7,
-#: 0.280; min_df 2: 5.8, 0.276; **weight 4, min_df 2: 5.0 phrases (3 or more in 96% of
-#: topics), NPMI 0.303**; weight 3, min_df 2: 3.8 (72%), 0.346; weight 2: 2.9 (52%), 0.334.
-PHRASE_WEIGHT = 4.0
+#: The defaults ``phrase_weight``, ``min_phrase_count``, ``consume`` and ``min_df``, chosen on
+#: the three development corpora with MiniLM topics (``benchmarks/topics/bertopic_plugins_dev.py``:
+#: the same BERTopic topics named by each setting; NPMI on bbc_news / restaurant reviews /
+#: ag_news_test, phrases in a bbc_news topic's top 10): c-TF-IDF 0.289 / -0.595 / 0.142, 0.6;
+#: weight 4, consuming, no count floor 0.303 / -0.649 / -0.279, 5.0 (3 or more in 96%);
+#: floor 3 0.296 / -0.533 / -0.071; not consuming 0.303 / -0.574 / -0.049; **not consuming,
+#: floor 3, weight 5: 0.338 / -0.451 / 0.064, 5.0 (96%)**; floor 3, weight 4: 0.360 / -0.451 /
+#: 0.080, 4.2 (87%); floor 4, weight 6: 0.329 / -0.453 / 0.100, 5.6 (98%). Phrases naming one
+#: short document ("new york yankees" in one game's report) are what the floor keeps out.
+PHRASE_WEIGHT = 5.0
+PHRASE_MIN_COUNT = 3
 #: The default ``min_df`` ("auto"): a term must be in two of BERTopic's texts (its topics) when
 #: there are at least ``AUTO_MIN_DF_TEXTS`` of them; with fewer topics a term of one topic is
 #: what names it, so then one is enough.
@@ -102,19 +108,23 @@ class PhraseVectorizer(CountVectorizer):
         consume: the words inside a counted phrase are not counted again.
         phrase_weight: each phrase occurrence counts this much (a word counts 1), so that
             phrases, rarer than their words, reach c-TF-IDF's top terms (default
-            ``PHRASE_WEIGHT``).
+            ``PHRASE_WEIGHT``) ...
+        min_phrase_count: ... in a text where the phrase occurs at least this many times
+            (elsewhere it counts 1; default ``PHRASE_MIN_COUNT``).
         random_state: the seed of the sentence sample.
         n_process: spaCy worker processes.
     """
 
     def __init__(self, words: bool = True, min_df: int | float | str = "auto",
                  max_df: int | float = 1.0, spacy_model: str = DEFAULT_SPACY_MODEL,
-                 phrase_words: int | None = PHRASE_WORDS, consume: bool = True,
-                 phrase_weight: float = PHRASE_WEIGHT, random_state: int = 0,
+                 phrase_words: int | None = PHRASE_WORDS, consume: bool = False,
+                 phrase_weight: float = PHRASE_WEIGHT,
+                 min_phrase_count: int = PHRASE_MIN_COUNT, random_state: int = 0,
                  n_process: int = 1) -> None:
         super().__init__(min_df=min_df, max_df=max_df)
         self.words, self.spacy_model, self.phrase_words = words, spacy_model, phrase_words
         self.consume, self.phrase_weight = consume, phrase_weight
+        self.min_phrase_count = min_phrase_count
         self.random_state, self.n_process = random_state, n_process
 
     # ------------------------------------------------------------------ parameters
@@ -205,14 +215,17 @@ class PhraseVectorizer(CountVectorizer):
                                           bool(self.consume)))
 
     def _weighted(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """Counts with the phrase columns times ``phrase_weight`` (as they are at 1)."""
+        """Counts with each phrase count of at least ``min_phrase_count`` times
+        ``phrase_weight`` (as they are at weight 1)."""
         if float(self.phrase_weight) == 1.0:
             return X
-        weights = np.ones(X.shape[1])
+        phrase = np.zeros(X.shape[1], dtype=bool)
         for term, j in self.vocabulary_.items():
-            if " " in term:
-                weights[j] = float(self.phrase_weight)
-        return sp.csr_matrix(X.multiply(weights[None, :]))
+            phrase[j] = " " in term
+        X = sp.csr_matrix(X).astype(np.float64)  # a copy: the caller's counts stay
+        boost = phrase[X.indices] & (X.data >= int(self.min_phrase_count))
+        X.data = np.where(boost, X.data * float(self.phrase_weight), X.data)
+        return X
 
 
 def _texts(raw_documents: Iterable[str]) -> list[str]:
