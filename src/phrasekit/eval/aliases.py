@@ -25,7 +25,6 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.base import embed_unique, nearest, percent
-from phrasekit.eval.relatedness import RelatednessScorer, related_file
 from phrasekit.registry import as_encoder
 
 logger = logging.getLogger(__name__)
@@ -116,6 +115,9 @@ def score_models(models: list[str], path: str | Path, split: str = "dev",
                  per_kind: int = PER_KIND) -> list[tuple[str, dict[str, float]]]:
     """(model name, scores) of :class:`AliasScorer` for every model, the split loaded once;
     with ``related_<split>`` too where ``related.tsv.gz`` sits beside the alias file."""
+    # imported here: it needs scikit-learn, which `train --help` (reading ALIAS_FILE) skips
+    from phrasekit.eval.relatedness import RelatednessScorer, related_file
+
     scorers: list[Callable[[Encoder], dict[str, float]]] = [
         AliasScorer(Path(path), split, per_kind)]
     if related_file(alias_file(path)).is_file():
