@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import embed_unique, nearest, percent
+from phrasekit.eval.base import embed_unique, nearest, percent, stable_rank
 from phrasekit.registry import as_encoder
 
 logger = logging.getLogger(__name__)
@@ -32,10 +31,6 @@ logger = logging.getLogger(__name__)
 ALIAS_FILE = "aliases.tsv.gz"
 ALIAS_COLUMNS = ["alias", "canonical", "kind", "split"]
 PER_KIND = 1000
-
-
-def _rank(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
 
 
 def alias_file(path: str | Path) -> Path:
@@ -68,9 +63,10 @@ def sample_queries(rows: list[tuple[str, str, str]], per_kind: int
                    ) -> dict[str, list[tuple[str, str]]]:
     """Per kind, up to ``per_kind`` (alias, canonical) pairs, one per canonical, hash-ordered."""
     by_kind: dict[str, dict[str, str]] = defaultdict(dict)
-    for alias, canonical, kind in sorted(rows, key=lambda r: _rank(r[0])):
+    for alias, canonical, kind in sorted(rows, key=lambda r: stable_rank(r[0])):
         by_kind[kind].setdefault(canonical, alias)
-    return {kind: sorted(((a, c) for c, a in found.items()), key=lambda p: _rank(p[1]))[:per_kind]
+    return {kind: sorted(((a, c) for c, a in found.items()),
+                         key=lambda p: stable_rank(p[1]))[:per_kind]
             for kind, found in sorted(by_kind.items())}
 
 
@@ -120,8 +116,9 @@ def score_models(models: list[str], path: str | Path, split: str = "dev",
 
     scorers: list[Callable[[Encoder], dict[str, float]]] = [
         AliasScorer(Path(path), split, per_kind)]
-    if related_file(alias_file(path)).is_file():
-        scorers.append(RelatednessScorer(related_file(alias_file(path)), split))
+    related = related_file(alias_file(path))
+    if related.is_file():
+        scorers.append(RelatednessScorer(related, split))
     out = []
     for model in models:
         encoder = as_encoder(model)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import hashlib
 import logging
 import random
 from abc import ABC, abstractmethod
@@ -144,6 +145,12 @@ def correlations(scores: Sequence[float], gold: Sequence[float]) -> dict[str, fl
         "pearson": percent(pearsonr(scores, gold).statistic),
         "spearman": percent(spearmanr(scores, gold).statistic),
     }
+
+
+def stable_rank(*texts: str) -> bytes:
+    """A hash of the texts (tab-joined) to sort by: a fixed pseudo-random order that every
+    build and run agrees on."""
+    return hashlib.blake2b("\t".join(texts).encode("utf-8"), digest_size=8).digest()
 
 
 def percent(x: float) -> float:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import hashlib
 import itertools
 import logging
 import re
@@ -31,7 +30,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.metrics import roc_auc_score
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import embed_unique, percent, rowwise_cosine
+from phrasekit.eval.base import embed_unique, percent, rowwise_cosine, stable_rank
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +44,9 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS)
 
 
-def _rank(*texts: str) -> bytes:
-    return hashlib.blake2b("\t".join(texts).encode("utf-8"), digest_size=8).digest()
-
-
 def split_of(left: str, right: str) -> str:
     """dev or test, by a hash of the pair (half each; every build agrees)."""
-    return "dev" if _rank(left, right)[0] < 128 else "test"
+    return "dev" if stable_rank(left, right)[0] < 128 else "test"
 
 
 @dataclass
@@ -79,7 +74,7 @@ class CooccurrencePairs:
             kept = sorted({e for e in doc if e in words})
             together.update(itertools.combinations(kept, 2))
         n = len(docs)
-        scored = [(self._npmi(c, df[a], df[b], n), _rank(a, b), a, b)
+        scored = [(self._npmi(c, df[a], df[b], n), stable_rank(a, b), a, b)
                   for (a, b), c in together.items()
                   if c >= self.min_together and not words[a] & words[b]]
         scored.sort(key=lambda t: (-t[0], t[1]))
@@ -105,7 +100,7 @@ class CooccurrencePairs:
             a, b = sorted(entities[i] for i in rng.choice(len(entities), 2, replace=False))
             if (a, b) not in together and not words[a] & words[b]:
                 out.add((a, b))
-        return sorted(out, key=lambda p: _rank(*p))
+        return sorted(out, key=lambda p: stable_rank(*p))
 
 
 def related_file(path: str | Path) -> Path:

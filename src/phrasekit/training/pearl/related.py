@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +74,12 @@ def build_related_dataset(corpus: str | Path, out_dir: str | Path, benchmark_dir
         raise ValueError(f"{corpus}: no pair of entities co-occurs often enough")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    split_rows = [(a, b, y, split_of(a, b)) for a, b, y in rows]
     header = "\t".join(RELATED_COLUMNS) + "\n"
-    write_gz_text(out / RELATED_FILE, [header, *(f"{a}\t{b}\t{y}\t{split_of(a, b)}\n"
-                                                 for a, b, y in rows)])
-    splits: dict[str, int] = {}
-    for a, b, y in rows:
-        key = f"{split_of(a, b)}_{'related' if y else 'random'}"
-        splits[key] = splits.get(key, 0) + 1
-    report = {**pairs.counts, "pairs_per_split": dict(sorted(splits.items())),
+    write_gz_text(out / RELATED_FILE,
+                  [header, *(f"{a}\t{b}\t{y}\t{s}\n" for a, b, y, s in split_rows)])
+    per_split = Counter(f"{s}_{'related' if y else 'random'}" for _, _, y, s in split_rows)
+    report = {**pairs.counts, "pairs_per_split": dict(sorted(per_split.items())),
               "benchmark_strings_dropped": filt.removed_phrases_unique,
               "source": {"corpus": Path(corpus).name, "benchmark_dir": str(benchmark_dir)}}
     write_json(out / RELATED_REPORT, report)
