@@ -1,14 +1,14 @@
-"""Tokens per document: every window of a document against its first window only.
+"""Tokens per document: how many windows of how many words a document is encoded as.
 
 For each corpus, ``DocumentTopicModel`` (the default settings: the ``auto`` sample and the
-student) is fitted with documents encoded as up to ``max_chunks`` 150-word windows, for each
-value of ``--max-chunks`` (1 is truncation to the first 150 words, about sentence-
-transformers' 256 tokens). Reported: the windows the transformer encoded, K, NMI against the
-gold labels (every document) and NPMI of the topics' top terms, by the scorer of
-``benchmarks/topics/topics_vs_peers.py``. Window vectors are cached in ``--cache`` by text, so the
-first windows are encoded once for both settings.
+student) is fitted with documents encoded as up to ``M`` windows of ``W`` words, for each item
+``MxW`` of ``--windows`` (``M`` alone: 150-word windows). Reported: the windows and words the
+transformer encoded, K, NMI against the gold labels (every document) and NPMI of the topics'
+top terms, by the scorer of ``benchmarks/topics/topics_vs_peers.py``. Window vectors are
+cached in ``--cache`` by text, so a window two settings share is encoded once.
 
-    python benchmarks/topics/topics_windows.py --corpora bbc_news,20newsgroups --max-chunks 8,1
+    python benchmarks/topics/topics_windows.py --corpora bbc_news,20newsgroups \
+        --windows 2x150,2x100,1x200
 """
 
 from __future__ import annotations
@@ -29,21 +29,25 @@ CORPORA = "arxiv_abstracts_cc0,bbc_news,restaurant_reviews_absa14,ag_news_test,2
 
 
 def main() -> None:
-    args = cached_args(__doc__, {"--corpora": CORPORA, "--max-chunks": "8,1"})
-    print("| corpus | docs | max windows | windows encoded | K | NMI | NPMI |\n"
-          "|---|---:|---:|---:|---:|---:|---:|", flush=True)
+    args = cached_args(__doc__, {"--corpora": CORPORA, "--windows": "8,1"})
+    specs = [(int(m), int(w or 150)) for m, _, w in
+             (item.partition("x") for item in args.windows.split(","))]
+    print("| corpus | docs | windows x words (at most) | windows encoded | words encoded | K | "
+          "NMI | NPMI |\n|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     for corpus in args.corpora.split(","):
         docs, gold, mask = load_corpus(shared_dir() / "corpora", corpus)
         token_docs = [tokenize(d.text) for d in docs]
-        for m in (int(x) for x in args.max_chunks.split(",")):
-            model = DocumentTopicModel(encoder="minilm", max_chunks=m, random_state=args.seed,
+        for m, w in specs:
+            model = DocumentTopicModel(encoder="minilm", max_chunks=m, chunk_size=w,
+                                       random_state=args.seed,
                                        cache_dir=str(Path(args.cache) / corpus)).fit(docs)
-            windows = sum(len(chunk_words(docs[i].text, model.chunk_size, m))
-                          for i in model.sample_index_)
+            chunks = [c for i in model.sample_index_ for c in chunk_words(docs[i].text, w, m)]
+            words = sum(len(c.split()) for c in chunks)
             found = {"topics": [[t for t, _ in ranked] for ranked in model.topics_],
                      "labels": list(model.doc_labels_)}
             got = score(found, token_docs, gold, mask)
-            print(f"| {corpus} | {len(docs)} | {m} | {windows} | {model.n_topics_} | "
+            print(f"| {corpus} | {len(docs)} | {m}x{w} | {len(chunks)} | {words} | "
+                  f"{model.n_topics_} | "
                   f"{got['nmi']:.3f} | {got['npmi']:.3f} |", flush=True)
 
 
