@@ -189,6 +189,26 @@ def test_phrase_weight_applies_where_a_text_repeats_the_phrase() -> None:
     assert vec.transform(texts[1:]).toarray()[0, rates] == 1.0
 
 
+def test_only_a_texts_most_frequent_phrases_are_weighted() -> None:
+    from phrasekit.integrations import PhraseVectorizer
+
+    texts = ["Interest rates rose. Interest rates fell. Interest rates held. The central bank "
+             "met. The central bank spoke. The stock market fell. The stock market rose.",
+             "The stock market rose. The stock market fell. The central bank waited."]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=4, min_phrase_count=2,
+                           max_weighted=2)
+    X = vec.fit_transform(texts).toarray()
+    col = vec.vocabulary_
+    # the first text repeats three phrases: its two most frequent are weighted (a tie goes to
+    # the phrase first in term order), the third counts as it occurs
+    assert X[0, col["interest rates"]] == 12.0
+    assert X[0, col["central bank"]] == 8.0 and X[0, col["stock market"]] == 2.0
+    assert X[1, col["stock market"]] == 8.0 and X[1, col["central bank"]] == 1.0
+    np.testing.assert_array_equal(vec.transform(texts).toarray(), X)
+    every = vec.set_params(max_weighted=None).fit_transform(texts).toarray()
+    assert every[0, col["stock market"]] == 8.0
+
+
 def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many() -> None:
     from phrasekit.integrations import PhraseVectorizer
     from phrasekit.integrations.vectorizer import AUTO_MIN_DF_TEXTS

@@ -42,11 +42,10 @@ def settings() -> dict[str, tuple[Any, Any]]:
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         return f"PhraseVectorizer({args})", (lambda: PhraseVectorizer(**kwargs), None)
 
-    grid = [{}, {"consume": True, "min_phrase_count": 1, "phrase_weight": 4},
-            {"consume": True, "min_phrase_count": 3, "phrase_weight": 4},
-            {"min_phrase_count": 1, "phrase_weight": 4},
-            *({"min_phrase_count": n, "phrase_weight": w} for n, w in ((2, 4), (3, 4), (4, 6))),
-            {"words": False}]
+    grid = [{}, {"max_weighted": None, "phrase_weight": 5},
+            *({"max_weighted": m, "phrase_weight": 5} for m in (3, 4, 5)),
+            {"max_weighted": 4, "min_phrase_count": 2}, {"max_weighted": 4, "min_phrase_count": 4},
+            {"phrase_weight": 1}, {"words": False}]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
         **dict(phrases(**kwargs) for kwargs in grid),

@@ -5,9 +5,10 @@ words, for BERTopic's c-TF-IDF (``BERTopic(vectorizer_model=PhraseVectorizer())`
 :class:`~phrasekit.integrations.phrases.SentencePhrases`), then counts every phrase and word
 verbatim in every text by token matching; ``transform`` only counts. A phrase counts
 ``phrase_weight`` times in a text (a topic) where it occurs at least ``min_phrase_count``
-times, once elsewhere: phrases, rarer than their words, reach c-TF-IDF's top terms where the
-topic repeats them, while a phrase of one short document does not. With ``consume`` the words
-inside a counted phrase are not counted again.
+times and is one of the text's ``max_weighted`` most frequent such phrases, once elsewhere:
+phrases, rarer than their words, reach c-TF-IDF's top terms where the topic repeats them,
+while a phrase of one short document does not, and a few phrases do not crowd out a topic's
+words. With ``consume`` the words inside a counted phrase are not counted again.
 
 BERTopic saves a vectorizer (``save(..., save_ctfidf=True)``) as the parameters of a plain
 ``CountVectorizer`` plus the vocabulary, and rebuilds a ``CountVectorizer`` from them on load:
@@ -34,17 +35,19 @@ from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)
 
-#: The defaults ``phrase_weight``, ``min_phrase_count``, ``consume`` and ``min_df``, chosen on
-#: the three development corpora with MiniLM topics (``benchmarks/topics/bertopic_plugins_dev.py``:
-#: the same BERTopic topics named by each setting; NPMI on bbc_news / restaurant reviews /
-#: ag_news_test, phrases in a bbc_news topic's top 10): c-TF-IDF 0.289 / -0.595 / 0.142, 0.6;
-#: weight 4, consuming, no count floor 0.303 / -0.649 / -0.279, 5.0 (3 or more in 96%);
-#: floor 3 0.296 / -0.533 / -0.071; not consuming 0.303 / -0.574 / -0.049; **not consuming,
-#: floor 3, weight 5: 0.338 / -0.451 / 0.064, 5.0 (96%)**; floor 3, weight 4: 0.360 / -0.451 /
-#: 0.080, 4.2 (87%); floor 4, weight 6: 0.329 / -0.453 / 0.100, 5.6 (98%). Phrases naming one
-#: short document ("new york yankees" in one game's report) are what the floor keeps out.
-PHRASE_WEIGHT = 5.0
+#: The defaults ``phrase_weight``, ``min_phrase_count``, ``max_weighted``, ``consume`` and
+#: ``min_df``, chosen on the three development corpora with MiniLM topics
+#: (``benchmarks/topics/bertopic_plugins_dev.py``: the same BERTopic topics named by each
+#: setting; NPMI on bbc_news / restaurant reviews / ag_news_test, phrases in a bbc_news topic's
+#: top 10; docs/ecosystem.md): c-TF-IDF 0.304 / -0.595 / 0.150, 0.7; not consuming, floor 3,
+#: weight 5, every phrase weighted 0.333 / -0.444 / 0.067, 5.2 (3 or more in 98% of topics);
+#: the 3 / 4 / 5 most frequent weighted 0.361 / 0.351 / 0.351 on bbc_news (83% / 98% / 98%)
+#: and 0.135 / 0.124 / 0.103 on ag_news_test; **4 at weight 6: 0.349 / -0.444 / 0.123, 3.7
+#: (100%)**. Phrases naming one short document ("new york yankees" in one game's report) are
+#: what the floor keeps out; the cap keeps a topic's words beside its phrases.
+PHRASE_WEIGHT = 6.0
 PHRASE_MIN_COUNT = 3
+PHRASE_MAX_WEIGHTED = 4
 #: The default ``min_df`` ("auto"): a term must be in two of BERTopic's texts (its topics) when
 #: there are at least ``AUTO_MIN_DF_TEXTS`` of them; with fewer topics a term of one topic is
 #: what names it, so then one is enough.
@@ -110,7 +113,9 @@ class PhraseVectorizer(CountVectorizer):
             phrases, rarer than their words, reach c-TF-IDF's top terms (default
             ``PHRASE_WEIGHT``) ...
         min_phrase_count: ... in a text where the phrase occurs at least this many times
-            (elsewhere it counts 1; default ``PHRASE_MIN_COUNT``).
+            (elsewhere it counts 1; default ``PHRASE_MIN_COUNT``) ...
+        max_weighted: ... and is one of the text's this many most frequent such phrases
+            (default ``PHRASE_MAX_WEIGHTED``; None: all of them).
         random_state: the seed of the sentence sample.
         n_process: spaCy worker processes.
     """
@@ -119,12 +124,13 @@ class PhraseVectorizer(CountVectorizer):
                  max_df: int | float = 1.0, spacy_model: str = DEFAULT_SPACY_MODEL,
                  phrase_words: int | None = PHRASE_WORDS, consume: bool = False,
                  phrase_weight: float = PHRASE_WEIGHT,
-                 min_phrase_count: int = PHRASE_MIN_COUNT, random_state: int = 0,
+                 min_phrase_count: int = PHRASE_MIN_COUNT,
+                 max_weighted: int | None = PHRASE_MAX_WEIGHTED, random_state: int = 0,
                  n_process: int = 1) -> None:
         super().__init__(min_df=min_df, max_df=max_df)
         self.words, self.spacy_model, self.phrase_words = words, spacy_model, phrase_words
         self.consume, self.phrase_weight = consume, phrase_weight
-        self.min_phrase_count = min_phrase_count
+        self.min_phrase_count, self.max_weighted = min_phrase_count, max_weighted
         self.random_state, self.n_process = random_state, n_process
 
     # ------------------------------------------------------------------ parameters
@@ -215,8 +221,9 @@ class PhraseVectorizer(CountVectorizer):
                                           bool(self.consume)))
 
     def _weighted(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """Counts with each phrase count of at least ``min_phrase_count`` times
-        ``phrase_weight`` (as they are at weight 1)."""
+        """Counts with each phrase count of at least ``min_phrase_count`` (of a text's
+        ``max_weighted`` most frequent such phrases) times ``phrase_weight`` (as they are at
+        weight 1)."""
         if float(self.phrase_weight) == 1.0:
             return X
         phrase = np.zeros(X.shape[1], dtype=bool)
@@ -224,8 +231,27 @@ class PhraseVectorizer(CountVectorizer):
             phrase[j] = " " in term
         X = sp.csr_matrix(X).astype(np.float64)  # a copy: the caller's counts stay
         boost = phrase[X.indices] & (X.data >= int(self.min_phrase_count))
+        most = getattr(self, "max_weighted", None)  # absent in a vectorizer pickled before it
+        if most is not None:
+            boost = _most_frequent(X, boost, int(most))
         X.data = np.where(boost, X.data * float(self.phrase_weight), X.data)
         return X
+
+
+def _most_frequent(X: sp.csr_matrix, chosen: np.ndarray, most: int) -> np.ndarray:
+    """``chosen`` (a mask over ``X``'s stored entries) kept only at each row's ``most``
+    largest chosen counts (ties: the earlier column)."""
+    cand = np.flatnonzero(chosen)
+    if not cand.size:
+        return chosen
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[cand]
+    order = np.lexsort((-X.data[cand], rows))
+    rows = rows[order]
+    first = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
+    rank = np.arange(cand.size) - np.repeat(first, np.diff(np.r_[first, cand.size]))
+    kept = chosen.copy()
+    kept[cand[order][rank >= most]] = False
+    return kept
 
 
 def _texts(raw_documents: Iterable[str]) -> list[str]:
