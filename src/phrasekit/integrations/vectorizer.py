@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 #: ``min_df``, chosen on the three development corpora with MiniLM topics
 #: (``benchmarks/topics/bertopic_plugins_dev.py``: the same BERTopic topics named by each
 #: setting; NPMI on bbc_news / restaurant reviews / ag_news_test, phrases in a bbc_news topic's
-#: top 10; docs/ecosystem.md): c-TF-IDF 0.304 / -0.595 / 0.150, 0.7; not consuming, floor 3,
+#: top 10; docs/benchmarks.md): c-TF-IDF 0.304 / -0.595 / 0.150, 0.7; not consuming, floor 3,
 #: weight 5, every phrase weighted 0.333 / -0.444 / 0.067, 5.2 (3 or more in 98% of topics);
 #: the 3 / 4 / 5 most frequent weighted 0.361 / 0.351 / 0.351 on bbc_news (83% / 98% / 98%)
 #: and 0.135 / 0.124 / 0.103 on ag_news_test; **4 at weight 6: 0.349 / -0.444 / 0.123, 3.7
@@ -119,6 +119,10 @@ class PhraseVectorizer(CountVectorizer):
         random_state: the seed of the sentence sample.
         n_process: spaCy worker processes.
     """
+
+    #: What a vectorizer pickled before these settings existed does: weight every phrase.
+    min_phrase_count: int = 1
+    max_weighted: int | None = None
 
     def __init__(self, words: bool = True, min_df: int | float | str = "auto",
                  max_df: int | float = 1.0, spacy_model: str = DEFAULT_SPACY_MODEL,
@@ -231,9 +235,8 @@ class PhraseVectorizer(CountVectorizer):
             phrase[j] = " " in term
         X = sp.csr_matrix(X).astype(np.float64)  # a copy: the caller's counts stay
         boost = phrase[X.indices] & (X.data >= int(self.min_phrase_count))
-        most = getattr(self, "max_weighted", None)  # absent in a vectorizer pickled before it
-        if most is not None:
-            boost = _most_frequent(X, boost, int(most))
+        if self.max_weighted is not None:
+            boost = _most_frequent(X, boost, int(self.max_weighted))
         X.data = np.where(boost, X.data * float(self.phrase_weight), X.data)
         return X
 

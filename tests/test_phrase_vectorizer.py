@@ -1,0 +1,92 @@
+"""PhraseVectorizer on its own (scikit-learn only; its BERTopic round trips are in
+test_integrations.py, which needs the bench extra): phrases before their words, the weight
+where a topic repeats a phrase, the cap on weighted phrases, ``min_df="auto"``."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+
+def test_phrase_vectorizer_counts_phrases_before_their_words() -> None:
+    from sklearn.base import clone
+
+    from phrasekit.integrations import PhraseVectorizer
+    from phrasekit.integrations.vectorizer import count_terms
+
+    index = {("bank", "of", "england"): 0, ("bank",): 1, ("england",): 2, ("rates",): 3}
+    tokens = [["the", "bank", "of", "england", "raised", "rates"], ["bank", "england"]]
+    eaten = count_terms(tokens, index, 4, consume=True).toarray().tolist()
+    assert eaten == [[1, 0, 0, 1], [0, 1, 1, 0]]
+    kept = count_terms(tokens, index, 4, consume=False).toarray().tolist()
+    assert kept == [[1, 1, 1, 1], [0, 1, 1, 0]]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=1)
+    assert clone(vec).get_params(deep=False) == vec.get_params(deep=False)
+    assert "words" not in vec.get_params()  # deep: a plain CountVectorizer's parameters
+    assert vec.set_params(consume=False).consume is False
+    texts = ["The central bank raised interest rates. Interest rates rose again.",
+             "Interest rates fell while the central bank waited."]
+    X = vec.fit_transform(texts)
+    assert set(vec.get_feature_names_out()) == {"central bank", "interest rates"}
+    assert (vec.transform(texts) != X).nnz == 0
+    heavy = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=2.5,
+                             min_phrase_count=1)
+    np.testing.assert_allclose(heavy.fit_transform(texts).toarray(), 2.5 * X.toarray())
+
+
+def test_phrase_weight_applies_where_a_text_repeats_the_phrase() -> None:
+    from phrasekit.integrations import PhraseVectorizer
+
+    texts = ["The central bank raised interest rates. Interest rates rose again.",
+             "Interest rates fell while the central bank waited."]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=3, min_phrase_count=2)
+    X = vec.fit_transform(texts).toarray()
+    rates, bank = vec.vocabulary_["interest rates"], vec.vocabulary_["central bank"]
+    assert X[:, rates].tolist() == [6.0, 1.0]  # twice in the first text: weighted there only
+    assert X[:, bank].tolist() == [1.0, 1.0]  # once in each: never weighted
+    np.testing.assert_array_equal(vec.transform(texts).toarray(), X)
+    assert vec.transform(texts[1:]).toarray()[0, rates] == 1.0
+
+
+def test_only_a_texts_most_frequent_phrases_are_weighted() -> None:
+    from phrasekit.integrations import PhraseVectorizer
+
+    texts = ["Interest rates rose. Interest rates fell. Interest rates held. The central bank "
+             "met. The central bank spoke. The stock market fell. The stock market rose.",
+             "The stock market rose. The stock market fell. The central bank waited."]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=4, min_phrase_count=2,
+                           max_weighted=2)
+    X = vec.fit_transform(texts).toarray()
+    col = vec.vocabulary_
+    # the first text repeats three phrases: its two most frequent are weighted (a tie goes to
+    # the phrase first in term order), the third counts as it occurs
+    assert X[0, col["interest rates"]] == 12.0
+    assert X[0, col["central bank"]] == 8.0 and X[0, col["stock market"]] == 2.0
+    assert X[1, col["stock market"]] == 8.0 and X[1, col["central bank"]] == 1.0
+    np.testing.assert_array_equal(vec.transform(texts).toarray(), X)
+    every = vec.set_params(max_weighted=None).fit_transform(texts).toarray()
+    assert every[0, col["stock market"]] == 8.0
+    # a vectorizer pickled before the cap and the floor existed weights every phrase, as then
+    old = pickle.loads(pickle.dumps(vec))
+    del old.__dict__["max_weighted"], old.__dict__["min_phrase_count"]
+    assert old.get_params(deep=False)["max_weighted"] is None
+    np.testing.assert_array_equal(old.transform(texts[1:]).toarray()[0],
+                                  vec.set_params(min_phrase_count=1).transform(texts[1:])
+                                  .toarray()[0])
+
+
+def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many() -> None:
+    from phrasekit.integrations import PhraseVectorizer
+    from phrasekit.integrations.vectorizer import AUTO_MIN_DF_TEXTS
+
+    few = ["The central bank raised interest rates.", "She bought a new mobile phone."]
+    vec = PhraseVectorizer(words=False, phrase_words=None)
+    second = {t for t in vec.fit(few).get_feature_names_out() if t not in few[0].lower()}
+    assert second and "central bank" in vec.vocabulary_  # each text's phrases, with 2 texts
+    many = few + ["The central bank waited."] * (AUTO_MIN_DF_TEXTS - 2)
+    terms = set(vec.fit(many).get_feature_names_out())
+    assert "central bank" in terms and not second & terms  # in one text of many: dropped
+    assert second <= set(PhraseVectorizer(words=False, phrase_words=None, min_df=1).fit(
+        many).get_feature_names_out())
+    assert vec.get_params()["min_df"] == 1  # what BERTopic saves: a plain CountVectorizer's
