@@ -21,12 +21,13 @@ import phrasekit
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.static import StaticWordEncoder
 from phrasekit.models.backbones import packaged_model_dir
-from phrasekit.registry import installed_models
+from phrasekit.registry import available_models, installed_models
 from phrasekit.settings import torch_threads
 
 NAMES = installed_models()  # optional models (e.g. mpnet) only when their extra is installed
-FOLDERS = sorted(p.name for p in packaged_model_dir("").iterdir()
-                 if (p / "config.json").is_file())
+FOLDERS = sorted(p.name for p in packaged_model_dir("").iterdir()  # and so their folders
+                 if (p / "config.json").is_file()
+                 and (p.name not in available_models() or p.name in NAMES))
 MODELS = [f"name:{n}" for n in NAMES] + [f"folder:{f}" for f in FOLDERS]
 FAST = ["name:string", "name:glove-50d", "name:facets-phrase-k3"]
 

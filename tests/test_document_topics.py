@@ -308,26 +308,3 @@ def test_fit_docs_all_encodes_every_document(docs: list[Document], glove) -> Non
     assert len(m.sample_index_) == len(docs) and getattr(m, "student_", None) is None
     with pytest.raises(ValueError, match="fit_docs"):
         DocumentTopicModel(fit_docs="most").check_params()
-
-
-def test_a_document_is_encoded_as_two_windows_of_100_words(glove) -> None:
-    """The default tokens per document: the first 200 words, as two 100-word windows (about
-    sentence-transformers' 256 tokens), averaged by words."""
-    from phrasekit.encoders.base import Encoder
-
-    class Recording(Encoder):
-        def __init__(self) -> None:
-            self.name, self.dim, self.precision, self.seen = "rec", glove.dim, "fp32", []
-
-        def _encode_batch(self, texts):
-            self.seen.extend(texts)
-            return glove.encode(list(texts))
-
-    words = [f"w{i}" for i in range(350)]
-    long_doc = " ".join(words)
-    rec = Recording()
-    m = DocumentTopicModel(encoder=rec, cache_dir=None)
-    X = encode_documents(rec, [long_doc, "a short one"], m.chunk_size, m.max_chunks)
-    assert sorted(rec.seen) == sorted([" ".join(words[:100]), " ".join(words[100:200]),
-                                       "a short one"])
-    assert X.shape == (2, glove.dim)

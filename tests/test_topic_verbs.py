@@ -79,8 +79,9 @@ def test_get_document_info_one_row_per_document(fitted, small_corpus: list[Docum
 
 def test_fit_with_precomputed_embeddings(small_corpus: list[Document], glove) -> None:
     """The vectors the fit would compute, given: the same topics, nothing encoded."""
-    X = encode_documents(glove, [d.text for d in small_corpus], 150, 8)
-    given = _model(encoder=glove, fit_docs="all").fit(small_corpus, X)  # BERTopic's order
+    m = _model(encoder=glove, fit_docs="all")
+    X = encode_documents(glove, [d.text for d in small_corpus], m.chunk_size, m.max_chunks)
+    given = m.fit(small_corpus, X)  # BERTopic's order
     own = _model(encoder=glove, fit_docs="all").fit(small_corpus)
     assert given.doc_labels_.tolist() == own.doc_labels_.tolist()
     rest = _model(encoder=glove).fit(small_corpus, embeddings=X)  # 30 placed by their vectors
