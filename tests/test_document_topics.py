@@ -243,7 +243,8 @@ def test_a_sample_is_fitted_and_every_document_placed(sampled_encoder: DocumentT
     assert (np.asarray(P.sum(axis=1)).ravel() == m.doc_n_phrases_[rest]).all()
     assert m.topic_doc_counts_ == np.bincount(m.doc_labels_, minlength=4).tolist()
     # typical documents: the nearest to the centre among all members, sample or not
-    X = encode_documents(glove, [d.text for d in docs], m.chunk_size, m.max_chunks)
+    X = encode_documents(glove, [d.text for d in docs], m.chunk_size, m.max_chunks,
+                         max_words=m.max_words)
     d2 = ((l2_normalize(X - m.doc_mean_)[:, None, :] - m.cluster_centers_[None]) ** 2).sum(-1)
     for t, typical in enumerate(m.typical_docs_):
         members = np.flatnonzero(m.doc_labels_ == t)

@@ -131,16 +131,34 @@ def test_similarity_matrix(glove):
     assert sim.shape == (2, 1) and sim[0, 0] > sim[1, 0]
 
 
+def test_windows_of_a_word_budget_are_even_and_keep_a_short_text_whole():
+    """``max_words``: the first words in the fewest windows of at most ``size`` words, of even
+    length; without it, consecutive windows of ``size`` (a short tail included)."""
+    from phrasekit.encoders.cache import chunk_words
+
+    text = lambda n: " ".join(f"w{i}" for i in range(n))  # noqa: E731
+    assert chunk_words(text(130), 150, 2, 200) == [text(130)]
+    assert [len(c.split()) for c in chunk_words(text(181), 150, 2, 200)] == [90, 91]
+    windows = chunk_words(text(500), 150, 2, 200)
+    assert [len(c.split()) for c in windows] == [100, 100]
+    assert " ".join(windows) == text(200)  # the first 200 words, in order
+    assert [len(c.split()) for c in chunk_words(text(500), 150, 2, 1000)] == [150, 150]
+    assert [len(c.split()) for c in chunk_words(text(160), 150, 2)] == [150, 10]
+    assert chunk_words("", 150, 2, 200) == [] and chunk_words("   ", 150, 2) == []
+
+
 def test_document_vectors_of_a_stream_match_the_whole(glove):
     texts = ["heart attack and stroke " * 40, "", "car engine", "   ", "river bank " * 200,
              "stock market crash"]
     blocks = [texts[0:2], [], texts[2:5], texts[5:]]
-    got = list(iter_document_vectors(glove, iter(blocks), lambda b: b, chunk_size=50,
-                                     max_chunks=3))
-    assert [b for b, _ in got] == blocks  # every block, in order, empty ones included
-    whole = encode_documents(glove, texts, chunk_size=50, max_chunks=3)
-    assert np.array_equal(np.concatenate([X for _, X in got]), whole)
-    assert not whole[1].any() and not whole[3].any()  # no words: a zero row
+    for max_words in (None, 120):
+        got = list(iter_document_vectors(glove, iter(blocks), lambda b: b, chunk_size=50,
+                                         max_chunks=3, max_words=max_words))
+        assert [b for b, _ in got] == blocks  # every block, in order, empty ones included
+        whole = encode_documents(glove, texts, chunk_size=50, max_chunks=3,
+                                 max_words=max_words)
+        assert np.array_equal(np.concatenate([X for _, X in got]), whole)
+        assert not whole[1].any() and not whole[3].any()  # no words: a zero row
 
 
 @pytest.mark.parametrize(("flags", "want"), [

@@ -33,6 +33,28 @@ def test_saved_model_places_documents_as_the_fitted_one(
     assert back.doc_ids_ == fitted.doc_ids_
 
 
+def test_a_model_saved_or_pickled_before_the_word_budget_reads_its_old_windows(
+        fitted: DocumentTopicModel, tmp_path: Path) -> None:
+    """A saved config without ``max_words``, or a pickle without the attribute, keeps the
+    windows it was fitted with (``chunk_size`` words each), not today's default."""
+    import json
+    import pickle
+
+    from phrasekit.artifacts import write_manifest
+    from phrasekit.topics.exploration.explore import KIND
+
+    assert fitted.max_words == 200  # today's default
+    folder = fitted.save(tmp_path / "model")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    del config["params"]["max_words"]
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    write_manifest(folder, KIND)
+    assert DocumentTopicModel.load(folder).max_words is None
+    old = pickle.loads(pickle.dumps(fitted))
+    del old.__dict__["max_words"]
+    assert old.max_words is None
+
+
 def test_load_refuses_another_encoder_and_damaged_files(
         fitted: DocumentTopicModel, tmp_path: Path) -> None:
     folder = fitted.save(tmp_path / "model")

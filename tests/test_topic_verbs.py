@@ -80,7 +80,8 @@ def test_get_document_info_one_row_per_document(fitted, small_corpus: list[Docum
 def test_fit_with_precomputed_embeddings(small_corpus: list[Document], glove) -> None:
     """The vectors the fit would compute, given: the same topics, nothing encoded."""
     m = _model(encoder=glove, fit_docs="all")
-    X = encode_documents(glove, [d.text for d in small_corpus], m.chunk_size, m.max_chunks)
+    X = encode_documents(glove, [d.text for d in small_corpus], m.chunk_size, m.max_chunks,
+                         max_words=m.max_words)
     given = m.fit(small_corpus, X)  # BERTopic's order
     own = _model(encoder=glove, fit_docs="all").fit(small_corpus)
     assert given.doc_labels_.tolist() == own.doc_labels_.tolist()

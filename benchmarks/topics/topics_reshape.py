@@ -225,7 +225,7 @@ def bertopic_cut(docs: list, areas: list[str], gold: list, tm: Any) -> dict:
     texts = [d.text for d in docs]
     t0 = time.perf_counter()
     X = encode_documents(tm.encoder_, texts, tm.chunk_size, tm.max_chunks,
-                         cache_dir=vector_cache_dir())
+                         cache_dir=vector_cache_dir(), max_words=tm.max_words)
     encode_s = time.perf_counter() - t0
     model = bertopic_model(seed=0)
     t0 = time.perf_counter()

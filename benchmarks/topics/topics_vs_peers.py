@@ -234,21 +234,23 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
     from phrasekit.encoders.cache import chunk_words, encode_documents
     from phrasekit.io import write_json
     from phrasekit.text import tokenize
-    from phrasekit.topics import PNTM, PhraseTopicModel
+    from phrasekit.topics import PNTM, DocumentTopicModel, PhraseTopicModel
     from phrasekit.topics.core.terms import build_term_vocabulary
 
     folder = out / "emb" / corpus
     info_path = folder / "prep.json"
     known: dict[str, np.ndarray] = {}
+    docs, _, _ = load_corpus(root, corpus)
+    pntm, own = PNTM().get_params(), DocumentTopicModel().get_params()
+    chunks = [c for d in docs for c in chunk_words(d.text, pntm["chunk_size"], pntm["max_chunks"])]
+    windows = [c for d in docs for c in chunk_words(d.text, own["chunk_size"], own["max_chunks"],
+                                                     own["max_words"])]  # the documents method's
     if info_path.is_file():
         info = json.loads(info_path.read_text())
-        if info.get("phrase_source") or not with_phrases:
-            return info
         known.update(zip(json.loads((folder / "texts.json").read_text()),
                          np.load(folder / "vectors.npy"), strict=True))
-    docs, _, _ = load_corpus(root, corpus)
-    pntm = PNTM().get_params()
-    chunks = [c for d in docs for c in chunk_words(d.text, pntm["chunk_size"], pntm["max_chunks"])]
+        if (info.get("phrase_source") or not with_phrases) and all(w in known for w in windows):
+            return info
     terms: list[str] = []
     cluster_terms: list[str] = []
     info = {"phrase_source": None}
@@ -270,7 +272,7 @@ def prepare(corpus: str, root: Path, out: Path, reuse: Path, quiet: bool,
             if arr.shape == (len(texts), 384):
                 known.update(zip(texts, arr, strict=True))
                 sources.append(str(path))
-    store = list(dict.fromkeys(chunks + terms + cluster_terms))
+    store = list(dict.fromkeys(chunks + windows + terms + cluster_terms))
     missing = [t for t in store if t not in known]
     t0 = time.perf_counter()
     if missing:

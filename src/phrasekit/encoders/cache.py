@@ -250,10 +250,18 @@ def prune_caches(folder: Path, max_bytes: int, keep: Path | None = None) -> list
     return prune_marked(folder, max_bytes, keep)
 
 
-def chunk_words(text: str, size: int, max_chunks: int) -> list[str]:
-    """Cut ``text`` into at most ``max_chunks`` windows of ``size`` whitespace words."""
+def chunk_words(text: str, size: int, max_chunks: int, max_words: int | None = None
+                ) -> list[str]:
+    """Cut ``text`` into at most ``max_chunks`` windows of ``size`` whitespace words. With
+    ``max_words``: its first ``max_words`` words (at most ``size * max_chunks``) in the fewest
+    windows of at most ``size`` words, of even length, so a short text stays whole and no
+    short tail window stands beside a long one."""
     words = text.split()
-    return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
+    if max_words is None:
+        return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
+    words = words[: min(max_words, size * max_chunks)]
+    n = -(-len(words) // size)
+    return [" ".join(words[i * len(words) // n : (i + 1) * len(words) // n]) for i in range(n)]
 
 
 def _replaceable(cache: Path) -> bool:
@@ -305,14 +313,14 @@ def cached_encode(
     return out
 
 
-def _windows(texts: Sequence[str], chunk_size: int, max_chunks: int
-             ) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _windows(texts: Sequence[str], chunk_size: int, max_chunks: int,
+             max_words: int | None = None) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The word windows of ``texts`` (``chunk_words``), each window's document and its
     number of words (its weight in the document's vector)."""
     chunks: list[str] = []
     owner: list[int] = []
     for d, text in enumerate(texts):
-        found = chunk_words(text, chunk_size, max_chunks)
+        found = chunk_words(text, chunk_size, max_chunks, max_words)
         chunks.extend(found)
         owner.extend([d] * len(found))
     weight = np.fromiter((len(c.split()) for c in chunks), dtype=np.float32, count=len(chunks))
@@ -333,13 +341,15 @@ def encode_documents(
     max_chunks: int = 8,
     cache_dir: str | Path | None = None,
     show_progress: bool = False,
+    max_words: int | None = None,
 ) -> np.ndarray:
-    """Unit document vectors: each document's word windows encoded and averaged (weighted by
-    words). A document without words gets a zero row (it is then left unassigned)."""
-    chunks, owner, weight = _windows(texts, chunk_size, max_chunks)
+    """Unit document vectors: each document's word windows (``chunk_words``) encoded and
+    averaged (weighted by words). A document without words gets a zero row (it is then left
+    unassigned)."""
+    chunks, owner, weight = _windows(texts, chunk_size, max_chunks, max_words)
     if not chunks:
         return np.zeros((len(texts), encoder.dim), dtype=np.float32)
-    E = cached_encode(encoder, chunks, cache_dir, "docs", show_progress)
+    E = cached_encode(encoder.for_documents(), chunks, cache_dir, "docs", show_progress)
     return _pool(len(texts), E, owner, weight)
 
 
@@ -351,6 +361,7 @@ def iter_document_vectors(
     max_chunks: int = 8,
     show_progress: bool = False,
     total: int | None = None,
+    max_words: int | None = None,
 ) -> Iterator[tuple[T, np.ndarray]]:
     """``encode_documents`` of a stream: each block with its documents' vectors, in order.
     The windows of all blocks go to ``encoder.encode_stream`` as one stream (one worker pool
@@ -361,7 +372,7 @@ def iter_document_vectors(
     def windows() -> Iterator[str]:
         for block in blocks:
             texts = texts_of(block)
-            chunks, owner, weight = _windows(texts, chunk_size, max_chunks)
+            chunks, owner, weight = _windows(texts, chunk_size, max_chunks, max_words)
             pending.append((block, len(texts), owner, weight))
             yield from chunks
 
@@ -376,7 +387,8 @@ def iter_document_vectors(
             start += len(owner)
         buffer[:] = [E[start:]]
 
-    for E in encoder.encode_stream(windows(), show_progress=show_progress, total=total):
+    for E in encoder.for_documents().encode_stream(windows(), show_progress=show_progress,
+                                                   total=total):
         buffer.append(E)
         yield from ready(final=False)
     yield from ready(final=True)

@@ -43,21 +43,23 @@ def place(X: np.ndarray, mean: np.ndarray, centres: np.ndarray
     return used, d2, np.where(used[:, None], shares_of(d2), 0.0)
 
 
-def unknown_mask(encoder: Any, texts: Sequence[str], chunk_size: int, max_chunks: int
-                 ) -> np.ndarray:
+def unknown_mask(encoder: Any, texts: Sequence[str], chunk_size: int, max_chunks: int,
+                 max_words: int | None = None) -> np.ndarray:
     """Which of ``texts`` have no word the encoder knows within the windows it reads (an
     encoder without ``known``, such as a transformer reading subwords, knows every word)."""
     known = getattr(encoder, "known", None)
     if known is None or not len(texts):
         return np.zeros(len(texts), dtype=bool)
-    read = [" ".join(t.split()[: chunk_size * max_chunks]) for t in texts]
+    limit = chunk_size * max_chunks if max_words is None else min(max_words,
+                                                                   chunk_size * max_chunks)
+    read = [" ".join(t.split()[:limit]) for t in texts]
     return ~np.asarray(known(read), dtype=bool)
 
 
 def without_unknown(encoder: Any, X: np.ndarray, texts: Sequence[str], chunk_size: int,
-                    max_chunks: int) -> np.ndarray:
+                    max_chunks: int, max_words: int | None = None) -> np.ndarray:
     """``X`` with the rows of documents without a known word set to zero (unassigned)."""
-    unknown = unknown_mask(encoder, texts, chunk_size, max_chunks)
+    unknown = unknown_mask(encoder, texts, chunk_size, max_chunks, max_words)
     if unknown.any():
         X = X.copy()
         X[unknown] = 0.0

@@ -157,10 +157,11 @@ class TopicExplorer:
         if placement == "fit" and student is not None and keys is not None:
             encoded = np.isin(sample_keys(documents), keys)
         rows, rest = np.flatnonzero(encoded), np.flatnonzero(~encoded)
+        max_words = getattr(self, "max_words", None)  # None: PNTM, or a model pickled before
         X = encode_documents(self.encoder_, [texts[i] for i in rows], self.chunk_size,
-                             self.max_chunks, cache_dir, show_progress)
+                             self.max_chunks, cache_dir, show_progress, max_words)
         X = without_unknown(self.encoder_, X, [texts[i] for i in rows], self.chunk_size,
-                            self.max_chunks)
+                            self.max_chunks, max_words)
         used_rows, d2, row_shares = self._place(X)
         shares = np.zeros((len(texts), self.n_topics_), dtype=np.float32)
         shares[rows] = row_shares
@@ -259,6 +260,7 @@ class TopicExplorer:
         try:
             saved = config["encoder"]
             params = {k: v for k, v in config["params"].items() if k != "encoder"}
+            params.setdefault("max_words", None)  # saved before: windows of chunk_size
             model = cls(encoder=saved["spec"], **params)
             spec = str(saved["spec"])
         except (KeyError, TypeError, AttributeError, ValueError) as exc:

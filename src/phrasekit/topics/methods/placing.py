@@ -79,11 +79,13 @@ class TopicPlacer:
                 rows = np.asarray([i for i, _ in block], dtype=np.int64)
                 yield block, rows, None, self.student_.predict_proba([t for _, t in block])
             return
+        max_words = getattr(self, "max_words", None)
         for block, X in iter_document_vectors(self.encoder_, blocks,
                                               lambda b: [t for _, t in b], self.chunk_size,
-                                              self.max_chunks, show_progress):
+                                              self.max_chunks, show_progress,
+                                              max_words=max_words):
             X = without_unknown(self.encoder_, X, [t for _, t in block], self.chunk_size,
-                                self.max_chunks)
+                                self.max_chunks, max_words)
             _, d2, block_shares = self._place(X)
             yield block, np.asarray([i for i, _ in block], dtype=np.int64), d2, block_shares
 
