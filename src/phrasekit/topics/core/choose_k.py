@@ -4,9 +4,10 @@ Two criteria, each a score per K (higher is better) computed on the same vectors
 
 - ``"stability"``: k-means is run on ``n_pairs`` pairs of random half-size samples of the
   documents (``STABILITY_INITS`` initialisations each, different seeds); both models label
-  every document, and the score is the mean adjusted Rand index between the two labelings. A K that matches real
-  groups is found again from other samples and seeds; a K that cuts a group in arbitrary
-  places is not. (ARI is corrected for chance, so random labelings score 0 at every K.)
+  every document, and the score is the mean adjusted Rand index between the two labelings.
+  A K that matches real groups is found again from other samples and seeds; a K that cuts a
+  group in arbitrary places is not. (ARI is corrected for chance, so random labelings score 0
+  at every K.)
 - ``"silhouette"``: the mean cosine silhouette of the full k-means partition, on a fixed-seed
   sample of documents.
 """
