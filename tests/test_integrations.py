@@ -34,21 +34,6 @@ def test_keybert_backend_embeds_with_phrasekit(docs: list[str]) -> None:
     assert len(keywords) == 5 and all(kw.lower() in docs[0].lower() for kw, _ in keywords)
 
 
-def test_bertopic_backend_embeds_documents_by_the_document_path(docs: list[str],
-                                                                monkeypatch) -> None:
-    """BERTopic's documents go through the encoder's ``for_documents`` (int8 under ``@auto``
-    where measured faster), its words through the encoder itself."""
-    from phrasekit.integrations import BERTopicBackend
-
-    backend = BERTopicBackend(MODEL)
-    other = phrasekit.load("string")
-    monkeypatch.setattr(backend.encoder, "for_documents", lambda: other)
-    np.testing.assert_allclose(backend.embed_documents(docs[:3]), other.encode(docs[:3]),
-                               atol=1e-6)
-    np.testing.assert_allclose(backend.embed_words(["bank rate"]),
-                               phrasekit.load(MODEL).encode(["bank rate"]), atol=1e-6)
-
-
 def test_bertopic_with_phrasekit_backend_vectorizer_and_naming(docs: list[str]) -> None:
     from bertopic import BERTopic
     from sklearn.cluster import KMeans

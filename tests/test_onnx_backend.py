@@ -164,17 +164,13 @@ def vnni_no_bf16(monkeypatch):
     yield from _cpu(monkeypatch, {"avx2", "fma", "avx512f", "avx512_vnni"})
 
 
-def _speeds(monkeypatch, fp32: float, int8: float = 0.0,
-            windows: tuple[float, float] | None = None) -> list[str]:
-    """Mocked measurements (``windows``: fp32's and int8's on windows alone, else as on
-    both shapes); the returned list records what each call measured."""
+def _speeds(monkeypatch, fp32: float, int8: float = 0.0) -> list[str]:
+    """Mocked measurements; the returned list records what each call measured."""
     calls: list[str] = []
-    fp32_w, int8_w = windows or (fp32, int8)
 
     def measured(enc, root=None, int8_too=False):
         calls.append("fp32+int8" if int8_too else "fp32")
-        return {"onnx": fp32, "onnx_windows": fp32_w,
-                **({"int8": int8, "int8_windows": int8_w} if int8_too else {})}
+        return {"onnx": fp32, **({"int8": int8} if int8_too else {})}
 
     monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups",
                         lambda enc, root=None, int8=False: measured(enc, root, int8))
@@ -214,60 +210,6 @@ def test_auto_takes_int8_only_where_measured_faster_than_the_fp32_path(monkeypat
     assert enc.vector_settings()["precision"] == want[0]
     assert enc.model.dtype == torch.float32  # the torch weights stay fp32 (int8 is a graph)
     assert calls == ["fp32+int8"]
-
-
-@pytest.mark.parametrize(("windows", "int8_docs"), [
-    ((1.0, 1.5), True),     # 1.5 >= 1.05 x 1.0 (the fp32 path is ONNX Runtime: 1.5 overall)
-    ((1.2, 1.25), False),   # within 5% of the fp32 path on windows
-    ((0.9, 1.06), True),    # ONNX Runtime fp32 is the path, even where slower on windows
-])
-def test_auto_hands_document_windows_to_int8_where_measured_faster_there(monkeypatch, avx2_only,
-                                                                         windows, int8_docs):
-    """Without VNNI (7-bit weights, which lost avg7) ``minilm@auto`` keeps phrases in fp32
-    and encodes document windows in int8 only where int8 measured at least 1.05x the fp32
-    path on windows; the twin shares the weights, is named apart and is chosen once."""
-    calls = _speeds(monkeypatch, fp32=1.5, int8=3.0, windows=windows)
-    enc = phrasekit.load("minilm@auto")
-    assert (enc.precision, enc.backend, enc.name) == ("fp32", "onnx", "minilm")
-    doc = enc.for_documents()
-    if int8_docs:
-        assert (doc.precision, doc.backend, doc.name) == ("int8", "onnx", "minilm@int8")
-        assert doc.model is enc.model and doc.vector_settings()["int8_weight_bits"] == 7
-        assert doc.for_documents() is doc
-    else:
-        assert doc is enc
-    assert enc.for_documents() is doc and calls == ["fp32", "fp32+int8"]  # measured once
-    assert enc.__getstate__()["_documents"] is None  # a worker chooses on its own CPU
-
-
-def test_documents_keep_the_precision_that_was_not_auto_fp32(monkeypatch, avx2_only):
-    """An explicit precision, bf16 taken by auto, or int8 taken for everything: documents go
-    the same way, and nothing is measured for them."""
-    calls = _speeds(monkeypatch, fp32=1.5, int8=3.0, windows=(1.0, 2.0))
-    explicit = phrasekit.load("minilm")
-    assert explicit.for_documents() is explicit
-    monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx2", "avx512_vnni"})
-    everything = phrasekit.load("minilm@auto")
-    assert everything.precision == "int8" and everything.for_documents() is everything
-    transformer._auto_precision.cache_clear()
-    monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
-    bf16 = phrasekit.load("minilm@auto")
-    assert bf16.precision == "bf16" and bf16.for_documents() is bf16
-    assert calls == ["fp32+int8"]
-
-
-def test_document_windows_in_int8_are_int8_vectors_cached_apart(monkeypatch, avx2_only, tmp_path):
-    """The twin's vectors are ``minilm@int8``'s, and documents cache them under that name."""
-    from phrasekit.encoders.cache import encode_documents
-
-    _speeds(monkeypatch, fp32=1.5, int8=3.0, windows=(1.0, 2.0))
-    enc = phrasekit.load("minilm@auto")
-    docs = [TEXTS[4], "heart attack and stroke in older patients"]
-    np.testing.assert_allclose(enc.for_documents().encode(docs),
-                               phrasekit.load("minilm@int8").encode(docs), atol=1e-5)
-    X = encode_documents(enc, docs, 150, 2, cache_dir=tmp_path)
-    assert X.shape == (2, enc.dim) and [f.name.split("-")[:2] for f in tmp_path.iterdir()] == [
-        ["docs", "minilm@int8"]]
 
 
 def test_a_failed_int8_measurement_keeps_the_fp32_choice(monkeypatch, vnni_no_bf16):
@@ -313,8 +255,7 @@ def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
     assert cpu_speedups(onnx_fp32, root=tmp_path)["onnx"] == 9.0  # read back, not measured again
     # int8 was never measured for this key: measured now (fp32 again beside it), then kept
     both = cpu_speedups(onnx_fp32, root=tmp_path, int8=True)
-    assert set(both) == {"onnx", "int8", "onnx_windows", "int8_windows"}
-    assert both["int8"] > 0 and both["int8_windows"] > 0 and both["onnx"] != 9.0
+    assert set(both) == {"onnx", "int8"} and both["int8"] > 0 and both["onnx"] != 9.0
     entry = json.loads((tmp_path / "phrasekit-onnx-speed.json").read_text())["speeds"][key]
     assert set(entry["seconds"]) == {"torch", "onnx", "int8"}
     assert entry["int8_speedup"] == both["int8"]

@@ -26,7 +26,6 @@ from phrasekit.pipeline import (
     run_stage,
 )
 from phrasekit.pipeline.engines import worker_lost
-from phrasekit.pipeline.stages import EncodeStage
 from phrasekit.similarity.index import build_index
 from phrasekit.similarity.ivf import IVFIndex
 
@@ -90,23 +89,6 @@ def test_sharded_encoder_matches_plain(glove):
     assert sharded.encode([]).shape == (0, glove.dim)
     with pytest.raises(ValueError, match=r"texts\[1\]"):
         sharded.encode(["ok", " "])
-
-
-def test_a_sharded_encoder_encodes_documents_by_the_models_document_encoder(glove, monkeypatch):
-    """Workers encode document windows by ``for_documents`` (a GloVe model's is itself), and
-    their shards are stored apart from phrases' shards."""
-    sharded = ShardedEncoder(glove, LocalEngine(), shard_size=7)
-    docs = sharded.for_documents()
-    assert docs.documents and docs.for_documents() is docs and not sharded.documents
-    texts = [f"phrase number {i}" for i in range(20)]
-    np.testing.assert_allclose(np.concatenate(list(docs.encode_stream(texts))),
-                               glove.encode(texts), atol=1e-6)
-    plain, windows = EncodeStage(glove), EncodeStage(glove, documents=True)
-    assert plain.fingerprint() != windows.fingerprint()
-    asked: list[int] = []
-    monkeypatch.setattr(type(glove), "for_documents", lambda self: asked.append(1) or self)
-    windows(pa.table({"text": texts[:3]}))
-    assert asked == [1]
 
 
 def test_encode_stream_matches_encode_chunk_by_chunk(glove):

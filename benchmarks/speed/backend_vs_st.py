@@ -2,8 +2,7 @@
 
 The same documents (the first ``--n-docs`` of a corpus) are embedded by
 ``SentenceTransformer(all-MiniLM-L6-v2).encode`` (the packaged weights; the baseline), by
-``BERTopicBackend(model).embed_documents`` (what BERTopic calls for documents) and by
-``KeyBERTBackend(model).embed``, each ``model`` of
+``BERTopicBackend(model).embed`` and by ``KeyBERTBackend(model).embed``, each ``model`` of
 ``--models`` (default ``minilm`` and ``minilm@auto``: the same weights at fp32 and at the
 precision phrasekit picks for this CPU). All run in one process after one warm-up each, in
 ``--rounds`` rounds whose order alternates; the table gives each one's best seconds, its ratio to
@@ -35,7 +34,7 @@ def runners(models: list[str]) -> dict:
     out = {"sentence-transformers": lambda t: st.encode(t, normalize_embeddings=True)}
     for model in models:
         bertopic, keybert = BERTopicBackend(model), KeyBERTBackend(model)
-        out[f"BERTopicBackend({model!r})"] = bertopic.embed_documents
+        out[f"BERTopicBackend({model!r})"] = bertopic.embed
         out[f"KeyBERTBackend({model!r})"] = keybert.embed
     return out
 

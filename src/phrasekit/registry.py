@@ -65,7 +65,7 @@ def register(
 
 
 #: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32, or
-#: int8 with VNNI where it measures faster; documents in int8 where that measures faster).
+#: int8 with VNNI where it measures faster).
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto")
 
 

@@ -69,8 +69,8 @@ MethodOpt = Annotated[str, typer.Option(
          "span model folder from `train uctopic`).")]
 TopicsModelOpt = Annotated[str | None, typer.Option(
     "--model", "-m", help="Model name (see `phrasekit models`) or folder; default minilm@auto "
-                          "(documents: bf16 where the CPU has native bfloat16, else int8 "
-                          "where measured faster, else fp32), "
+                          "(documents: bf16 where the CPU has native bfloat16, else fp32, or "
+                          "int8 with VNNI where faster), "
                           "minilm (clusters, pntm) or uctopic-minilm (ccl).")]
 CclSteps = Annotated[int, typer.Option(
     help="ccl: CCL fine-tuning steps (0: topics are KMeans clusters of the encoder's space).")]

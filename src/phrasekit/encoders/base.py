@@ -194,12 +194,6 @@ class Encoder(ABC):
         self.device = target
         return self
 
-    def for_documents(self) -> Encoder:
-        """The encoder that embeds document windows (topics, keyphrases' document pass): this
-        one, unless a precision chosen for speed keeps documents' quality in a faster path
-        (a transformer under ``precision="auto"``)."""
-        return self
-
     def vector_settings(self) -> dict[str, object]:
         """The settings besides the weights that change this encoder's vectors (precision,
         tokens kept): cached vectors are keyed by them."""

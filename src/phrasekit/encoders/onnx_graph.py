@@ -269,12 +269,11 @@ def _runner(encoder: Any, hidden: Any, size: int) -> Any:
 
 
 def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rounds: int = 3
-             ) -> tuple[dict[str, float], dict[str, float]]:
+             ) -> dict[str, float]:
     """Best seconds of torch fp32 and of each ONNX Runtime graph in ``backbones`` (by name:
     ``onnx`` fp32, ``int8``) over the calibration texts (phrases in batches of 64, windows in
     batches of 12, about the CPU's token cap), in alternating rounds after a warm-up of both
-    shapes, with the allocator settings encoding uses: both shapes together, and the windows
-    alone (what document encoding runs)."""
+    shapes, with the allocator settings encoding uses."""
     from phrasekit.encoders.allocator import keep_freed_memory
     from phrasekit.settings import torch_threads
 
@@ -282,7 +281,6 @@ def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rou
     phrases, windows = _calibration_texts(encoder.tokenizer)
     runs = {"torch": lambda b: encoder.model(**b).last_hidden_state, **backbones}
     best = {name: float("inf") for name in runs}
-    best_windows = dict(best)
     with torch_threads(threads), torch.inference_mode():
         for hidden in runs.values():  # warm-up
             _runner(encoder, hidden, 64)(phrases[:64])
@@ -291,12 +289,9 @@ def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rou
             for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
                 start = time.perf_counter()
                 _runner(encoder, runs[name], 64)(phrases)
-                middle = time.perf_counter()
                 _runner(encoder, runs[name], 12)(windows)
-                end = time.perf_counter()
-                best[name] = min(best[name], end - start)
-                best_windows[name] = min(best_windows[name], end - middle)
-    return best, best_windows
+                best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def _speed_key(encoder: Any, threads: int) -> str:
@@ -331,17 +326,13 @@ def _read_speeds(path: Path) -> dict[str, Any] | None:
 
 def _stored_speedups(path: Path, key: str) -> dict[str, float] | None:
     """The speed-ups stored for ``key`` in the speeds file (``onnx``, and ``int8`` where it
-    was measured; ``NAME_windows`` for the windows alone where those were), if any."""
+    was measured), if any."""
     entry = (_read_speeds(path) or {}).get(key)
     if not isinstance(entry, dict) or not isinstance(entry.get("speedup"), int | float):
         return None
     out = {"onnx": float(entry["speedup"])}
     if isinstance(entry.get("int8_speedup"), int | float):
         out["int8"] = float(entry["int8_speedup"])
-    windows = entry.get("windows_speedup")
-    if isinstance(windows, dict):
-        out.update({f"{name}_windows": float(x) for name, x in windows.items()
-                    if name in ("onnx", "int8") and isinstance(x, int | float)})
     return out
 
 
@@ -349,10 +340,9 @@ def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False
                  ) -> dict[str, float]:
     """How many times faster than torch fp32 ONNX Runtime encodes with ``encoder``'s
     architecture on this CPU (phrases and long windows together): ``onnx`` for fp32 and, with
-    ``int8``, ``int8`` for the int8 graph, and each on 150-word windows alone
-    (``onnx_windows``, ``int8_windows``: document encoding). Measured once per CPU, thread
-    count, attention kernel and library versions (a few seconds; int8 adds its graph's
-    export), then read back from ``phrasekit-onnx-speed.json`` in the graph cache."""
+    ``int8``, ``int8`` for the int8 graph. Measured once per CPU, thread count, attention
+    kernel and library versions (a few seconds; int8 adds its graph's export), then read back
+    from ``phrasekit-onnx-speed.json`` in the graph cache."""
     from phrasekit.io import write_json
     from phrasekit.settings import onnx_cache_dir
 
@@ -360,30 +350,26 @@ def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False
     threads = int(encoder.num_threads or torch.get_num_threads())
     key, path = _speed_key(encoder, threads), root / SPEED_FILE
     wanted = {"onnx", "int8"} if int8 else {"onnx"}
-    wanted |= {f"{name}_windows" for name in wanted}
     known = _stored_speedups(path, key)
     if known is not None and wanted <= set(known):  # the usual case: no graph opened
         return known
     backbones = {name: OnnxBackbone(encoder.model, encoder.tokenizer,
                                     "fp32" if name == "onnx" else name, threads, root)
-                 for name in sorted({"onnx", "int8"} & wanted)}
+                 for name in sorted(wanted)}
     with _locked(root):  # another process may have measured meanwhile
         known = _stored_speedups(path, key)
         if known is not None and wanted <= set(known):
             return known
-        best, best_windows = _measure(encoder, backbones, threads)
+        best = _measure(encoder, backbones, threads)
         speedups = {name: round(best["torch"] / best[name], 3) for name in backbones}
-        windows = {name: round(best_windows["torch"] / best_windows[name], 3)
-                   for name in backbones}
         saved = _read_speeds(path)
         if saved is None:
             logger.warning("%s is not phrasekit's speed file; the measurement is not kept", path)
         else:
-            entry = {"speedup": speedups["onnx"], "seconds": best, "windows_speedup": windows}
+            entry = {"speedup": speedups["onnx"], "seconds": best}
             if "int8" in speedups:
                 entry["int8_speedup"] = speedups["int8"]
             write_json(path, {"kind": SPEED_KIND, "speeds": {**saved, key: entry}})
-    logger.info("ONNX Runtime vs torch fp32 on this CPU (%d threads): %s; on windows %s",
-                threads, ", ".join(f"{name} {x:.2f}x" for name, x in speedups.items()),
-                ", ".join(f"{name} {x:.2f}x" for name, x in windows.items()))
-    return {**speedups, **{f"{name}_windows": x for name, x in windows.items()}}
+    logger.info("ONNX Runtime vs torch fp32 on this CPU (%d threads): %s", threads,
+                ", ".join(f"{name} {x:.2f}x" for name, x in speedups.items()))
+    return speedups

@@ -8,14 +8,11 @@ about 0.99, minimum 0.92 on short phrases). ``backend="onnx"`` runs fp32 on ONNX
 same vectors; 1.6-1.7x torch on a 2-core AMD EPYC), and ``auto`` uses it only where it measures
 faster on the CPU at hand. ``precision="auto"`` with ``backend="auto"`` (``minilm@auto``) runs
 bf16 where the CPU has it natively; elsewhere fp32, or int8 where the CPU has native int8 dot
-products and int8 measured at least ``MIN_SPEEDUP`` times the fp32 path (:func:`fastest_cpu_path`);
-where fp32 was taken, document windows go to int8 where it measured faster on them
-(:meth:`TransformerEncoder.for_documents`).
+products and int8 measured at least ``MIN_SPEEDUP`` times the fp32 path (:func:`fastest_cpu_path`).
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 from collections.abc import Sequence
@@ -138,34 +135,6 @@ def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
     return choice
 
 
-@functools.cache
-def _log_document_int8(choice: str, int8: float, fp32: float) -> None:
-    logger.info("documents under precision auto -> %s (int8 on ONNX Runtime measured %.2fx "
-                "torch fp32 on 150-word windows here, the fp32 path %.2fx)", choice, int8, fp32)
-
-
-def document_int8(encoder: Any) -> bool:
-    """Whether an fp32 encoder under ``precision="auto"`` hands document windows to int8: where
-    int8 on ONNX Runtime measured at least ``MIN_SPEEDUP`` times its fp32 path on 150-word
-    windows on this CPU. Even the 7-bit weights of CPUs without VNNI, which lost 0.34 avg7 on
-    phrases (so phrases stay fp32 there), kept topics' NMI within 0.02 of fp32 on the five
-    development corpora (docs/methods/topics.md, "Precision and the number of topics")."""
-    from phrasekit.encoders import onnx_graph
-
-    if not onnx_graph.onnx_available() or resolve_device(None) != "cpu":
-        return False
-    try:
-        speeds = onnx_graph.cpu_speedups(encoder, int8=True)
-        int8, fp32 = speeds["int8_windows"], speeds["onnx_windows"]
-    except Exception as exc:  # the int8 graph failed to export or run: fp32 still works
-        logger.warning("documents stay fp32: int8 not measured (%s)", exc)
-        return False
-    fp32_path = fp32 if encoder.backend == "onnx" else 1.0
-    choice = int8 >= MIN_SPEEDUP * fp32_path
-    _log_document_int8("int8" if choice else "fp32", int8, fp32_path)
-    return choice
-
-
 def cast_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     """``model`` in ``precision`` on torch: fp32 as it is or bf16 weights (int8 runs on ONNX
     Runtime, :mod:`phrasekit.encoders.onnx_graph`)."""
@@ -265,8 +234,6 @@ class TransformerEncoder(Encoder):
         measured fastest here; an encoder that took int8 is named ``<name>@int8``, so its
         vectors never share a cache with fp32's. A GPU takes such an encoder back to torch."""
         self._auto = self.backend == "auto"
-        self._asked_auto = self._auto and asked == "auto"
-        self._documents: TransformerEncoder | None = None
         self._fp32_name = self.name
         if not self._auto:
             return
@@ -276,23 +243,6 @@ class TransformerEncoder(Encoder):
             self.backend = fastest_fp32_backend(self)
         if self.precision == "int8" and "@" not in self.name:
             self.name = f"{self.name}@int8"
-
-    def for_documents(self) -> TransformerEncoder:
-        """The encoder of document windows: under ``precision="auto"`` where fp32 was taken
-        (no native bf16, int8 not faster on phrases or not kept there), an int8 twin on ONNX
-        Runtime (named ``<name>@int8``, sharing the weights) where :func:`document_int8`
-        measured it faster on windows; else this encoder."""
-        if (not getattr(self, "_asked_auto", False) or self.precision != "fp32"
-                or self.device != "cpu"):
-            return self
-        if getattr(self, "_documents", None) is None:
-            twin = self
-            if document_int8(self):
-                twin = copy.copy(self)
-                twin.precision, twin.backend, twin._onnx = "int8", "onnx", None
-                twin._asked_auto, twin.name = False, f"{self._fp32_name}@int8"
-            self._documents = twin
-        return self._documents  # type: ignore[return-value]
 
     def vector_settings(self) -> dict[str, object]:
         extra: dict[str, object] = {"backend": self.backend} if self.backend != "torch" else {}
@@ -317,12 +267,10 @@ class TransformerEncoder(Encoder):
                 raise ValueError(f"{self.name}: {self.precision} on ONNX Runtime runs on the "
                                  "CPU only; use fp32 or bf16 on a GPU")
         super().to(device)
-        self._documents = None  # chosen again for the new device
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        # a worker opens its own session and measures its own document path
-        return {**self.__dict__, "_onnx": None, "_documents": None}
+        return {**self.__dict__, "_onnx": None}  # a worker opens its own session
 
     def _hidden(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """The backbone's last hidden state for a tokenised batch (torch or ONNX Runtime)."""

@@ -65,11 +65,6 @@ class _Embedder:
         """Unit rows of the phrasekit encoder, in input order."""
         return self.encoder.encode(list(documents), show_progress=bool(verbose))
 
-    def embed_documents(self, documents: Sequence[str], verbose: bool = False) -> np.ndarray:
-        """BERTopic's documents, by the encoder's document path (``for_documents``: under
-        ``@auto``, int8 where that measured faster on this CPU); words go through ``embed``."""
-        return self.encoder.for_documents().encode(list(documents), show_progress=bool(verbose))
-
 
 #: The classes built on first use: name -> (module, base class in it, what phrasekit adds).
 LAZY_CLASSES: dict[str, tuple[str, str, type]] = {

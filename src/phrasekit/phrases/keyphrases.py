@@ -426,8 +426,8 @@ class KeyphraseExtractor:
         windows = [w for c in cands for w in c.windows]
         vecs = cached_encode(enc, list(phrase_ids), self.cache_dir, "phrases", show_progress,
                              batch_size=self.batch_size)
-        wvecs = cached_encode(enc.for_documents(), windows, self.cache_dir, "keyphrase-windows",
-                              show_progress, batch_size=self.batch_size)
+        wvecs = cached_encode(enc, windows, self.cache_dir, "keyphrase-windows", show_progress,
+                              batch_size=self.batch_size)
         doc_vecs = np.zeros((len(cands), enc.dim), dtype=np.float32)
         pos = 0
         for i, c in enumerate(cands):

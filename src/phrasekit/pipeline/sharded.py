@@ -5,7 +5,6 @@ fuzzy join take them unchanged, so every engine gives the local engine's results
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -71,8 +70,6 @@ class ShardedEncoder(Encoder):
         self.load_options = load_options
         self.name = self.local.name
         self.dim = self.local.dim
-        #: whether the workers encode document windows (``for_documents``)
-        self.documents = False
         path = Path(str(model)).expanduser()
         #: what an index records to load the model again (as for a model given by name)
         self.model_spec = self.name if isinstance(model, Encoder) \
@@ -80,16 +77,6 @@ class ShardedEncoder(Encoder):
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts)
-
-    def for_documents(self) -> ShardedEncoder:
-        """This encoder with its workers encoding document windows by the model's
-        ``for_documents`` encoder (named after it, so its vectors are cached apart)."""
-        if self.documents:
-            return self
-        twin = copy.copy(self)
-        twin.documents, twin.local = True, self.local.for_documents()
-        twin.name = twin.local.name
-        return twin
 
     def _encode_all(self, items: list[str], batch_size: int | None, show_progress: bool
                     ) -> np.ndarray:
@@ -107,7 +94,7 @@ class ShardedEncoder(Encoder):
         returns them: the driver holds the shards in flight, not the corpus."""
         here = self.local if self.engine.in_process else None
         stage = EncodeStage(self.model, batch_size=batch_size, encoder=here,
-                            documents=self.documents, **self.load_options)
+                            **self.load_options)
         inputs = (pa.table({"text": chunk}) for chunk in text_chunks(texts, self.shard_size))
         shards = None if total is None else -(-total // self.shard_size)
         for table in iter_stage(stage, inputs, self.engine, self.store, show_progress, shards):

@@ -55,25 +55,21 @@ class ModelStage(Stage):
 
 
 class EncodeStage(ModelStage):
-    """``text`` -> ``vector``: the model's embedding of each text (``documents``: of each
-    document window, by the model's ``for_documents`` encoder)."""
+    """``text`` -> ``vector``: the model's embedding of each text."""
 
     name = "encode"
 
     def __init__(self, model: str | Path | Encoder, batch_size: int | None = None,
-                 encoder: Encoder | None = None, documents: bool = False,
-                 **load_options: Any) -> None:
+                 encoder: Encoder | None = None, **load_options: Any) -> None:
         super().__init__(model, encoder, **load_options)
         self.batch_size = batch_size
-        self.documents = documents
 
     def fingerprint(self) -> str:
-        return ("encode-documents|" if self.documents else "encode|") + self.model_fingerprint()
+        return "encode|" + self.model_fingerprint()
 
     def __call__(self, table: pa.Table) -> pa.Table:
         assert self.encoder is not None, "setup() first"
-        encoder = self.encoder.for_documents() if self.documents else self.encoder
-        vecs = encoder.encode(table.column("text").to_pylist(), batch_size=self.batch_size)
+        vecs = self.encoder.encode(table.column("text").to_pylist(), batch_size=self.batch_size)
         return pa.table({"vector": matrix_column(vecs)})
 
 
