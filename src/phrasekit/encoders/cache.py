@@ -349,7 +349,7 @@ def encode_documents(
     chunks, owner, weight = _windows(texts, chunk_size, max_chunks, max_words)
     if not chunks:
         return np.zeros((len(texts), encoder.dim), dtype=np.float32)
-    E = cached_encode(encoder.for_documents(), chunks, cache_dir, "docs", show_progress)
+    E = cached_encode(encoder, chunks, cache_dir, "docs", show_progress)
     return _pool(len(texts), E, owner, weight)
 
 
@@ -387,8 +387,7 @@ def iter_document_vectors(
             start += len(owner)
         buffer[:] = [E[start:]]
 
-    for E in encoder.for_documents().encode_stream(windows(), show_progress=show_progress,
-                                                   total=total):
+    for E in encoder.encode_stream(windows(), show_progress=show_progress, total=total):
         buffer.append(E)
         yield from ready(final=False)
     yield from ready(final=True)
