@@ -116,9 +116,9 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
             words (at most ``chunk_size * max_chunks``; None: all of those, in windows of
             ``chunk_size``) in the fewest windows of at most ``chunk_size`` words, of even
             length, averaged by words: a document of up to 150 words is one window, a longer
-            one's first 200 words two of about 100. That kept NMI within 0.02 of two
-            150-word windows on the five development corpora and encodes 27% less of bbc_news
-            (``benchmarks/topics/topics_windows.py``).
+            one's first 200 words two of about 100. That kept mean NMI (seeds 0-2) within
+            0.02 of two 150-word windows, or above, on the five development corpora and
+            encodes 27% less of bbc_news (``benchmarks/topics/topics_windows.py``).
         n_init: k-means restarts for the final partition.
         random_state: seed of k-means and of K's choice.
         cache_dir: where document vectors are cached between runs: ``"auto"`` (default, as
