@@ -250,6 +250,11 @@ def prune_caches(folder: Path, max_bytes: int, keep: Path | None = None) -> list
     return prune_marked(folder, max_bytes, keep)
 
 
+def words_read(size: int, max_chunks: int, max_words: int | None = None) -> int:
+    """How many of a document's first words its windows read (``chunk_words``)."""
+    return size * max_chunks if max_words is None else min(max_words, size * max_chunks)
+
+
 def chunk_words(text: str, size: int, max_chunks: int, max_words: int | None = None
                 ) -> list[str]:
     """Cut ``text`` into at most ``max_chunks`` windows of ``size`` whitespace words. With
@@ -259,7 +264,7 @@ def chunk_words(text: str, size: int, max_chunks: int, max_words: int | None = N
     words = text.split()
     if max_words is None:
         return [" ".join(words[i : i + size]) for i in range(0, len(words), size)][:max_chunks]
-    words = words[: min(max_words, size * max_chunks)]
+    words = words[: words_read(size, max_chunks, max_words)]
     n = -(-len(words) // size)
     return [" ".join(words[i * len(words) // n : (i + 1) * len(words) // n]) for i in range(n)]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from phrasekit.encoders.cache import words_read
 from phrasekit.encoders.pooling import l2_normalize
 
 logger = logging.getLogger(__name__)
@@ -50,8 +51,7 @@ def unknown_mask(encoder: Any, texts: Sequence[str], chunk_size: int, max_chunks
     known = getattr(encoder, "known", None)
     if known is None or not len(texts):
         return np.zeros(len(texts), dtype=bool)
-    limit = chunk_size * max_chunks if max_words is None else min(max_words,
-                                                                   chunk_size * max_chunks)
+    limit = words_read(chunk_size, max_chunks, max_words)
     read = [" ".join(t.split()[:limit]) for t in texts]
     return ~np.asarray(known(read), dtype=bool)
 
