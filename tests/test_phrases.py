@@ -243,7 +243,7 @@ def test_worker_processes_find_what_one_process_finds(monkeypatch: pytest.Monkey
 
     docs = read_corpus(FIXTURE)[:24]
     one = PhraseExtractor(chunker="pos", entities=False).mentions(docs)
-    monkeypatch.setattr(extract, "MIN_PIECES_PER_PROCESS", 2)
+    monkeypatch.setattr(extract, "MIN_CHARS_PER_PROCESS", 1)
     two = PhraseExtractor(chunker="pos", entities=False, n_process=2).mentions(docs)
     assert two == one and sum(map(len, one)) > 50
     pieces = [("x" * n, (n, 0)) for n in (5, 50, 5, 5, 40, 10)]

@@ -105,7 +105,7 @@ class SentencePhrases:
                         len(set(items)) - len(missing))
             found = {s: ex.doc_candidates(doc) for s, doc in zip(missing, ex.nlp.pipe(
                 missing, batch_size=PIPE_BATCH,
-                n_process=pipe_processes(len(missing), ex.n_process)), strict=True)}
+                n_process=pipe_processes(missing, ex.n_process)), strict=True)}
         else:
             found = {}
         out = []

@@ -57,8 +57,11 @@ _INNER_PUNCT_OK = frozenset({"-", ".", "&", "/", "'", "’", "'s", "’s"})
 #: Candidates containing any of these are markup or noise (LaTeX, URLs, e-mail, code).
 DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
 
-#: ``nlp.pipe`` starts ``n_process`` workers only with at least this many pieces per worker.
-MIN_PIECES_PER_PROCESS = 200
+#: spaCy starts ``n_process`` workers only with at least this many characters of text per
+#: worker: forking costs about what parsing 50,000 characters does (the topics sample of
+#: bbc_news, tagger only, on 2 cores: 60,000 characters 0.95 s in one process against 0.84 s
+#: in two, 32,000 characters 0.41 s against 0.65 s; ``benchmarks/speed/spacy_processes.py``).
+MIN_CHARS_PER_PROCESS = 30_000
 #: Characters per ``nlp.pipe`` batch at most (a piece longer than this goes alone): spaCy
 #: holds about 3 KB per character of a batch while parsing it.
 PIPE_BATCH_CHARS = 200_000
@@ -121,11 +124,13 @@ def pos_chunks(sdoc) -> Iterable[Any]:
             yield sdoc[span.start : end]
 
 
-def pipe_processes(n_pieces: int, n_process: int) -> int:
-    """How many spaCy processes to start for ``n_pieces`` texts: ``n_process``, or 1 when
-    there are fewer than ``MIN_PIECES_PER_PROCESS`` per process (starting workers would cost
-    more than they save)."""
-    return n_process if n_pieces >= MIN_PIECES_PER_PROCESS * n_process else 1
+def pipe_processes(texts: Sequence[str], n_process: int) -> int:
+    """How many spaCy processes to start for ``texts``: ``n_process``, or 1 when they hold
+    fewer than ``MIN_CHARS_PER_PROCESS`` characters per process (starting workers would cost
+    more than they save). Counted in characters, not texts: 400 news articles are work for
+    two processes, 400 headlines are not."""
+    chars = sum(len(t) for t in texts)
+    return n_process if chars >= MIN_CHARS_PER_PROCESS * n_process else 1
 
 
 def split_long_text(text: str, max_chars: int) -> list[str]:
@@ -191,7 +196,7 @@ class PhraseExtractor:
         reject_pattern: regex; candidates matching it are dropped (markup, URLs). None: keep.
         batch_size: documents per ``nlp.pipe`` batch.
         n_process: worker processes for ``nlp.pipe`` (1 = in-process); a corpus of fewer
-            than ``MIN_PIECES_PER_PROCESS`` pieces per process runs in-process, where
+            than ``MIN_CHARS_PER_PROCESS`` characters per process runs in-process, where
             starting the workers would cost more than they save.
         max_chars: longer documents are split into pieces of at most this many characters
             (logged), which also keeps spaCy's ``max_length`` from being hit.
@@ -350,25 +355,28 @@ class PhraseExtractor:
         # strings spaCy adds while parsing are freed after the call (a long-running worker
         # would otherwise grow with every new word); only plain Python values leave it
         with nlp.memory_zone(), bar:
-            for group, batch_size, processes in self._size_classes(pieces):
-                for (i, offset), occ in self._group_occurrences(
-                        group, batch_size, processes, positions, strings):
-                    found[i][offset] = occ
-                    bar.update()
+            for (i, offset), occ in self._all_occurrences(pieces, positions, strings):
+                found[i][offset] = occ
+                bar.update()
         return [[m for offset in sorted(parts) for m in parts[offset]] for parts in found]
 
-    def _group_occurrences(self, group: list[tuple[str, tuple[int, int]]], batch_size: int,
-                           processes: int, positions: bool, strings: dict[str, str]
-                           ) -> Iterator[tuple[tuple[int, int], list[Any]]]:
-        """``((document row, offset), occurrences)`` of each piece of ``group``: in worker
-        processes that return occurrences only (``phrases/parallel.py``) where there are
-        enough pieces and the pipeline is loaded by name, else in this process."""
-        n = pipe_processes(len(group), processes)
+    def _all_occurrences(self, pieces: list[tuple[str, tuple[int, int]]], positions: bool,
+                         strings: dict[str, str]
+                         ) -> Iterator[tuple[tuple[int, int], list[Any]]]:
+        """``((document row, offset), occurrences)`` of every piece: the pieces of ordinary
+        length in one pool of worker processes that return occurrences only
+        (``phrases/parallel.py``) where they hold enough text and the pipeline is loaded by
+        name, the rest (or all) in this process."""
+        classes = list(self._size_classes(pieces))
+        shared = [(group, size) for group, size, may_share in classes if may_share]
+        n = pipe_processes([p for group, _ in shared for p, _ in group], self.n_process)
         if n > 1 and isinstance(self.spacy_model, str):
-            yield from pooled_occurrences(self, group, batch_size, n, positions, strings)
-            return
-        for sdoc, (i, offset) in self.nlp.pipe(group, as_tuples=True, batch_size=batch_size):
-            yield (i, offset), self._occurrences_of(sdoc, offset, positions, strings)
+            yield from pooled_occurrences(self, shared, n, positions, strings)
+            classes = [c for c in classes if not c[2]]
+        for group, batch_size, _ in classes:
+            for sdoc, (i, offset) in self.nlp.pipe(group, as_tuples=True,
+                                                   batch_size=batch_size):
+                yield (i, offset), self._occurrences_of(sdoc, offset, positions, strings)
 
     def _occurrences_of(self, sdoc: Any, offset: int, positions: bool,
                         strings: dict[str, str]) -> list[Any]:
@@ -383,13 +391,13 @@ class PhraseExtractor:
         return out
 
     def _size_classes(self, pieces: list[tuple[str, tuple[int, int]]]
-                      ) -> Iterator[tuple[list[tuple[str, tuple[int, int]]], int, int]]:
+                      ) -> Iterator[tuple[list[tuple[str, tuple[int, int]]], int, bool]]:
         """``pieces`` in groups of similar length, each with the ``nlp.pipe`` batch size that
         keeps a batch under :data:`PIPE_BATCH_CHARS` characters (spaCy's memory grows with the
-        characters of a batch: a batch of 64 long pieces took gigabytes) and its processes:
-        pieces of documents too long for one piece are parsed in this process, since each
-        worker would hold its own copy of spaCy and of a batch (a 50 MB line: 2.6 GB over
-        three processes)."""
+        characters of a batch: a batch of 64 long pieces took gigabytes) and whether workers
+        may parse it: pieces of documents too long for one piece are parsed in this process,
+        since each worker would hold its own copy of spaCy and of a batch (a 50 MB line:
+        2.6 GB over three processes)."""
         bounds = [PIPE_BATCH_CHARS // self.batch_size]
         while bounds[-1] < max((len(p[0]) for p in pieces), default=0):
             bounds.append(bounds[-1] * 4)
@@ -398,7 +406,7 @@ class PhraseExtractor:
             groups.setdefault(next(b for b in bounds if len(piece[0]) <= b), []).append(piece)
         for bound in sorted(groups):
             yield (groups[bound], max(1, min(self.batch_size, PIPE_BATCH_CHARS // bound)),
-                   1 if bound > PIPE_BATCH_CHARS // 4 else self.n_process)
+                   bound <= PIPE_BATCH_CHARS // 4)
 
     def extract_texts(self, texts: Sequence[str]) -> list[list[tuple[str, str, str]]]:
         """Occurrences ``(key, surface, source)`` per text (no vocabulary; for inspection)."""

@@ -289,7 +289,7 @@ class KeyphraseExtractor:
         for i, text in enumerate(texts):
             pieces.extend((p, i) for p in split_long_text(text, limit) if p.strip())
         out = [DocCandidates() for _ in texts]
-        n = pipe_processes(len(pieces), self.n_process)
+        n = pipe_processes([p for p, _ in pieces], self.n_process)
         if n > 1 and isinstance(self.spacy_model, str):
             tasks = shares(pieces, n * TASKS_PER_WORKER, unit=lambda p: p[1])
             done = pooled(self, tasks, KeyphraseExtractor._candidates_of, n, meanwhile)

@@ -86,12 +86,13 @@ def _occurrences_task(extractor: Any, task: tuple[list[Piece], int, bool]
                 for sdoc, key in nlp.pipe(pieces, as_tuples=True, batch_size=batch_size)]
 
 
-def pooled_occurrences(extractor: Any, pieces: Sequence[Piece], batch_size: int,
+def pooled_occurrences(extractor: Any, groups: Sequence[tuple[Sequence[Piece], int]],
                        n_process: int, positions: bool, strings: dict[str, str]
                        ) -> Iterator[tuple[tuple[int, int], list[Any]]]:
-    """``(key, occurrences)`` of every piece of a ``PhraseExtractor``, parsed in
-    ``n_process`` workers; equal strings are stored once, in ``strings``."""
-    tasks = [(task, batch_size, positions)
+    """``(key, occurrences)`` of every piece of a ``PhraseExtractor``, ``groups`` of pieces
+    each with its ``nlp.pipe`` batch size, parsed in one pool of ``n_process`` workers; equal
+    strings are stored once, in ``strings``."""
+    tasks = [(task, batch_size, positions) for pieces, batch_size in groups
              for task in shares(pieces, n_process * TASKS_PER_WORKER)]
     for done in pooled(extractor, tasks, _occurrences_task, n_process):
         for key, found in done:
