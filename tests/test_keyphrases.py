@@ -383,11 +383,11 @@ def test_inspec_dev_sample_in_sane_range(shared_corpora, extractor) -> None:
     assert np.isfinite(m["seconds"])
 
 
-def test_cli_default_model_is_minilm_at_precision_auto(tmp_path, monkeypatch) -> None:
-    """`keyphrases` with no -m uses the documents default (MiniLM, bf16 only where the CPU has
-    it), like `topics`; -m keeps what the user named."""
+def test_cli_default_model_is_minilm_at_precision_fast(tmp_path, monkeypatch) -> None:
+    """`keyphrases` with no -m uses MiniLM at precision fast (bf16 where the CPU has it, else
+    int8 where it measures faster); -m keeps what the user named."""
     import phrasekit.cli.keyphrases as cli_kp
-    from phrasekit.registry import DOCUMENTS_MODEL
+    from phrasekit.registry import KEYPHRASES_MODEL
 
     seen: list[object] = []
 
@@ -402,7 +402,8 @@ def test_cli_default_model_is_minilm_at_precision_auto(tmp_path, monkeypatch) ->
         res = runner.invoke(app, ["keyphrases", str(corpus), "-n", "2", "--quiet",
                                   "--threads", "1", "--no-cache", *extra])
         assert res.exit_code == 0, res.output
-    assert seen[0] == DOCUMENTS_MODEL == "minilm@auto" and "minilm" in seen
+    assert seen[0] == KEYPHRASES_MODEL == "minilm@fast" and "minilm" in seen
+    assert KeyphraseExtractor().encoder == "minilm@fast"
 
 
 def test_cli_reads_stdin(tmp_path) -> None:

@@ -195,6 +195,28 @@ def test_auto_precision_on_a_cpu_without_bf16_runs_fp32_on_the_faster_runtime(mo
 
 
 @pytest.mark.parametrize(("fp32", "int8", "want"), [
+    (1.5, 2.0, ("int8", "onnx", "minilm@int8")),
+    (1.5, 1.55, ("fp32", "onnx", "minilm")),      # within 5% of the fp32 path: not worth it
+    (0.8, 1.02, ("fp32", "torch", "minilm")),
+])
+def test_fast_weighs_seven_bit_int8_where_auto_does_not(monkeypatch, avx2_only, fp32, int8,
+                                                        want):
+    """``fast`` is ``auto`` that also times int8 on a CPU without VNNI (7-bit weights) and
+    takes it only where it measures faster than the fp32 path; with native bf16 both are
+    bf16 and nothing is measured."""
+    calls = _speeds(monkeypatch, fp32, int8)
+    enc = phrasekit.load("minilm@fast")
+    assert (enc.precision, enc.backend, enc.name) == want
+    assert calls == ["fp32+int8"]
+    assert transformer.resolve_precision("fast") == transformer.resolve_precision("auto")
+    transformer._auto_precision.cache_clear()
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    enc = phrasekit.load("minilm@fast")
+    assert (enc.precision, enc.backend, enc.name) == ("bf16", "torch", "minilm@bf16")
+    assert calls == ["fp32+int8"]
+
+
+@pytest.mark.parametrize(("fp32", "int8", "want"), [
     (1.5, 2.0, ("int8", "onnx", "minilm@int8")),   # 2.0 >= 1.05 x 1.5
     (1.5, 1.55, ("fp32", "onnx", "minilm")),      # within 5% of the fp32 path: not worth it
     (0.8, 1.2, ("int8", "onnx", "minilm@int8")),  # the fp32 path is torch (1.0)

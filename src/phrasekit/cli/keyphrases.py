@@ -37,7 +37,7 @@ from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score
 from phrasekit.io import Document, read_corpus
 from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
 from phrasekit.pipeline import sharded_keyphrases
-from phrasekit.registry import DOCUMENTS_MODEL
+from phrasekit.registry import KEYPHRASES_MODEL
 from phrasekit.tables import STDOUT, is_stdout, write_table
 
 app = typer.Typer()
@@ -111,7 +111,7 @@ def keyphrases_cmd(
              "-): JSON lines on stdout.")
     ] = None,
     top_n: Annotated[int, typer.Option("-n", "--top-n", help="Keyphrases per document.")] = 10,
-    model: ModelOpt = DOCUMENTS_MODEL,
+    model: ModelOpt = KEYPHRASES_MODEL,
     diversity: Annotated[float | None, typer.Option(
         help="MMR diversity in [0, 1]: weight against choosing a phrase similar to those "
              f"already chosen (0: plain ranking by score; default {_KP_DEFAULTS['diversity']}, "

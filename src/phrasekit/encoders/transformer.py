@@ -47,13 +47,20 @@ def _auto_precision() -> str:
     return choice
 
 
+#: Precisions settled per CPU. ``auto``: bf16 where native, else int8 where the CPU has native
+#: int8 dot products (8-bit weights) and it measures faster, else fp32. ``fast``: the same,
+#: but int8 also on CPUs without them (7-bit weights), for rankings that 7-bit vectors keep:
+#: keyphrases (Inspec dev F1@10 39.32 against 39.50), not phrase similarity (avg7 -0.34).
+AUTO_PRECISIONS = ("auto", "fast")
+
+
 def resolve_precision(precision: str) -> str:
-    """``"auto"``: bf16 where the CPU computes it natively (AVX512-BF16 or AMX: 1.3-1.9x the
-    fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is slower; an
-    encoder with ``backend="auto"`` may then take int8 on a CPU with native int8 dot products
-    where it measures faster: :func:`fastest_cpu_path`); any other value as it is. The choice
-    is logged once per process."""
-    return _auto_precision() if precision == "auto" else precision
+    """``"auto"`` or ``"fast"``: bf16 where the CPU computes it natively (AVX512-BF16 or AMX:
+    1.3-1.9x the fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is
+    slower; an encoder with ``backend="auto"`` may then take int8 where it measures faster:
+    :func:`fastest_cpu_path`); any other value as it is. The choice is logged once per
+    process."""
+    return _auto_precision() if precision in AUTO_PRECISIONS else precision
 
 
 def resolve_backend(backend: str | None, precision: str) -> str:
@@ -100,15 +107,16 @@ def fastest_fp32_backend(encoder: Any) -> str:
     return _fastest_cpu_path(encoder, int8=False)[1]
 
 
-def fastest_cpu_path(encoder: Any) -> tuple[str, str]:
+def fastest_cpu_path(encoder: Any, seven_bit: bool = False) -> tuple[str, str]:
     """``(precision, backend)`` of ``precision="auto"`` on a CPU without native bfloat16: int8
     on ONNX Runtime where the CPU has native int8 dot products (VNNI, AMX or ARM: 8-bit
     weights) and int8 measured at least ``MIN_SPEEDUP`` times the fp32 path, else fp32 on
     :func:`fastest_fp32_backend`'s runtime; never a path slower here. 8-bit int8 kept MiniLM's
     avg7 within 0.3 of fp32 and topics' NMI at most 0.015 below fp32's on the five development
     corpora; the 7-bit weights of CPUs without VNNI lost 0.34 avg7, so those stay fp32
-    (docs/methods/topics.md, "Precision and the number of topics")."""
-    return _fastest_cpu_path(encoder, int8=native_int8_dot(cpu_flags()))
+    (docs/methods/topics.md, "Precision and the number of topics") unless ``seven_bit``
+    (``precision="fast"``) weighs them too."""
+    return _fastest_cpu_path(encoder, int8=seven_bit or native_int8_dot(cpu_flags()))
 
 
 def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
@@ -237,8 +245,8 @@ class TransformerEncoder(Encoder):
         self._fp32_name = self.name
         if not self._auto:
             return
-        if asked == "auto":
-            self.precision, self.backend = fastest_cpu_path(self)
+        if asked in AUTO_PRECISIONS:
+            self.precision, self.backend = fastest_cpu_path(self, seven_bit=asked == "fast")
         else:
             self.backend = fastest_fp32_backend(self)
         if self.precision == "int8" and "@" not in self.name:
