@@ -58,10 +58,11 @@ _INNER_PUNCT_OK = frozenset({"-", ".", "&", "/", "'", "’", "'s", "’s"})
 DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
 
 #: spaCy starts ``n_process`` workers only with at least this many characters of text per
-#: worker: forking costs about what parsing 50,000 characters does (the topics sample of
-#: bbc_news, tagger only, on 2 cores: 60,000 characters 0.95 s in one process against 0.84 s
-#: in two, 32,000 characters 0.41 s against 0.65 s; ``benchmarks/speed/spacy_processes.py``).
-MIN_CHARS_PER_PROCESS = 30_000
+#: worker: below, forking costs more than it saves (samples of bbc_news, tagger only, AMD EPYC
+#: [avx2], 2 cores: 14,827 characters 0.21 s in one process against 0.32 s in two, 32,243
+#: characters 0.49 s against 0.45 s, 893,363 characters 9.73 s against 6.22 s;
+#: ``benchmarks/speed/spacy_processes.py``).
+MIN_CHARS_PER_PROCESS = 15_000
 #: Characters per ``nlp.pipe`` batch at most (a piece longer than this goes alone): spaCy
 #: holds about 3 KB per character of a batch while parsing it.
 PIPE_BATCH_CHARS = 200_000
