@@ -116,6 +116,10 @@ def test_precision_request_sends_auto_only_to_models_that_take_it():
     assert precision_request("minilm", "fp32") == {}
     assert precision_request("string", "bf16") == {"precision": "bf16"}  # refused by load
     assert precision_request("minilm@int8", "int8") == {}
+    # fast goes to the models that take it, as auto to those that take only auto
+    assert precision_request("minilm", "fast") == {"precision": "fast"}
+    assert precision_request("pearl-minilm", "fast") == {"precision": "auto"}
+    assert precision_request("string", "fast") == {}
     with pytest.raises(ValueError, match="--precision must be one of"):
         precision_request("minilm", "fp16")  # before any model is loaded
 

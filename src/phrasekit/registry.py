@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from phrasekit import encoders
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.cpu import AUTO_PRECISIONS
 from phrasekit.models.backbones import minilm_path, packaged_model_dir
 from phrasekit.models.folders import (
     FACETS_FORMAT,
@@ -78,7 +79,7 @@ def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> 
     asked = kwargs.get("precision", "fp32")
     precision = encoders.resolve_precision(asked)
     name = model if precision == "fp32" else f"{model}@{precision}"
-    extra = ({"backend": "auto"} if backend and asked in encoders.AUTO_PRECISIONS
+    extra = ({"backend": "auto"} if backend and asked in AUTO_PRECISIONS
              and "backend" not in kwargs else {})
     if extra and precision == "fp32":  # no native bf16: the encoder may weigh int8
         precision = asked
@@ -302,7 +303,8 @@ def check_model_name(name_or_path: str | Path) -> None:
 def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str]:
     """``load`` keywords for a command's ``--precision``: ``auto`` goes to the registered
     models that take it (bf16 on a CPU with native bfloat16, else fp32, or int8 with VNNI
-    where it measures faster); a model with one precision, a folder, or a name that carries
+    where it measures faster), ``fast`` too (as ``auto`` to those that do not take ``fast``);
+    a model with one precision, a folder, or a name that carries
     its own (``minilm@int8``) gets nothing (another explicit precision beside it raises
     ``ValueError``); an explicit precision goes to the model as asked (and is refused by one
     without it)."""
@@ -316,9 +318,10 @@ def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str
             raise ValueError(f"--precision {precision} contradicts the model name {key!r}, "
                              f"which carries its own precision ({own}): give one of them")
         return {}
-    if precision == "auto":
-        spec = _REGISTRY.get(key)
-        return {"precision": "auto"} if spec is not None and "auto" in spec.precisions else {}
+    if precision in AUTO_PRECISIONS:  # fast where taken, else auto where taken
+        takes = _REGISTRY[key].precisions if key in _REGISTRY else ()
+        choice = precision if precision in takes else "auto"
+        return {"precision": choice} if choice in takes else {}
     return {} if precision == "fp32" else {"precision": precision}
 
 

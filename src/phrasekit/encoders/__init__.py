@@ -18,5 +18,4 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                             "static": ["StaticWordEncoder"],
                             "string": ["CharNgramEncoder"],
                             "subtst": ["SubTST"],
-                            "transformer": ["AUTO_PRECISIONS", "TransformerEncoder",
-                                            "resolve_precision"]})
+                            "transformer": ["TransformerEncoder", "resolve_precision"]})

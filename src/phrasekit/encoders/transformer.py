@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from phrasekit.encoders.base import Encoder, cap_chars, check_device, resolve_device
-from phrasekit.encoders.cpu import cpu_flags, native_bf16, native_int8_dot
+from phrasekit.encoders.cpu import AUTO_PRECISIONS, cpu_flags, native_bf16, native_int8_dot
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
 
@@ -45,13 +45,6 @@ def _auto_precision() -> str:
     logger.info("precision auto -> %s (%s)", choice, "the CPU has native bfloat16"
                 if choice == "bf16" else "no native bfloat16 on this CPU")
     return choice
-
-
-#: Precisions settled per CPU. ``auto``: bf16 where native, else int8 where the CPU has native
-#: int8 dot products (8-bit weights) and it measures faster, else fp32. ``fast``: the same,
-#: but int8 also on CPUs without them (7-bit weights), for rankings that 7-bit vectors keep:
-#: keyphrases (Inspec dev F1@10 39.32 against 39.50), not phrase similarity (avg7 -0.34).
-AUTO_PRECISIONS = ("auto", "fast")
 
 
 def resolve_precision(precision: str) -> str:
