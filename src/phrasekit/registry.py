@@ -304,10 +304,9 @@ def precision_request(name_or_path: str | Path, precision: str) -> dict[str, str
     """``load`` keywords for a command's ``--precision``: ``auto`` goes to the registered
     models that take it (bf16 on a CPU with native bfloat16, else fp32, or int8 with VNNI
     where it measures faster), ``fast`` too (as ``auto`` to those that do not take ``fast``);
-    a model with one precision, a folder, or a name that carries
-    its own (``minilm@int8``) gets nothing (another explicit precision beside it raises
-    ``ValueError``); an explicit precision goes to the model as asked (and is refused by one
-    without it)."""
+    a model with one precision, a folder, or a name that carries its own (``minilm@int8``)
+    gets nothing (another explicit precision beside it raises ``ValueError``); an explicit
+    precision goes to the model as asked (and is refused by one without it)."""
     if precision not in TRANSFORMER_PRECISIONS:
         raise ValueError(f"--precision must be one of {', '.join(TRANSFORMER_PRECISIONS)}, got "
                          f"{precision!r}")
