@@ -126,6 +126,37 @@ def test_changed_weights_get_a_new_graph(tmp_path):
     assert not np.allclose(before, enc.encode(TEXTS[:2]), atol=1e-3)
 
 
+def test_a_cached_graph_is_found_without_loading_the_model(tmp_path, monkeypatch):
+    """The folder's untouched weights are found by fingerprint: the second encoder opens the
+    same graph, gives the same vectors and never loads the torch model; a model that was
+    loaded (its weights may have changed) is keyed by its weights again."""
+    monkeypatch.setenv("PHRASEKIT_ONNX_CACHE", str(tmp_path))
+    first = TransformerEncoder(minilm_path(), backend="onnx")
+    want = first.encode(TEXTS)
+    assert first._model is not None  # the first time the key comes from the weights
+    keys = json.loads((tmp_path / "phrasekit-onnx-keys.json").read_text())
+    assert keys["kind"] == "phrasekit-onnx-keys" and len(keys["keys"]) == 1
+    second = TransformerEncoder(minilm_path(), backend="onnx")
+    got = second.encode(TEXTS)
+    assert second._model is None and second._onnx.folder == first._onnx.folder
+    np.testing.assert_array_equal(got, want)
+    assert second.dim == 384 and second.torch_modules() == []
+    with torch.no_grad():
+        second.model.embeddings.word_embeddings.weight.mul_(1.5)
+    second._onnx = None
+    changed = second.encode(TEXTS[:2])
+    assert second._onnx.folder != first._onnx.folder
+    assert not np.allclose(changed, want[:2], atol=1e-3)
+
+
+def test_a_foreign_key_file_is_left_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("PHRASEKIT_ONNX_CACHE", str(tmp_path))
+    (tmp_path / "phrasekit-onnx-keys.json").write_text('{"mine": 1}')
+    enc = TransformerEncoder(minilm_path(), backend="onnx")
+    assert enc.encode(TEXTS[:2]).shape == (2, 384)
+    assert (tmp_path / "phrasekit-onnx-keys.json").read_text() == '{"mine": 1}'
+
+
 def test_resolve_backend_rules():
     assert resolve_backend(None, "int8") == "onnx" and resolve_backend(None, "fp32") == "torch"
     assert resolve_backend("auto", "bf16") == "torch" and resolve_backend("auto", "fp32") == "auto"

@@ -177,6 +177,10 @@ class Encoder(ABC):
         """The torch modules :meth:`to` moves (none: the encoder runs on the CPU only)."""
         return []
 
+    def runs_torch(self) -> bool:
+        """True where encoding computes with torch (its threads and allocator settings)."""
+        return bool(self.torch_modules())
+
     def to(self, device: str | None = "auto") -> Encoder:
         """Run on ``device`` (``auto``, ``cpu``, ``cuda``; see :func:`resolve_device`) and
         return ``self``. An encoder without torch modules (GloVe, character n-grams) stays on
@@ -238,7 +242,7 @@ class Encoder(ABC):
                     ) -> np.ndarray:
         """``encode`` of validated texts: batches of similar length, unit rows in order."""
         out = np.empty((len(items), self.dim), dtype=np.float32)
-        uses_torch = bool(self.torch_modules())
+        uses_torch = self.runs_torch()
         if self.device == "cpu" and uses_torch:
             keep_freed_memory()  # activations reuse freed heap instead of fresh pages
         small = None if getattr(self, "backend", "torch") == "onnx" else small_job_threads(items)

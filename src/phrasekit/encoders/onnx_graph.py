@@ -18,7 +18,7 @@ import logging
 import shutil
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ OPSET = 17
 KEEP_GRAPHS = 6
 GRAPH = "model.onnx"
 SPEED_FILE, SPEED_KIND = "phrasekit-onnx-speed.json", "phrasekit-onnx-speed"
+KEYS_FILE, KEYS_KIND = "phrasekit-onnx-keys.json", "phrasekit-onnx-keys"
 PRECISIONS = ("fp32", "int8")
 
 
@@ -75,20 +76,91 @@ def reduce_range() -> bool:
     return not native_int8_dot(cpu_flags())
 
 
-def graph_key(model: torch.nn.Module, input_names: tuple[str, ...], precision: str) -> str:
-    """Digest of the fp32 weights, the model's config, the inputs, the precision (and int8's
-    range), phrasekit's export recipe and the versions of every library that writes or runs
-    the graph: a change to any of them gives another folder."""
+def _graph_meta(input_names: tuple[str, ...], precision: str) -> dict[str, Any]:
+    """What besides the weights gives a graph: the inputs, the precision (and int8's range),
+    phrasekit's export recipe and the versions of every library that writes or runs it."""
     import onnx
     import onnxruntime
     import transformers
 
-    meta = {"inputs": list(input_names), "opset": OPSET, "format": GRAPH_FORMAT,
+    return {"inputs": list(input_names), "opset": OPSET, "format": GRAPH_FORMAT,
             "precision": precision, "reduce_range": precision == "int8" and reduce_range(),
-            "config": model.config.to_json_string(), "architecture": type(model).__name__,
             "versions": [torch.__version__, transformers.__version__, onnx.__version__,
                          onnxruntime.__version__]}
+
+
+def graph_key(model: torch.nn.Module, input_names: tuple[str, ...], precision: str) -> str:
+    """Digest of the fp32 weights, the model's config and :func:`_graph_meta`: a change to any
+    of them gives another folder."""
+    meta = {**_graph_meta(input_names, precision), "config": model.config.to_json_string(),
+            "architecture": type(model).__name__}
     return tensors_digest(dict(model.state_dict()), meta)[:32]
+
+
+def weights_fingerprint(folder: Path, options: dict[str, Any] | None = None) -> str:
+    """sha256 of a model folder's ``config.json`` and safetensors files (and the load
+    ``options``): the same files load the same model, so the graph key computed from that
+    model once is remembered under this (:func:`graph_folder`) and the model need not be
+    loaded again to find its graph."""
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(options or {}, sort_keys=True).encode("utf-8"))
+    for path in [folder / "config.json", *sorted(folder.glob("*.safetensors"))]:
+        digest.update(f"|{path.name}|".encode())
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 24):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+#: graph keys remembered by weights fingerprint; the oldest beyond this are forgotten.
+KEEP_KEYS = 64
+
+
+def _memo_entry(fingerprint: str, names: tuple[str, ...], precision: str) -> str:
+    import hashlib
+    import json
+
+    meta = json.dumps({**_graph_meta(names, precision), "weights": fingerprint},
+                      sort_keys=True)
+    return hashlib.sha256(meta.encode("utf-8")).hexdigest()[:32]
+
+
+def _read_kind(path: Path, kind: str, field: str) -> dict[str, Any] | None:
+    """The ``field`` object of phrasekit's JSON file ``path`` of ``kind`` ({} when absent);
+    None when ``path`` is something else (left untouched)."""
+    from phrasekit.io import read_json_object
+
+    if not path.exists():
+        return {}
+    try:
+        saved = read_json_object(path)
+    except (OSError, ValueError):
+        return None
+    if saved.get("kind") != kind or not isinstance(saved.get(field), dict):
+        return None
+    return saved[field]
+
+
+def _remembered_key(root: Path, entry: str) -> str | None:
+    key = (_read_kind(root / KEYS_FILE, KEYS_KIND, "keys") or {}).get(entry)
+    ok = isinstance(key, str) and len(key) == 32 and all(c in "0123456789abcdef" for c in key)
+    return key if ok else None
+
+
+def _remember_key(root: Path, entry: str, key: str) -> None:
+    from phrasekit.io import write_json
+
+    keys = _read_kind(root / KEYS_FILE, KEYS_KIND, "keys")
+    if keys is None:
+        logger.warning("%s is not phrasekit's graph key file; the key is not kept",
+                       root / KEYS_FILE)
+        return
+    keys = {k: v for k, v in keys.items() if k != entry}
+    keys = dict([*list(keys.items())[-(KEEP_KEYS - 1):], (entry, key)])
+    with contextlib.suppress(OSError):  # a read-only cache: the key is computed next time
+        write_json(root / KEYS_FILE, {"kind": KEYS_KIND, "keys": keys})
 
 
 @contextlib.contextmanager
@@ -176,19 +248,42 @@ def _ours(folder: Path) -> bool:
                for p in folder.iterdir())
 
 
-def graph_folder(model: torch.nn.Module, tokenizer: Any, root: Path,
-                 precision: str = "fp32") -> Path:
+#: a backbone, or a function that loads it (called only when its graph must be keyed or made)
+ModelSource = torch.nn.Module | Callable[[], torch.nn.Module]
+
+
+def _loaded(model: ModelSource) -> torch.nn.Module:
+    return model if isinstance(model, torch.nn.Module) else model()
+
+
+def _key(model: ModelSource, names: tuple[str, ...], precision: str, root: Path,
+         fingerprint: str | None) -> str:
+    """The graph key of ``model``: remembered by ``fingerprint`` (:func:`weights_fingerprint`
+    of the untouched folder it loads from) where known, else computed from its weights."""
+    entry = _memo_entry(fingerprint, names, precision) if fingerprint else None
+    if entry and (key := _remembered_key(root, entry)):
+        return key
+    key = graph_key(_loaded(model), names, precision)
+    if entry:
+        _remember_key(root, entry, key)
+    return key
+
+
+def graph_folder(model: ModelSource, tokenizer: Any, root: Path, precision: str = "fp32",
+                 fingerprint: str | None = None) -> Path:
     """The checked cache folder of ``model``'s graph in ``precision``, exported first if
-    absent or damaged (a damaged one is replaced, never used)."""
+    absent or damaged (a damaged one is replaced, never used). ``model`` may be a loader and
+    ``fingerprint`` its folder's :func:`weights_fingerprint`: a graph found by a remembered
+    key then costs no model load (about 4 s of an ONNX Runtime encoder's start)."""
     names = tuple(n for n in tokenizer.model_input_names if n in ("input_ids", "attention_mask",
                                                                    "token_type_ids"))
-    folder = root / graph_key(model, names, precision)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"{root}: the ONNX graph cache (PHRASEKIT_ONNX_CACHE) is not a "
                          f"folder that can be written ({exc.strerror})") from None
     with _locked(root):
+        folder = root / _key(model, names, precision, root, fingerprint)
         if folder.is_dir():
             try:
                 verify_folder(folder, GRAPH_KIND, required=(GRAPH,))
@@ -204,7 +299,7 @@ def graph_folder(model: torch.nn.Module, tokenizer: Any, root: Path,
                 shutil.rmtree(folder)
         start = time.perf_counter()
         with staged_folder(folder, GRAPH_KIND) as staged:
-            _export(model, tokenizer, names, staged, precision)
+            _export(_loaded(model), tokenizer, names, staged, precision)
         logger.info("exported the %s ONNX graph to %s in %.1f s", precision, folder,
                     time.perf_counter() - start)
         _prune(root, folder)
@@ -215,15 +310,18 @@ class OnnxBackbone:
     """``model``'s last hidden state computed by ONNX Runtime (fp32 or per-channel int8).
 
     Args:
-        model: the fp32 Hugging Face backbone whose weights the graph is exported from.
+        model: the fp32 Hugging Face backbone whose weights the graph is exported from, or
+            a function loading it (:func:`graph_folder`).
         tokenizer: its tokenizer (the graph's inputs are the tokenizer's input names).
         precision: ``fp32`` or ``int8``.
         num_threads: ONNX Runtime's intra-op threads (None: torch's thread count).
         root: the graph cache (default ``<cache_dir>/onnx``).
+        fingerprint: :func:`weights_fingerprint` of the folder ``model`` loads from untouched.
     """
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Any, precision: str = "fp32",
-                 num_threads: int | None = None, root: Path | None = None) -> None:
+    def __init__(self, model: ModelSource, tokenizer: Any, precision: str = "fp32",
+                 num_threads: int | None = None, root: Path | None = None,
+                 fingerprint: str | None = None) -> None:
         require_onnx(f"precision {precision!r}")
         import onnxruntime as ort
 
@@ -231,7 +329,8 @@ class OnnxBackbone:
 
         if precision not in PRECISIONS:
             raise ValueError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
-        self.folder = graph_folder(model, tokenizer, root or onnx_cache_dir(), precision)
+        self.folder = graph_folder(model, tokenizer, root or onnx_cache_dir(), precision,
+                                   fingerprint)
         self.precision = precision
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(num_threads or torch.get_num_threads())
@@ -301,27 +400,17 @@ def _speed_key(encoder: Any, threads: int) -> str:
 
     from phrasekit.encoders.cpu import cpu_flags, cpu_model
 
-    config = encoder.model.config
+    config = encoder.config
     flags = hashlib.sha256(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:12]
     return "|".join(map(str, (cpu_model(), flags, threads, torch.__version__,
                               onnxruntime.__version__, config.model_type, config.hidden_size,
-                              config.num_hidden_layers, config._attn_implementation,
+                              config.num_hidden_layers, encoder.attention,
                               encoder.max_seq_length, GRAPH_FORMAT)))
 
 
 def _read_speeds(path: Path) -> dict[str, Any] | None:
     """The speeds file's entries; None when ``path`` is something else (left untouched)."""
-    from phrasekit.io import read_json_object
-
-    if not path.exists():
-        return {}
-    try:
-        saved = read_json_object(path)
-    except (OSError, ValueError):
-        return None
-    if saved.get("kind") != SPEED_KIND or not isinstance(saved.get("speeds"), dict):
-        return None
-    return saved["speeds"]
+    return _read_kind(path, SPEED_KIND, "speeds")
 
 
 def _stored_speedups(path: Path, key: str) -> dict[str, float] | None:
@@ -353,8 +442,7 @@ def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False
     known = _stored_speedups(path, key)
     if known is not None and wanted <= set(known):  # the usual case: no graph opened
         return known
-    backbones = {name: OnnxBackbone(encoder.model, encoder.tokenizer,
-                                    "fp32" if name == "onnx" else name, threads, root)
+    backbones = {name: encoder.onnx_backbone("fp32" if name == "onnx" else name, threads, root)
                  for name in sorted(wanted)}
     with _locked(root):  # another process may have measured meanwhile
         known = _stored_speedups(path, key)

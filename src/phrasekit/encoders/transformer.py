@@ -186,7 +186,7 @@ class TransformerEncoder(Encoder):
         attn_implementation: str | None = None,
         backend: str | None = None,
     ) -> None:
-        from transformers import AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
 
         asked, precision = precision, resolve_precision(precision)
         if precision not in PRECISIONS:
@@ -207,13 +207,45 @@ class TransformerEncoder(Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
         if attn_implementation is None and precision == "bf16":
             attn_implementation = "eager"
-        extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
-        self.model = load_hf_model(path, **extra).eval()
+        self.attention = attn_implementation or "default"
+        self._load_options = {"attn_implementation": attn_implementation} if (
+            attn_implementation) else {}
+        self._model: torch.nn.Module | None = None
+        self._config = AutoConfig.from_pretrained(str(path), **self._load_options)
+        self._onnx: Any = None
         self._settle_auto(asked)
         if self.backend == "torch":
             self.model = cast_model(self.model, precision)
-        self.dim = int(self.model.config.hidden_size)
-        self._onnx: Any = None
+        self.dim = int(self.config.hidden_size)
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The Hugging Face backbone (fp32 unless cast), loaded on first use: an encoder on
+        ONNX Runtime whose graph is in the cache never loads it (about 4 s of its start)."""
+        if self._model is None:
+            self._model = load_hf_model(self.model_path, **self._load_options).eval()
+        return self._model
+
+    @model.setter
+    def model(self, model: torch.nn.Module) -> None:
+        self._model = model
+
+    @property
+    def config(self) -> Any:
+        """The backbone's config (the loaded model's, else read from the folder)."""
+        return self._config if self._model is None else self._model.config
+
+    def onnx_backbone(self, precision: str, num_threads: int | None = None,
+                      root: Path | None = None) -> Any:
+        """This backbone on ONNX Runtime in ``precision``; the folder's own weights, untouched
+        so far, are found by fingerprint without loading the model."""
+        from phrasekit.encoders.onnx_graph import OnnxBackbone, weights_fingerprint
+
+        if self._model is not None:  # loaded: its weights may have been changed in place
+            return OnnxBackbone(self._model, self.tokenizer, precision, num_threads, root)
+        fingerprint = weights_fingerprint(self.model_path, self._load_options)
+        return OnnxBackbone(lambda: self.model, self.tokenizer, precision, num_threads, root,
+                            fingerprint)
 
     def cast(self, precision: str, backend: str | None = None) -> None:
         """Switch an fp32 encoder to ``precision`` in place (after weights were changed in
@@ -278,10 +310,7 @@ class TransformerEncoder(Encoder):
         if self.backend == "torch":
             return self.model(**batch).last_hidden_state
         if self._onnx is None:
-            from phrasekit.encoders.onnx_graph import OnnxBackbone
-
-            self._onnx = OnnxBackbone(self.model, self.tokenizer, self.precision,
-                                      self.num_threads)
+            self._onnx = self.onnx_backbone(self.precision, self.num_threads)
         return self._onnx(batch)
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -296,7 +325,12 @@ class TransformerEncoder(Encoder):
         return hidden.float().cpu(), batch["attention_mask"].cpu()
 
     def torch_modules(self) -> list[torch.nn.Module]:
-        return [self.model]
+        """The backbone, where torch runs it or it was loaded (an ONNX Runtime encoder's
+        model is loaded only to export its graph)."""
+        return [self.model] if self.backend == "torch" or self._model is not None else []
+
+    def runs_torch(self) -> bool:
+        return True  # tokens and pooling are torch tensors on either runtime
 
     @property
     def side_by_side(self) -> bool:  # type: ignore[override]
