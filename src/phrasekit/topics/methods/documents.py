@@ -126,9 +126,10 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
             None for no cache.
         n_jobs: spaCy worker processes for the phrases.
         phrase_words: spaCy reads a seeded sample of documents holding about this many
-            words (None: every document); phrases are counted in all of them. 150,000
-            left every topic's top 20 terms as 300,000 did on the five development corpora,
-            at half the time on long documents (``benchmarks/topics/topics_settings.py``).
+            words (None: every document); phrases are counted in all of them. 100,000 left
+            NMI and NPMI as 150,000 and 300,000 did on the five development corpora, and every
+            topic's top 20 terms but for one in 20newsgroups, with a third less spaCy time
+            (``benchmarks/topics/topics_settings.py``); a larger sample finds rarer phrases.
         extractor: ``PhraseExtractor`` for the phrases (None: ``phrase_extractor()``).
         fit_docs: at most this many documents (a seeded sample of a larger corpus) are
             encoded, clustered and read for terms; every other one is then placed in a topic
@@ -178,7 +179,7 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         n_init: int = 5,
         random_state: int = 0,
         cache_dir: str | None = "auto",
-        phrase_words: int | None = 150_000,
+        phrase_words: int | None = 100_000,
         n_jobs: int = 1,
         extractor: PhraseExtractor | None = None,
         fit_docs: int | str = "auto",
