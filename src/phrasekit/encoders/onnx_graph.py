@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import json
 import logging
 import shutil
 import time
@@ -102,9 +104,6 @@ def weights_fingerprint(folder: Path, options: dict[str, Any] | None = None) -> 
     ``options``): the same files load the same model, so the graph key computed from that
     model once is remembered under this (:func:`graph_folder`) and the model need not be
     loaded again to find its graph."""
-    import hashlib
-    import json
-
     digest = hashlib.sha256(json.dumps(options or {}, sort_keys=True).encode("utf-8"))
     for path in [folder / "config.json", *sorted(folder.glob("*.safetensors"))]:
         digest.update(f"|{path.name}|".encode())
@@ -119,9 +118,6 @@ KEEP_KEYS = 64
 
 
 def _memo_entry(fingerprint: str, names: tuple[str, ...], precision: str) -> str:
-    import hashlib
-    import json
-
     meta = json.dumps({**_graph_meta(names, precision), "weights": fingerprint},
                       sort_keys=True)
     return hashlib.sha256(meta.encode("utf-8")).hexdigest()[:32]
@@ -394,8 +390,6 @@ def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rou
 
 
 def _speed_key(encoder: Any, threads: int) -> str:
-    import hashlib
-
     import onnxruntime
 
     from phrasekit.encoders.cpu import cpu_flags, cpu_model

@@ -211,6 +211,7 @@ class TransformerEncoder(Encoder):
         self._load_options = {"attn_implementation": attn_implementation} if (
             attn_implementation) else {}
         self._model: torch.nn.Module | None = None
+        self._fingerprint: str | None = None
         self._config = AutoConfig.from_pretrained(str(path), **self._load_options)
         self._onnx: Any = None
         self._settle_auto(asked)
@@ -243,9 +244,10 @@ class TransformerEncoder(Encoder):
 
         if self._model is not None:  # loaded: its weights may have been changed in place
             return OnnxBackbone(self._model, self.tokenizer, precision, num_threads, root)
-        fingerprint = weights_fingerprint(self.model_path, self._load_options)
+        if self._fingerprint is None:  # once per encoder (and the copies made of it)
+            self._fingerprint = weights_fingerprint(self.model_path, self._load_options)
         return OnnxBackbone(lambda: self.model, self.tokenizer, precision, num_threads, root,
-                            fingerprint)
+                            self._fingerprint)
 
     def cast(self, precision: str, backend: str | None = None) -> None:
         """Switch an fp32 encoder to ``precision`` in place (after weights were changed in
