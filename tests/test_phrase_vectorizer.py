@@ -1,6 +1,7 @@
 """PhraseVectorizer on its own (scikit-learn only; its BERTopic round trips are in
 test_integrations.py, which needs the bench extra): phrases before their words, the weight
-where a topic repeats a phrase, the cap on weighted phrases, ``min_df="auto"``."""
+where a topic repeats a phrase (in separate stretches), the cap on weighted phrases,
+``min_df="auto"``."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_phrase_weight_applies_where_a_text_repeats_the_phrase() -> None:
 
     texts = ["The central bank raised interest rates. Interest rates rose again.",
              "Interest rates fell while the central bank waited."]
-    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=3, min_phrase_count=2)
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=3, min_phrase_count=2,
+                           repeat_gap=None)
     X = vec.fit_transform(texts).toarray()
     rates, bank = vec.vocabulary_["interest rates"], vec.vocabulary_["central bank"]
     assert X[:, rates].tolist() == [6.0, 1.0]  # twice in the first text: weighted there only
@@ -56,7 +58,7 @@ def test_only_a_texts_most_frequent_phrases_are_weighted() -> None:
              "met. The central bank spoke. The stock market fell. The stock market rose.",
              "The stock market rose. The stock market fell. The central bank waited."]
     vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=4, min_phrase_count=2,
-                           max_weighted=2)
+                           max_weighted=2, repeat_gap=None)
     X = vec.fit_transform(texts).toarray()
     col = vec.vocabulary_
     # the first text repeats three phrases: its two most frequent are weighted (a tie goes to
@@ -70,10 +72,33 @@ def test_only_a_texts_most_frequent_phrases_are_weighted() -> None:
     # a vectorizer pickled before the cap and the floor existed weights every phrase, as then
     old = pickle.loads(pickle.dumps(vec))
     del old.__dict__["max_weighted"], old.__dict__["min_phrase_count"]
+    del old.__dict__["repeat_gap"]
+    assert old.get_params(deep=False)["repeat_gap"] is None
     assert old.get_params(deep=False)["max_weighted"] is None
     np.testing.assert_array_equal(old.transform(texts[1:]).toarray()[0],
                                   vec.set_params(min_phrase_count=1).transform(texts[1:])
                                   .toarray()[0])
+
+
+def test_a_phrase_repeated_in_one_stretch_of_a_topic_counts_once_toward_the_floor() -> None:
+    """BERTopic joins a topic's documents: repeats closer than ``repeat_gap`` tokens are taken
+    as one document's and do not earn the weight; the same count spread out does."""
+    from phrasekit.integrations import PhraseVectorizer
+
+    filler = " ".join(["Nothing else happened that day."] * 4)  # 20 tokens
+    spread = f"Interest rates rose. {filler} Interest rates fell. {filler} Interest rates held."
+    close = "The central bank met. The central bank spoke. The central bank waited."
+    texts = [f"{spread} {close}", "Interest rates and the central bank."]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=5, min_phrase_count=3,
+                           max_weighted=None, repeat_gap=10)
+    X = vec.fit_transform(texts).toarray()
+    rates, bank = vec.vocabulary_["interest rates"], vec.vocabulary_["central bank"]
+    assert X[0, rates] == 15.0 and X[0, bank] == 3.0  # three runs / one run of three
+    np.testing.assert_array_equal(vec.transform(texts).toarray(), X)
+    wide = vec.set_params(repeat_gap=30).fit_transform(texts).toarray()
+    assert wide[0, rates] == 3.0  # the filler is shorter than 30 tokens: one run
+    every = vec.set_params(repeat_gap=None).fit_transform(texts).toarray()
+    assert every[0, rates] == 15.0 and every[0, bank] == 15.0
 
 
 def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many() -> None:

@@ -45,7 +45,8 @@ def settings() -> dict[str, tuple[Any, Any]]:
     grid = [{}, {"max_weighted": None, "phrase_weight": 5},
             *({"max_weighted": m, "phrase_weight": 5} for m in (3, 4, 5)),
             {"max_weighted": 4, "min_phrase_count": 2}, {"max_weighted": 4, "min_phrase_count": 4},
-            {"phrase_weight": 1}, {"words": False}]
+            {"phrase_weight": 1}, {"words": False},
+            *({"repeat_gap": g} for g in (None, 50, 100, 400)), {"min_phrase_count": 4}]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
         **dict(phrases(**kwargs) for kwargs in grid),
