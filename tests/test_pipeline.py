@@ -283,3 +283,40 @@ def test_parquet_parts_roll_over_and_keep_an_empty_output_readable(tmp_path):
     assert pq.read_table(tmp_path / "b").schema.names == ["x"]
     with pytest.raises(ValueError, match="no table"):
         ParquetParts(tmp_path / "c", "rows").close()
+
+
+def test_a_default_shard_folder_holding_user_files_is_refused_and_never_emptied(tmp_path):
+    from phrasekit.cli.common import BadInputError
+    from phrasekit.cli.engine import _check_work_folder
+
+    folder = tmp_path / "out.npy.shards"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(BadInputError, match=r"notes\.txt"):
+        _check_work_folder(folder, default=True)
+    _check_work_folder(folder, default=False)  # a folder the user names is only added to
+    store = ShardStore(folder)
+    store.put("0" * 32, pa.table({"x": [1]}))
+    store.remove()
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    # a killed run's folder (shards, manifest, a temp file) is the run's: reused, then removed
+    killed = tmp_path / "killed.npy.shards"
+    ShardStore(killed).put("a" * 32, pa.table({"x": [1]}))
+    (killed / f".{'b' * 32}.parquet.123.x1y2.tmp").write_bytes(b"")
+    _check_work_folder(killed, default=True)
+    ShardStore(killed).remove()
+    assert not killed.exists()
+    (tmp_path / "file.shards").write_text("mine", encoding="utf-8")
+    with pytest.raises(BadInputError, match="is a file"):
+        _check_work_folder(tmp_path / "file.shards", default=False)
+
+
+def test_cli_refuses_a_work_dir_that_is_a_file(tmp_path):
+    (tmp_path / "in.txt").write_text("a phrase\n", encoding="utf-8")
+    (tmp_path / "w").write_text("mine", encoding="utf-8")
+    res = runner.invoke(app, ["encode", str(tmp_path / "in.txt"), "--out",
+                              str(tmp_path / "o.npy"), "-m", "glove-50d", "--quiet",
+                              "--work-dir", str(tmp_path / "w")])
+    assert res.exit_code == 2 and "is a file" in res.output, res.output
+    assert (tmp_path / "w").read_text(encoding="utf-8") == "mine"
+    assert not (tmp_path / "o.npy").exists()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,16 +83,33 @@ def open_run(settings: dict[str, Any], out: Path | None, workers: int | None = N
         return
     default = work_dir is None and out is not None
     folder = out.with_name(out.name + ".shards") if default and out is not None else work_dir
+    _check_work_folder(folder, default)
     try:
         eng = make_engine(engine, address=address, workers=workers,
                           cpus_per_worker=worker_cpus, quiet=quiet)
     except ImportError as exc:
         raise BadInputError(str(exc)) from None
+    store = None if folder is None else ShardStore(folder)
     with eng:
-        yield Run(eng, None if folder is None else ShardStore(folder))
-    if default and folder is not None and folder.is_dir():
-        shutil.rmtree(folder, ignore_errors=True)
+        yield Run(eng, store)
+    if default and store is not None:
+        store.remove()
         logger.info("removed the finished shards in %s", folder)
+
+
+def _check_work_folder(folder: Path | None, default: bool) -> None:
+    """Refuse a work folder that is a file, or a default one (``<out>.shards``, removed after
+    the run) that holds files no run wrote: they are the user's, not phrasekit's to delete."""
+    if folder is None:
+        return
+    if folder.exists() and not folder.is_dir():
+        raise BadInputError(f"{folder}: the shard folder of this run is a file; remove it or "
+                            f"give --work-dir another folder")
+    foreign = ShardStore.foreign_files(folder)
+    if default and foreign:
+        raise BadInputError(f"{folder}: the shard folder of this run holds files phrasekit did "
+                            f"not write ({', '.join(foreign[:3])}); move them or give "
+                            f"--work-dir")
 
 
 def encoder_for(run: Run | None, model: str, **options: Any) -> Encoder:

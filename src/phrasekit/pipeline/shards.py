@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 FORMAT_NAME = "phrasekit.shards"
 FORMAT_VERSION = 1
+#: The names a shard folder holds: the manifest, ``<key>.parquet`` shards and the temporary
+#: files ``atomic_write`` leaves when a run is killed.
+_OWN_NAME = re.compile(r"\.?(manifest\.json|[0-9a-f]{32}\.parquet)(\..+\.tmp)?")
 
 
 def table_bytes(table: pa.Table) -> bytes:
@@ -66,6 +70,29 @@ class ShardStore:
             logger.warning("%s is not a phrasekit shard manifest: starting over", path)
             return {}
         return dict(data.get("shards", {}))
+
+    @staticmethod
+    def foreign_files(folder: str | Path) -> list[str]:
+        """Names in ``folder`` that no shard store writes (a folder that is not one: a file
+        itself, or a folder holding the user's own files)."""
+        folder = Path(folder)
+        if not folder.exists():
+            return []
+        if not folder.is_dir():
+            return [folder.name]
+        return sorted(p.name for p in folder.iterdir() if not _OWN_NAME.fullmatch(p.name))
+
+    def remove(self) -> None:
+        """Delete the store's own files, then the folder if that leaves it empty."""
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.iterdir():
+            if _OWN_NAME.fullmatch(path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+        try:
+            self.folder.rmdir()
+        except OSError:
+            logger.info("kept %s: it holds other files", self.folder)
 
     def __len__(self) -> int:
         return len(self._done)
