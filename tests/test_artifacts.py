@@ -193,6 +193,26 @@ def test_lines_streamed_and_checked_before_reading(tmp_path):
         count_lines(path)  # the whole file is checked up front
 
 
+def test_undecodable_bytes_are_reported_with_their_line(tmp_path):
+    import gzip
+
+    from phrasekit.io import read_corpus
+    from phrasekit.tables import TableError, read_table
+
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b'{"text": "a"}\n{"text": "b"}\n{"text": "caf\xe9"}\n')
+    with pytest.raises(CorpusError, match=r"docs\.jsonl:3: not valid UTF-8 \(byte 0xe9"):
+        read_corpus(path)
+    packed = tmp_path / "docs.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(CorpusError, match=r"docs\.jsonl\.gz:3: not valid UTF-8"):
+        read_corpus(packed)
+    table = tmp_path / "t.csv"
+    table.write_bytes(b"name,city\nAcme,Paris\nCaf\xe9 Inc,Lyon\n")
+    with pytest.raises(TableError, match=r"t\.csv:3: not valid UTF-8"):
+        read_table(table)
+
+
 def test_npy_written_from_row_chunks(tmp_path):
     rows = np.arange(21, dtype=np.float32).reshape(7, 3)
     with open(tmp_path / "v.npy", "wb") as fh:

@@ -252,6 +252,17 @@ def test_cli_train_and_score(tmp_path):
     pairs.write_text("only one column\n", encoding="utf-8")
     res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
     assert res.exit_code == 2 and "two non-empty" in res.output
+    pairs.write_text("a\tb\nc\td\textra\n", encoding="utf-8")  # a third field is refused
+    res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
+    assert res.exit_code == 2 and "pairs.tsv:2:" in res.output and "3 field" in res.output
+    pairs.write_bytes(b"a\tb\ncaf\xe9\tx\n")
+    res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
+    assert res.exit_code == 2 and "pairs.tsv:2: not valid UTF-8" in res.output
+    pairs.write_text("", encoding="utf-8")
+    res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs), "--out",
+                              str(tmp_path / "empty.tsv")])
+    assert res.exit_code == 2 and "no sentence pairs" in res.output
+    assert not (tmp_path / "empty.tsv").exists()
     res = runner.invoke(app, ["train", "subtst", "--task", "quora", "--out", str(tmp_path / "x"),
                               "--data-dir", str(PAIRS)])
     assert res.exit_code == 2 and "unknown pair task" in res.output

@@ -299,6 +299,34 @@ def as_documents(docs: Iterable[Document | str]) -> list[Document]:
     return list(iter_documents(docs))
 
 
+def utf8_problem(name: str, exc: UnicodeDecodeError, path: str | Path | None = None) -> str:
+    """``NAME:LINE: not valid UTF-8 (...)``: the line of the first undecodable byte, read
+    again line by line from ``path`` (gzipped too), else counted in the bytes ``exc`` holds
+    when they are the whole input (standard input)."""
+    line = None
+    if path is not None:
+        path = Path(path)
+        opener = gzip.open if path.suffix.lower() == ".gz" else open
+        try:
+            with opener(path, "rb") as fh:
+                line = next((n for n, raw in enumerate(fh, start=1) if not _decodes(raw)),
+                            None)
+        except (OSError, EOFError, zlib.error):
+            line = None
+    elif isinstance(exc.object, bytes):
+        line = exc.object[:exc.start].count(b"\n") + 1
+    where = name if line is None else f"{name}:{line}"
+    return f"{where}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x}: {exc.reason})"
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _open_text(path: Path):
     """Open a (gzipped) UTF-8 file whose lines end at ``\\n`` only (a CR or U+2028 inside a
     document does not split it)."""
@@ -407,7 +435,7 @@ def _text_batches(path: Path, is_jsonl: bool, text_field: str, id_field: str,
         with _open_text(path) as fh:
             yield from line_documents(fh, str(path), is_jsonl, text_field, id_field, batch_size)
     except UnicodeDecodeError as exc:
-        raise CorpusError(f"{path}: not valid UTF-8 ({exc})") from exc
+        raise CorpusError(utf8_problem(str(path), exc, path)) from exc
     except (OSError, EOFError, zlib.error) as exc:
         raise CorpusError(f"{path}: cannot read ({exc})") from exc
 

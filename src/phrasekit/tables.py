@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from phrasekit.io import atomic_write, input_problem, matrix_column
+from phrasekit.io import atomic_write, input_problem, matrix_column, utf8_problem
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def read_table(path: str | Path) -> Table:
                                      f"header has {len(header)}")
                 table.rows.append((row_no, reader.line_num, row))
     except UnicodeDecodeError as exc:
-        raise TableError(f"{path}: not valid UTF-8 ({exc})") from exc
+        raise TableError(utf8_problem(str(path), exc, path)) from exc
     except csv.Error as exc:
         raise TableError(f"{path}: malformed CSV ({exc})") from exc
     return table

@@ -19,7 +19,7 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable
-from phrasekit.io import CorpusError, Document, line_documents, writable_target
+from phrasekit.io import CorpusError, Document, line_documents, utf8_problem, writable_target
 from phrasekit.paths import check_output
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import is_stdout
@@ -384,7 +384,7 @@ def read_stdin() -> str:
     try:
         return sys.stdin.buffer.read().decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise BadInputError(f"stdin: not valid UTF-8 ({exc})") from None
+        raise BadInputError(utf8_problem("stdin", exc)) from None
 
 
 def stdin_lines(skip_blank: bool) -> list[str]:

@@ -34,7 +34,7 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
-from phrasekit.io import atomic_write
+from phrasekit.io import atomic_write, utf8_problem
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.pipeline import ShardedSearch
 from phrasekit.registry import (
@@ -163,10 +163,14 @@ def pairs_cmd(
         with open(input, encoding="utf-8-sig", newline="") as fh:
             rows = [r for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
     except UnicodeDecodeError as exc:
-        raise BadInputError(f"{input}: not valid UTF-8 ({exc})") from None
+        raise BadInputError(utf8_problem(str(input), exc, input)) from None
+    if not rows:
+        raise BadInputError(f"{input}: no sentence pairs (expected sentence A, a tab, "
+                            "sentence B per line)")
     for i, r in enumerate(rows, start=1):
-        if len(r) < 2 or not r[0].strip() or not r[1].strip():
-            raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences")
+        if len(r) != 2 or not r[0].strip() or not r[1].strip():
+            raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences"
+                                f", found {len(r)} field(s)")
     output = None if is_stdout(out) else out
     encoder = load(model)
     pairs = [(r[0], r[1]) for r in rows]
