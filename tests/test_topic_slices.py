@@ -148,6 +148,8 @@ def test_cli_writes_slice_tables(small_corpus: list[Document], tmp_path: Path) -
     (None, ["--time-field", "date", "--time-bins", "100000000"],
      "--time-bins 100000000: more bins than the corpus has documents (80)"),
     (None, ["--time-field", "date", "--time-bins", "9" * 5000], "--time-bins"),
+    (None, ["--time-field", "text"], "--time-field 'text' is the documents' text"),
+    (None, ["--class-field", "id"], "--class-field 'id' is the documents' id"),
 ])
 def test_cli_bad_slice_field_exits_2(small_corpus: list[Document], tmp_path: Path, drop,
                                      args: list[str], message: str) -> None:

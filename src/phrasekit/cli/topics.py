@@ -292,13 +292,18 @@ def check_save_model(save_model: Path | None, method: str, corpus: str, out: Pat
 
 
 def slice_options(method: str, time_field: str | None, class_field: str | None,
-                  time_bins: str, csv_safe: bool = True) -> dict[str, Any]:
+                  time_bins: str, csv_safe: bool = True,
+                  text_field: str = "text") -> dict[str, Any]:
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
     from phrasekit.topics.exploration.slices import check_bins
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")
+    for option, field in (("--time-field", time_field), ("--class-field", class_field)):
+        if field is not None and field in (text_field, "id"):
+            raise BadInputError(f"{option} {field!r} is the documents' "
+                                f"{'id' if field == 'id' else 'text'}: name another field")
     digits = time_bins.isascii() and time_bins.isdigit()
     bins: str | int = int(time_bins) if digits and len(time_bins) < 19 else time_bins
     try:
@@ -422,7 +427,8 @@ def topics_cmd(
     check_save_model(save_model, method, corpus, out)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
-              **slice_options(method, time_field, class_field, time_bins, csv_safe)}
+              **slice_options(method, time_field, class_field, time_bins, csv_safe,
+                              text_field)}
     t0 = time.perf_counter()
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         k, tm, paths = mine_topics(
