@@ -230,3 +230,19 @@ def test_topics_refuse_a_cache_inside_the_output_folder(tmp_path):
     with pytest.raises(ValueError, match="inside the output folder"):
         check_topics_out(out, caches=(out / "cache" / "phrases.json.gz",))
     assert check_topics_out(out, caches=(tmp_path / "phrases.json.gz", None)) == out
+
+
+def test_a_folder_the_file_system_refuses_is_caught_before_work(tmp_path, monkeypatch):
+    import tempfile
+
+    from phrasekit.artifacts import check_parent_writable
+
+    check_parent_writable(tmp_path / "out.npy")
+    assert not list(tmp_path.iterdir())  # the probe file is gone
+
+    def refuse(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)  # as /proc or a read-only mount do
+    with pytest.raises(ValueError, match=r"cannot write in folder .*Read-only file system"):
+        check_parent_writable(tmp_path / "out.npy")

@@ -289,6 +289,12 @@ def check_parent_writable(path: Path) -> None:
         raise ValueError(f"{path}: {parent} is a file, not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"{path}: folder {parent} is not writable")
+    try:  # permissions can say yes where the file system says no (/proc, a read-only mount)
+        fd, probe = tempfile.mkstemp(prefix=".phrasekit-probe.", dir=parent)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot write in folder {parent} ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 @contextlib.contextmanager
