@@ -233,6 +233,16 @@ def test_unknown_model_exit_2(tmp_path):
     src.write_text("x y\n", encoding="utf-8")
     res = invoke("encode", src, "--out", tmp_path / "v.npy", "--model", "nope", "--quiet")
     assert res.exit_code == 2 and "known names" in res.output
+    (tmp_path / "empty").mkdir()
+    res = invoke("encode", src, "--out", tmp_path / "v.npy", "--model", tmp_path / "empty")
+    assert res.exit_code == 2 and "not a model folder (no config.json" in res.output
+    topics = tmp_path / "topics-model"  # a phrasekit folder that holds no encoder
+    topics.mkdir()
+    (topics / "config.json").write_text('{"format": "phrasekit-document-topics"}',
+                                        encoding="utf-8")
+    res = invoke("encode", src, "--out", tmp_path / "v.npy", "--model", topics)
+    assert res.exit_code == 2 and "a saved topic model" in res.output
+    assert not (tmp_path / "v.npy").exists()
 
 
 def test_topics_bad_corpus_exit_2(tmp_path):

@@ -266,15 +266,37 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
         return key, kwargs
     path = Path(key).expanduser()
     if _is_model_folder(path):
+        _check_encoder_folder(path)
         return key, kwargs
     if sep and "precision" not in kwargs and _is_model_folder(Path(base).expanduser()):
+        _check_encoder_folder(Path(base).expanduser())
         return base, {**kwargs, "precision": precision}  # FOLDER@PRECISION
     known = ", ".join(sorted(_REGISTRY))
     if re.fullmatch(r"[\w.-]+/[\w.-]+", key) and not path.exists():
         return _hub_cache_folder(key, known), kwargs
+    if path.is_dir():
+        raise ValueError(f"{key}: a folder, but not a model folder (no config.json or "
+                         "modules.json in it)")
     raise ValueError(
         f"unknown model {key!r}: known names are {known}, or give a local model folder"
     )
+
+
+#: phrasekit folders with a config.json that hold no encoder, and what they are.
+NOT_ENCODER_FOLDERS = {
+    "phrasekit-document-topics": "a saved topic model (for `phrasekit apply`, `phrasekit "
+                                 "search` or DocumentTopicModel.load)",
+    "phrasekit-hybrid-combiner": "a hybrid join combiner",
+    "phrasekit-facet-data": "facet training data",
+}
+
+
+def _check_encoder_folder(path: Path) -> None:
+    """Refuse a phrasekit folder that holds no encoder (a saved topic model, say), naming
+    what it is, rather than failing inside a loader."""
+    fmt = model_folder_format(path)
+    if fmt in NOT_ENCODER_FOLDERS:
+        raise ValueError(f"{path}: {NOT_ENCODER_FOLDERS[fmt]}, not an encoder model folder")
 
 
 def _hub_cache_folder(repo_id: str, known: str) -> str:
