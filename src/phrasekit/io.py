@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from phrasekit.paths import own_siblings, real, stem, what_is
+from phrasekit.paths import own_siblings, real, stem, utf8_problem, what_is
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -297,34 +297,6 @@ def as_documents(docs: Iterable[Document | str]) -> list[Document]:
     if isinstance(docs, str | bytes):
         raise TypeError("docs must be a list of documents, not a single string")
     return list(iter_documents(docs))
-
-
-def utf8_problem(name: str, exc: UnicodeDecodeError, path: str | Path | None = None) -> str:
-    """``NAME:LINE: not valid UTF-8 (...)``: the line of the first undecodable byte, read
-    again line by line from ``path`` (gzipped too), else counted in the bytes ``exc`` holds
-    when they are the whole input (standard input)."""
-    line = None
-    if path is not None:
-        path = Path(path)
-        opener = gzip.open if path.suffix.lower() == ".gz" else open
-        try:
-            with opener(path, "rb") as fh:
-                line = next((n for n, raw in enumerate(fh, start=1) if not _decodes(raw)),
-                            None)
-        except (OSError, EOFError, zlib.error):
-            line = None
-    elif isinstance(exc.object, bytes):
-        line = exc.object[:exc.start].count(b"\n") + 1
-    where = name if line is None else f"{name}:{line}"
-    return f"{where}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x}: {exc.reason})"
-
-
-def _decodes(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _open_text(path: Path):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import hashlib
 import os
 import re
 import site
 import stat
 import sysconfig
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -183,3 +185,31 @@ def own_siblings(folder: Path, prefix: str, pattern: str) -> list[tuple[Path, in
         if match:
             found.append((folder / name, int(match.group(1))))
     return found
+
+
+def utf8_problem(name: str, exc: UnicodeDecodeError, path: str | Path | None = None) -> str:
+    """``NAME:LINE: not valid UTF-8 (...)``: the line of the first undecodable byte, read
+    again line by line from ``path`` (gzipped too), else counted in the bytes ``exc`` holds
+    when they are the whole input (standard input)."""
+    line = None
+    if path is not None:
+        path = Path(path)
+        opener = gzip.open if path.suffix.lower() == ".gz" else open
+        try:
+            with opener(path, "rb") as fh:
+                line = next((n for n, raw in enumerate(fh, start=1) if not _decodes(raw)),
+                            None)
+        except (OSError, EOFError, zlib.error):
+            line = None
+    elif isinstance(exc.object, bytes):
+        line = exc.object[:exc.start].count(b"\n") + 1
+    where = name if line is None else f"{name}:{line}"
+    return f"{where}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x}: {exc.reason})"
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from phrasekit.io import atomic_write, input_problem, matrix_column, utf8_problem
+from phrasekit.io import atomic_write, input_problem, matrix_column
+from phrasekit.paths import utf8_problem
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable
-from phrasekit.io import CorpusError, Document, line_documents, utf8_problem, writable_target
-from phrasekit.paths import check_output
+from phrasekit.io import CorpusError, Document, line_documents, writable_target
+from phrasekit.paths import check_output, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import is_stdout
 

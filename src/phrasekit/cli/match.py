@@ -34,8 +34,9 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
-from phrasekit.io import atomic_write, utf8_problem
+from phrasekit.io import atomic_write
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
+from phrasekit.paths import utf8_problem
 from phrasekit.pipeline import ShardedSearch
 from phrasekit.registry import (
     DEFAULT_MODEL,

@@ -427,8 +427,7 @@ def topics_cmd(
     check_save_model(save_model, method, corpus, out)
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
-              **slice_options(method, time_field, class_field, time_bins, csv_safe,
-                              text_field)}
+              **slice_options(method, time_field, class_field, time_bins, csv_safe, text_field)}
     t0 = time.perf_counter()
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         k, tm, paths = mine_topics(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import logging
+import zlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.base import embed_unique, nearest, percent, stable_rank
+from phrasekit.paths import utf8_problem
 from phrasekit.registry import as_encoder
 
 logger = logging.getLogger(__name__)
@@ -44,16 +46,23 @@ def read_alias_split(path: str | Path, split: str) -> list[tuple[str, str, str]]
     path = alias_file(path)
     rows: list[tuple[str, str, str]] = []
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        if next(reader, None) != ALIAS_COLUMNS:
-            raise ValueError(f"{path}:1: expected the header {' '.join(ALIAS_COLUMNS)} "
-                             "(build it with `phrasekit train pearl-data --redirects FILE`)")
-        for line_no, row in enumerate(reader, start=2):
-            if len(row) != 4:
-                raise ValueError(f"{path}:{line_no}: expected 4 tab-separated fields, got {row!r}")
-            if row[3] == split:
-                rows.append((row[0], row[1], row[2]))
+    try:
+        with opener(path, "rt", encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            if next(reader, None) != ALIAS_COLUMNS:
+                raise ValueError(f"{path}:1: expected the header {' '.join(ALIAS_COLUMNS)} "
+                                 "(build it with `phrasekit train pearl-data --redirects "
+                                 "FILE`)")
+            for line_no, row in enumerate(reader, start=2):
+                if len(row) != 4:
+                    raise ValueError(f"{path}:{line_no}: expected 4 tab-separated fields, "
+                                     f"got {row!r}")
+                if row[3] == split:
+                    rows.append((row[0], row[1], row[2]))
+    except UnicodeDecodeError as exc:
+        raise ValueError(utf8_problem(str(path), exc, path)) from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValueError(f"{path}: cannot read ({exc})") from None
     if not rows:
         raise ValueError(f"{path}: no pair in the {split!r} split")
     return rows
