@@ -499,3 +499,12 @@ def test_mentions_writes_one_table_with_spans_and_vectors(tmp_path):
     assert bad.exit_code == 2 and "broken.jsonl:4" in bad.output and not (tmp_path / "y").exists()
     again = invoke("mentions", corpus, "--out", out, "-m", "none", "--workers", "1", "-q")
     assert again.exit_code == 0 and not (out / "documents").exists()  # its own folder: replaced
+
+
+def test_a_cache_dir_that_is_a_file_exit_2(tmp_path):
+    (tmp_path / "cache").write_text("mine", encoding="utf-8")
+    res = invoke("topics", "sample", "--out", tmp_path / "o", "-m", "glove-50d",
+                 "--cache-dir", tmp_path / "cache", "--quiet")
+    assert res.exit_code == 2 and "--cache-dir" in res.output and "is a file" in res.output
+    assert (tmp_path / "cache").read_text(encoding="utf-8") == "mine"
+    assert not (tmp_path / "o").exists()

@@ -278,6 +278,10 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     """Validate a command's ``--out``/``--output`` path (``out_kind`` "file" or "folder")
     against the other path arguments, before the command body runs; "stream": a file, or
     ``-`` for stdout."""
+    for option in ("cache_dir", "work_dir"):  # folders a command writes into and keeps
+        folder = kwargs.get(option)
+        if isinstance(folder, Path) and folder.exists() and not folder.is_dir():
+            raise BadInputError(f"--{option.replace('_', '-')} {folder} is a file, not a folder")
     name = "out" if "out" in kwargs else "output"
     out = kwargs.get(name)
     if out_kind is None or not isinstance(out, Path):
