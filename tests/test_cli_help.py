@@ -73,7 +73,7 @@ def test_version() -> None:
     assert result.exit_code == 0 and result.output.strip() == f"phrasekit {phrasekit.__version__}"
 
 
-def test_output_named_for_another_format_is_refused(tmp_path) -> None:
+def test_output_named_for_another_or_no_known_format_is_refused(tmp_path) -> None:
     phrases = tmp_path / "p.txt"
     phrases.write_text("interest rates\n")
     left, right = tmp_path / "l.csv", tmp_path / "r.csv"
@@ -87,6 +87,13 @@ def test_output_named_for_another_format_is_refused(tmp_path) -> None:
                                "--right-on", "name", "-m", "string", "-o",
                                str(tmp_path / "m.npy")])
     assert join.exit_code == 2 and "name the output .csv or" in join.output
+    for name, what in (("q.xyz", "not a .xyz file"), ("q", "not a file without a suffix")):
+        enc = runner.invoke(app, ["encode", str(phrases), "-m", "string", "-o",
+                                  str(tmp_path / name)])  # no format is guessed
+        assert enc.exit_code == 2 and what in enc.output, enc.output
+    kp = runner.invoke(app, ["keyphrases", str(phrases), "-m", "string", "-o",
+                             str(tmp_path / "k.xyz")])
+    assert kp.exit_code == 2 and "name the output .jsonl or" in kp.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.csv", "p.txt", "r.csv"]
 
 

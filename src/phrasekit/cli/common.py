@@ -92,10 +92,10 @@ def stream_path(raw: str) -> Path:
 
 
 def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
-    """The format (a suffix of ``writes``) an output names; an output whose suffix names
-    another format than the ones this command writes is refused, so a file's name never lies
-    about its contents. A suffix no format claims means the first of ``writes``; ``-``
-    (stdout) the first text format of ``writes``, refused where there is none."""
+    """The format (a suffix of ``writes``) an output names; an output whose suffix is not one
+    of them (another format, an unknown suffix or none) is refused, so a file's name never
+    lies about its contents; ``-`` (stdout) is the first text format of ``writes``, refused
+    where there is none."""
     if is_stdout(out):
         text = [w for w in writes if w in TEXT_SUFFIXES]
         if not text:
@@ -103,13 +103,14 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
                                 "which is not sent to stdout; name an output file")
         return text[0]
     suffix = out.suffix.lower()
-    if suffix in FORMAT_SUFFIXES and suffix not in writes:
+    if suffix not in writes:
         kinds = {FORMAT_SUFFIXES[w]: w for w in reversed(writes)}  # one suffix per format
         names, suffixes = list(reversed(kinds)), list(reversed(kinds.values()))
-        raise BadInputError(f"{out}: this command writes {', '.join(names)}, not "
-                            f"{FORMAT_SUFFIXES[suffix]}; name the output "
-                            f"{' or '.join(suffixes)}")
-    return suffix if suffix in writes else writes[0]
+        what = FORMAT_SUFFIXES.get(suffix, f"a {suffix} file" if suffix else "a file without "
+                                   "a suffix")
+        raise BadInputError(f"{out}: this command writes {', '.join(names)}, not {what}; name "
+                            f"the output {' or '.join(suffixes)}")
+    return suffix
 
 
 def echo_json(obj: Any) -> None:

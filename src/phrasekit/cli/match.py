@@ -193,7 +193,7 @@ def pairs_cmd(
             "seconds": round(time.perf_counter() - t0, 3), "output": output})
 
 
-#: What `join` writes, by the output's suffix (anything else: CSV; `-`: CSV on stdout).
+#: What `join` writes, by the output's suffix (.txt: CSV; `-`: CSV on stdout).
 JOIN_WRITES = (".csv", ".tsv", ".jsonl", ".parquet", ".pq", ".txt")
 
 
@@ -217,7 +217,7 @@ def join_cmd(
         help="Output table: right_row, right_value, left_row, left_value, rank, "
              "score, then the other columns of the left table as left_<name> "
              "and of the right as right_<name> (a name already taken gets _2). "
-             "Format by suffix: .parquet, .tsv, .jsonl, else CSV; - writes CSV "
+             "Format by suffix: .csv, .tsv, .jsonl or .parquet; - writes CSV "
              "to stdout. Must not be one of the input files.")],
     model: ModelOpt = JOIN_MODEL,
     k: Annotated[int, typer.Option("-k", help="Candidates kept per right row.")] = 1,

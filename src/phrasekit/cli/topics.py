@@ -175,6 +175,9 @@ def phrases_cmd(
     """
     if min_df < 1:
         raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+    if not out.name.lower().endswith((".json", ".json.gz")):
+        raise BadInputError(f"{out}: this command writes a JSON vocabulary; name the output "
+                            ".json or .json.gz")
     docs = read_corpus(resolve_corpus(corpus), text_field=text_field)
     extractor = PhraseExtractor(n_process=resolve_workers(workers))
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
