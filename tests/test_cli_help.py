@@ -87,10 +87,9 @@ def test_output_named_for_another_or_no_known_format_is_refused(tmp_path) -> Non
                                "--right-on", "name", "-m", "string", "-o",
                                str(tmp_path / "m.npy")])
     assert join.exit_code == 2 and "name the output .csv or" in join.output
-    for name, what in (("q.xyz", "not a .xyz file"), ("q", "not a file without a suffix")):
-        enc = runner.invoke(app, ["encode", str(phrases), "-m", "string", "-o",
-                                  str(tmp_path / name)])  # no format is guessed
-        assert enc.exit_code == 2 and what in enc.output, enc.output
+    enc = runner.invoke(app, ["encode", str(phrases), "-m", "string", "-o",
+                              str(tmp_path / "q.xyz")])  # no format is guessed
+    assert enc.exit_code == 2 and "not a .xyz file" in enc.output, enc.output
     kp = runner.invoke(app, ["keyphrases", str(phrases), "-m", "string", "-o",
                              str(tmp_path / "k.xyz")])
     assert kp.exit_code == 2 and "name the output .jsonl or" in kp.output

@@ -93,9 +93,9 @@ def stream_path(raw: str) -> Path:
 
 def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
     """The format (a suffix of ``writes``) an output names; an output whose suffix is not one
-    of them (another format, an unknown suffix or none) is refused, so a file's name never
-    lies about its contents; ``-`` (stdout) is the first text format of ``writes``, refused
-    where there is none."""
+    of them (another format or an unknown suffix) is refused, so a file's name never lies
+    about its contents. A name without a suffix gets the first of ``writes``; ``-`` (stdout)
+    the first text format of ``writes``, refused where there is none."""
     if is_stdout(out):
         text = [w for w in writes if w in TEXT_SUFFIXES]
         if not text:
@@ -103,11 +103,12 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
                                 "which is not sent to stdout; name an output file")
         return text[0]
     suffix = out.suffix.lower()
+    if not suffix:
+        return writes[0]
     if suffix not in writes:
         kinds = {FORMAT_SUFFIXES[w]: w for w in reversed(writes)}  # one suffix per format
         names, suffixes = list(reversed(kinds)), list(reversed(kinds.values()))
-        what = FORMAT_SUFFIXES.get(suffix, f"a {suffix} file" if suffix else "a file without "
-                                   "a suffix")
+        what = FORMAT_SUFFIXES.get(suffix, f"a {suffix} file")
         raise BadInputError(f"{out}: this command writes {', '.join(names)}, not {what}; name "
                             f"the output {' or '.join(suffixes)}")
     return suffix
