@@ -306,6 +306,11 @@ def test_a_default_shard_folder_holding_user_files_is_refused_and_never_emptied(
     _check_work_folder(killed, default=True)
     ShardStore(killed).remove()
     assert not killed.exists()
+    own_manifest = tmp_path / "other.npy.shards"  # a user's manifest.json is the user's
+    own_manifest.mkdir()
+    (own_manifest / "manifest.json").write_text('{"mine": 1}', encoding="utf-8")
+    with pytest.raises(BadInputError, match=r"manifest\.json"):
+        _check_work_folder(own_manifest, default=True)
     (tmp_path / "file.shards").write_text("mine", encoding="utf-8")
     with pytest.raises(BadInputError, match="is a file"):
         _check_work_folder(tmp_path / "file.shards", default=False)

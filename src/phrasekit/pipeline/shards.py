@@ -23,7 +23,17 @@ FORMAT_NAME = "phrasekit.shards"
 FORMAT_VERSION = 1
 #: The names a shard folder holds: the manifest, ``<key>.parquet`` shards and the temporary
 #: files ``atomic_write`` leaves when a run is killed.
-_OWN_NAME = re.compile(r"\.?(manifest\.json|[0-9a-f]{32}\.parquet)(\..+\.tmp)?")
+_OWN_NAME = re.compile(r"(manifest\.json|[0-9a-f]{32}\.parquet)"
+                       r"|\.(manifest\.json|[0-9a-f]{32}\.parquet)\..+\.tmp")
+
+
+def _is_shard_manifest(path: Path) -> bool:
+    """Whether ``path`` is a shard store's manifest (a user's ``manifest.json`` is not)."""
+    try:
+        data = json_loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT_NAME
 
 
 def table_bytes(table: pa.Table) -> bytes:
@@ -80,7 +90,8 @@ class ShardStore:
             return []
         if not folder.is_dir():
             return [folder.name]
-        return sorted(p.name for p in folder.iterdir() if not _OWN_NAME.fullmatch(p.name))
+        return sorted(p.name for p in folder.iterdir() if not _OWN_NAME.fullmatch(p.name)
+                      or (p.name == MANIFEST and not _is_shard_manifest(p)))
 
     def remove(self) -> None:
         """Delete the store's own files, then the folder if that leaves it empty."""
