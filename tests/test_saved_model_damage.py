@@ -33,7 +33,8 @@ EDITS: dict[str, tuple[Callable[[dict], None], str]] = {
     "doc ids": (lambda c: c["doc_ids"].pop(), "doc_ids: 79 document ids but doc_labels"),
     "vocabulary": (lambda c: c["vocabulary"]["terms"].pop(),
                    "vocabulary: terms, surface and doc_freq"),
-    "encoder": (lambda c: c["encoder"].update(spec="/etc"), "encoder.spec '/etc': unknown"),
+    "encoder": (lambda c: c["encoder"].update(spec="/etc"),
+                "encoder.spec '/etc': /etc: a folder, but not a model folder"),
     "missing": (lambda c: c.pop("topic_names"), "field 'topic_names' missing"),
 }
 
