@@ -176,6 +176,18 @@ def test_auto_precision_never_picks_bf16_without_the_cpu_flags(monkeypatch, flag
         transformer._auto_precision.cache_clear()
 
 
+def test_batches_group_texts_by_tokens_not_characters(minilm):
+    """A transformer's batches hold texts of equal token counts, whatever their characters:
+    "a.b.c.d.e.f" (11 characters) is 13 tokens, "international organizations" (27) is 4."""
+    texts = ["a.b.c.d.e.f", "international organizations", "u.s.-e.u. ties",
+             "government departments"]
+    counts = [len(ids) for ids in minilm.tokenizer(texts)["input_ids"]]
+    assert counts[0] > counts[1] and len(texts[0]) < len(texts[1])
+    batches = list(minilm._batches(texts, 2, "t", False))
+    assert sorted(sorted(b) for b in batches) == [[0, 2], [1, 3]]
+    assert minilm._token_counts(texts) == counts
+
+
 def test_long_texts_are_batched_by_a_token_budget_on_the_cpu(minilm, monkeypatch):
     """Batches of long texts stay under ``tokens_per_batch`` on the CPU (large activations
     leave the caches); short texts still fill ``batch_size``; rows keep their order."""
@@ -189,7 +201,8 @@ def test_long_texts_are_batched_by_a_token_budget_on_the_cpu(minilm, monkeypatch
     monkeypatch.setattr(minilm, "_encode_batch", spy)
     texts = [f"word{i} " + "word " * 200 for i in range(20)] + PHRASES[:7]  # ~252 tokens
     vecs = minilm.encode(texts, batch_size=64)
-    per_batch = minilm.tokens_per_batch // 254
+    tokens = len(minilm.tokenizer(texts[0])["input_ids"])  # every long text has as many
+    per_batch = minilm.tokens_per_batch // tokens
     assert per_batch < 20   # (batches may run side by side: their order of start varies)
     assert sorted(sizes, reverse=True) == [per_batch] * (27 // per_batch) + [27 % per_batch]
     monkeypatch.setattr(minilm, "device", "cuda")  # on a GPU the batch size alone counts

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from phrasekit.encoders.base import Encoder, cap_chars, validate_texts
+from phrasekit.encoders.base import Encoder, cap_chars, token_counts, validate_texts
 from phrasekit.encoders.char import CharCNN, bytes_batch
 from phrasekit.encoders.pearl_config import TYPE_HEAD_INPUTS as TYPE_HEAD_INPUTS  # re-exported
 from phrasekit.encoders.pearl_config import PearlConfig
@@ -214,6 +214,9 @@ class PearlEncoder(Encoder):
 
     def torch_modules(self) -> list[Any]:
         return [self.model]
+
+    def _token_counts(self, items: Sequence[str]) -> list[int]:
+        return token_counts(self.model.tokenizer, items, self.model.config.max_seq_length)
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         with torch.inference_mode():

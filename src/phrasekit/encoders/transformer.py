@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from phrasekit.encoders.base import Encoder, cap_chars, check_device, resolve_device
+from phrasekit.encoders.base import (
+    Encoder,
+    cap_chars,
+    check_device,
+    resolve_device,
+    token_counts,
+)
 from phrasekit.encoders.cpu import AUTO_PRECISIONS, cpu_flags, native_bf16, native_int8_dot
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
@@ -338,6 +344,9 @@ class TransformerEncoder(Encoder):
     def side_by_side(self) -> bool:  # type: ignore[override]
         """Batches side by side on torch (an ONNX session keeps its own threads)."""
         return self.backend == "torch"
+
+    def _token_counts(self, items: Sequence[str]) -> list[int]:
+        return token_counts(self.tokenizer, items, self.max_seq_length)
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         hidden, mask = self.token_embeddings(texts)
