@@ -365,13 +365,19 @@ def cap_chars(texts: Sequence[str], max_tokens: int) -> list[str]:
     return [t[:cap] for t in texts]
 
 
+#: characters read per token when counting a text's tokens for batching: a text whose first
+#: ``max_length * 8`` characters give fewer tokens (long words) is only grouped as shorter.
+CHARS_TO_COUNT = 8
+
+
 def token_counts(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[int]:
     """The tokens (special ones included) each text gives ``tokenizer`` when cut to
     ``max_length``: one batched call of the fast tokenizer. Batches grouped by characters
     held 1.7x the real tokens of 1,000 bbc_news articles' 36,938 keyphrase candidates."""
     if not texts:
         return []
-    enc = tokenizer(cap_chars(texts, max_length), truncation=True, max_length=max_length,
+    cut = max_length * CHARS_TO_COUNT  # a longer text is cut to max_length tokens either way
+    enc = tokenizer([t[:cut] for t in texts], truncation=True, max_length=max_length,
                     return_attention_mask=False, return_token_type_ids=False)
     return [len(ids) for ids in enc["input_ids"]]
 
