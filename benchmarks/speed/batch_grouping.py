@@ -72,7 +72,7 @@ def main() -> None:
 
 
 def padded_ratio_of(enc, texts: list[str], by_tokens, how: str) -> float:
-    """:func:`padded_ratio` of the grouping ``how``, counting real tokens either way."""
+    """Tokens the batches of grouping ``how`` compute (padding included) per real token."""
     from phrasekit.encoders.base import Encoder
 
     grouping = type(enc)._token_counts

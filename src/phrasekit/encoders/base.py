@@ -167,7 +167,8 @@ class Encoder(ABC):
     model_path: Path | None = None
     #: the torch device the encoder's modules are on (see :meth:`to`).
     device: str = "cpu"
-    #: on the CPU, the most tokens (estimated from characters) one batch holds (None: no cap).
+    #: on the CPU, the most tokens one batch holds (counted by the encoder's tokenizer where
+    #: it has one, else estimated from characters; None: no cap).
     tokens_per_batch: int | None = None
     #: True where batches may run side by side on several threads (a forward pass that keeps
     #: no state; see :data:`SIDE_BY_SIDE_MAX_THREADS`).
