@@ -27,13 +27,14 @@ _OWN_NAME = re.compile(r"(manifest\.json|[0-9a-f]{32}\.parquet)"
                        r"|\.(manifest\.json|[0-9a-f]{32}\.parquet)\..+\.tmp")
 
 
-def _is_shard_manifest(path: Path) -> bool:
-    """Whether ``path`` is a shard store's manifest (a user's ``manifest.json`` is not)."""
+def _shard_manifest(path: Path) -> dict[str, Any] | None:
+    """The shard manifest at ``path``; None where it is unreadable or not a shard store's
+    (a user's own ``manifest.json``)."""
     try:
         data = json_loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("format") == FORMAT_NAME
+        return None
+    return data if isinstance(data, dict) and data.get("format") == FORMAT_NAME else None
 
 
 def table_bytes(table: pa.Table) -> bytes:
@@ -71,13 +72,10 @@ class ShardStore:
         path = self.folder / MANIFEST
         if not path.is_file():
             return {}
-        try:
-            data = json_loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            logger.warning("shard manifest %s is unreadable (%s): starting over", path, exc)
-            return {}
-        if data.get("format") != FORMAT_NAME or data.get("format_version") != FORMAT_VERSION:
-            logger.warning("%s is not a phrasekit shard manifest: starting over", path)
+        data = _shard_manifest(path)
+        if data is None or data.get("format_version") != FORMAT_VERSION:
+            logger.warning("%s is not a readable phrasekit shard manifest of format %d: "
+                           "starting over", path, FORMAT_VERSION)
             return {}
         return dict(data.get("shards", {}))
 
@@ -91,7 +89,7 @@ class ShardStore:
         if not folder.is_dir():
             return [folder.name]
         return sorted(p.name for p in folder.iterdir() if not _OWN_NAME.fullmatch(p.name)
-                      or (p.name == MANIFEST and not _is_shard_manifest(p)))
+                      or (p.name == MANIFEST and _shard_manifest(p) is None))
 
     def remove(self) -> None:
         """Delete the store's own files, then the folder if that leaves it empty."""
