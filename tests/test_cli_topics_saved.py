@@ -125,3 +125,14 @@ def test_applied_to_a_new_corpus_uses_the_student(small_corpus: list[Document]) 
     assert applied.n_fit_docs_ == len(model.sample_index_) < len(new)
     for t, typical in enumerate(applied.typical_docs_):
         assert typical and all(applied.doc_labels_[d] == t for d, _ in typical)
+
+
+def test_apply_reads_the_corpus_before_loading_the_model(saved: Path, tmp_path: Path) -> None:
+    """A bad corpus is named before the saved model and its encoder load (bad input first)."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": \n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["topics", "apply", str(saved / "fit"), str(bad),
+                                      "--out", str(tmp_path / "out"), "-q", "--no-cache"])
+    assert result.exit_code == 2
+    assert f"{bad}:2" in result.output and "phrasekit-document-topics" not in result.output
+    assert not (tmp_path / "out").exists()

@@ -68,6 +68,30 @@ def test_load_refuses_another_encoder_and_damaged_files(
         DocumentTopicModel.load(folder)
 
 
+def test_a_model_fitted_on_another_runtime_loads_by_its_spec(
+        fitted: DocumentTopicModel, tmp_path: Path) -> None:
+    """``phrasekit topics`` may run fp32 on ONNX Runtime (``auto``, measured faster) where
+    loading the saved spec gives torch: the same vectors, so the model loads; another
+    precision is still refused."""
+    import json
+
+    from phrasekit.artifacts import write_manifest
+    from phrasekit.encoders.cache import same_space
+    from phrasekit.topics.exploration.explore import KIND
+
+    folder = fitted.save(tmp_path / "model")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    ident = config["encoder"]["identity"]
+    config["encoder"]["identity"] = ident.replace(" ", " backend=onnx ", 1)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    write_manifest(folder, KIND)
+    assert DocumentTopicModel.load(folder).n_topics_ == fitted.n_topics_
+    fp32 = "minilm TransformerEncoder backend=onnx max_seq_length=256 precision=fp32 c9f5"
+    assert same_space(fp32, fp32.replace("backend=onnx ", ""))
+    assert not same_space(fp32, fp32.replace("precision=fp32", "precision=int8"))
+    assert not same_space(fp32, fp32.replace("c9f5", "0a1b"))
+
+
 def test_save_never_replaces_a_users_folder(fitted: DocumentTopicModel, tmp_path: Path) -> None:
     mine = tmp_path / "mine"
     mine.mkdir()

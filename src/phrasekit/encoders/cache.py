@@ -170,6 +170,17 @@ def encoder_identity(encoder: Any) -> str:
     return " ".join(parts)
 
 
+def same_space(identity: str, other: str) -> bool:
+    """Whether two ``encoder_identity`` strings name one vector space: equal but for the
+    runtime (``backend=onnx``), as fp32 on ONNX Runtime and on torch give the same vectors
+    (within 1e-6) and ``auto`` picks whichever measures faster on the CPU at hand. The
+    precision still counts."""
+    def strip(ident: str) -> list[str]:
+        return [p for p in str(ident).split() if not p.startswith("backend=")]
+
+    return strip(identity) == strip(other)
+
+
 def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None = None,
                   show_progress: bool = True, batch_size: int = 256,
                   identity: Callable[[Any], str] = encoder_name,

@@ -133,9 +133,9 @@ def apply_topics(
     place with (default the saved one; another is refused). Returns the model applied to the
     corpus and the paths written."""
     check_topics_out(out_dir, caches=(cache_dir,))
-    fitted = DocumentTopicModel.load(model_dir, encoder=encoder)
-    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
+    docs = read_corpus(corpus, text_field=text_field, id_field=id_field)  # bad input first
     logger.info("read %d documents from %s", len(docs), corpus)
+    fitted = DocumentTopicModel.load(model_dir, encoder=encoder)
     applied = fitted.applied_to(docs, cache_dir=cache_dir, show_progress=not quiet,
                                 placement=placement)
     paths = write_topic_outputs(applied, docs, out_dir, report=report,

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.artifacts import staged_folder, verify_folder
-from phrasekit.encoders.cache import encode_documents, encoder_identity
+from phrasekit.encoders.cache import encode_documents, encoder_identity, same_space
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, as_documents, atomic_write, read_json_object, write_json
 from phrasekit.registry import available_models
@@ -271,7 +271,7 @@ class TopicExplorer:
             if encoder is not None:
                 raise
             raise ValueError(f"{where}: encoder.spec {spec!r}: {_why(exc)}") from None
-        if encoder_identity(enc) != saved.get("identity"):
+        if not same_space(encoder_identity(enc), str(saved.get("identity"))):
             raise ValueError(f"{path} was fitted with encoder {saved.get('identity')!r}; got "
                              f"{encoder_identity(enc)!r}: documents would be placed in "
                              "another space")
