@@ -148,6 +148,8 @@ def test_read_names_formats_and_errors(tmp_path):
     txt = tmp_path / "n.txt"
     txt.write_text("Paris\n\n  London \n", encoding="utf-8")
     assert read_names(txt) == (["Paris", "London"], None)
+    txt.write_text("\ufeffParis\n", encoding="utf-8")  # a byte-order mark is not a name
+    assert read_names(txt) == (["Paris"], None)
     tsv = tmp_path / "n.tsv"
     tsv.write_text("id\tname\nQ90\tParis\nQ84\tLondon\n", encoding="utf-8")
     assert read_names(tsv, column="name", id_column="id") == (["Paris", "London"], ["Q90", "Q84"])
@@ -164,6 +166,7 @@ def test_read_names_formats_and_errors(tmp_path):
         ("g.txt", "\n\n", {}, "no names"),
         ("h.txt", "a\n", {"column": "name"}, "need a .csv or .tsv"),
         ("i.csv", "name\n", {}, "no names in column"),
+        ("j.csv", "a,a\nx,y\n", {"column": "a"}, "duplicate column 'a'"),
     ]
     for fname, content, kwargs, fragment in cases:
         p = tmp_path / fname

@@ -156,3 +156,17 @@ def test_encode_reads_stdin(tmp_path) -> None:
                                      "string", "-q"], input="a\n\nb\n")
     assert blank.exit_code == 2 and "stdin:2: blank line" in blank.output
     assert not (tmp_path / "w.npy").exists()
+
+
+def test_long_cells_are_read_and_a_malformed_row_is_named_by_line(tmp_path) -> None:
+    """A cell past Python csv's 131,072-character default is a document, not an error; a
+    broken quote names the file and its line."""
+    long = "word " * 40_000  # 200,000 characters
+    path = tmp_path / "long.csv"
+    path.write_text(f'id,text\n1,short\n2,"{long}"\n', encoding="utf-8")
+    table = read_table(path)
+    assert [v for _, v in column_values(table, "text")] == ["short", long.strip()]
+    bad = tmp_path / "bad.tsv"
+    bad.write_text('id\ttext\n1\tok\n2\t"a\tb\n', encoding="utf-8")
+    with pytest.raises(TableError, match=r"bad\.tsv:\d+: malformed TSV"):
+        read_table(bad)

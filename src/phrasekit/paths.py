@@ -10,6 +10,7 @@ from an output name stay within the file-name limit for any valid name.
 from __future__ import annotations
 
 import contextlib
+import csv
 import functools
 import gzip
 import hashlib
@@ -21,11 +22,22 @@ import sysconfig
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 #: The longest file name most file systems take (bytes, ext4/xfs/btrfs/tmpfs).
 NAME_MAX = 255
 #: Output names longer than this get a shortened, hashed stem in their staging and temp names.
 _STEM_MAX = 180
+#: The longest CSV / TSV field read: a long document in one cell is input, not an error
+#: (Python's ``csv`` stops at 131,072 characters by default).
+CSV_FIELD_LIMIT = 2**31 - 1
+
+
+def csv_reader(fh: Iterable[str], **options: Any) -> Any:
+    """``csv.reader(fh, **options)`` reading fields of any length (``CSV_FIELD_LIMIT``)."""
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:
+        csv.field_size_limit(CSV_FIELD_LIMIT)
+    return csv.reader(fh, **options)
 
 
 def special_kind(path: str | Path) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.io import atomic_write, input_problem, matrix_column
-from phrasekit.paths import utf8_problem
+from phrasekit.paths import csv_reader, utf8_problem
 
 logger = logging.getLogger(__name__)
 
@@ -230,9 +230,10 @@ def read_table(path: str | Path) -> Table:
     if path.suffix.lower() in (".parquet", ".pq"):
         return _read_parquet(path)
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    reader: Any = None
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh, strict=True, delimiter=delimiter)
+            reader = csv_reader(fh, strict=True, delimiter=delimiter)
             header = next(reader, None)
             if not header:
                 raise TableError(f"{path}: empty file (no header row)")
@@ -248,7 +249,9 @@ def read_table(path: str | Path) -> Table:
     except UnicodeDecodeError as exc:
         raise TableError(utf8_problem(str(path), exc, path)) from exc
     except csv.Error as exc:
-        raise TableError(f"{path}: malformed CSV ({exc})") from exc
+        where = f"{path}:{reader.line_num}" if reader is not None else str(path)
+        kind = "CSV" if delimiter == "," else "TSV"
+        raise TableError(f"{where}: malformed {kind} ({exc})") from exc
     return table
 
 

@@ -36,7 +36,7 @@ from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
 from phrasekit.io import atomic_write
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
-from phrasekit.paths import utf8_problem
+from phrasekit.paths import csv_reader, utf8_problem
 from phrasekit.pipeline import ShardedSearch
 from phrasekit.registry import (
     DEFAULT_MODEL,
@@ -162,7 +162,7 @@ def pairs_cmd(
     t0 = time.perf_counter()
     try:
         with open(input, encoding="utf-8-sig", newline="") as fh:
-            rows = [r for r in csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+            rows = [r for r in csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
     except UnicodeDecodeError as exc:
         raise BadInputError(utf8_problem(str(input), exc, input)) from None
     if not rows:

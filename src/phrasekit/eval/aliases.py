@@ -25,7 +25,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.base import embed_unique, nearest, percent, stable_rank
-from phrasekit.paths import utf8_problem
+from phrasekit.paths import csv_reader, utf8_problem
 from phrasekit.registry import as_encoder
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def read_alias_split(path: str | Path, split: str) -> list[tuple[str, str, str]]
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            reader = csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
             if next(reader, None) != ALIAS_COLUMNS:
                 raise ValueError(f"{path}:1: expected the header {' '.join(ALIAS_COLUMNS)} "
                                  "(build it with `phrasekit train pearl-data --redirects "

@@ -28,6 +28,7 @@ from numpy.typing import DTypeLike
 
 from phrasekit.encoders.base import Encoder, encode_unique
 from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.paths import csv_reader
 from phrasekit.phrases.augment import typo_noise
 from phrasekit.similarity.index import VectorIndex
 
@@ -114,7 +115,7 @@ def read_tsv(
     """
     rows: list[list[str]] = []
     with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        reader = csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         for lineno, row in enumerate(reader, start=1):
             if lineno == 1 and header is not None:
                 if [h.strip() for h in row[: len(header)]] != list(header):

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from phrasekit.eval.base import percent, require_path
+from phrasekit.paths import csv_reader
 
 PAIR_TASKS = ("msrp", "stsb")
 MSRP_FILES = {"train": "msrp/msr_paraphrase_train.txt", "test": "msrp/msr_paraphrase_test.txt"}
@@ -50,7 +51,7 @@ def _read_rows(path: Path, min_fields: int) -> list[list[str]]:
     """Tab-separated rows read literally (BOM stripped, quotes not special)."""
     try:
         with open(path, encoding="utf-8-sig", newline="") as fh:
-            rows = list(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+            rows = list(csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not valid UTF-8 ({exc})") from exc
     out = []

@@ -31,6 +31,7 @@ from sklearn.metrics import roc_auc_score
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.base import embed_unique, percent, rowwise_cosine, stable_rank
+from phrasekit.paths import csv_reader
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def read_related(path: str | Path, split: str) -> tuple[list[str], list[str], np
     path = related_file(path)
     left, right, labels = [], [], []
     with gzip.open(path, "rt", encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+        reader = csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         if next(reader, None) != RELATED_COLUMNS:
             raise ValueError(f"{path}:1: expected the header {' '.join(RELATED_COLUMNS)} "
                              "(build it with `phrasekit train pearl-data --related-corpus`)")

@@ -20,7 +20,6 @@ its recorded name (or takes one) and checks it reproduces the stored vector of t
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from phrasekit.io import (
     read_json_object,
     write_json,
 )
+from phrasekit.paths import utf8_problem
 from phrasekit.registry import JOIN_MODEL, load
 from phrasekit.similarity.hybrid import (
     K_EMBED,
@@ -63,6 +63,7 @@ from phrasekit.similarity.index import (
     check_rows,
     resolve_kind,
 )
+from phrasekit.tables import TableError, is_missing, only_column, read_table
 
 logger = logging.getLogger(__name__)
 
@@ -107,58 +108,39 @@ def read_names(
                 raise EntityIndexError(
                     f"{path}: column / id column need a .csv or .tsv file with a header row"
                 )
-            with open(path, encoding="utf-8") as fh:
+            with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is no name
                 names = [line.strip() for line in fh if line.strip()]
             if not names:
                 raise EntityIndexError(f"{path}: no names (empty file)")
             return names, None
-        return _read_table(path, "\t" if suffix == ".tsv" else ",", column, id_column)
+        return _read_table(path, column, id_column)
     except UnicodeDecodeError as exc:
-        raise EntityIndexError(f"{path}: not valid UTF-8 ({exc})") from exc
-    except csv.Error as exc:
-        raise EntityIndexError(f"{path}: malformed {suffix[1:].upper()} ({exc})") from exc
+        raise EntityIndexError(utf8_problem(str(path), exc, path)) from exc
 
 
-def _read_table(
-    path: Path, delimiter: str, column: str | None, id_column: str | None
-) -> tuple[list[str], list[str] | None]:
-    """Name and id columns of a delimited file with a header row."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter, strict=True)
-        header = next(reader, None)
-        if not header:
-            raise EntityIndexError(f"{path}: empty file (no header row)")
-        header = [h.strip().lstrip("\ufeff") for h in header]
-        if column is None:
-            if len(header) != 1:
-                raise EntityIndexError(
-                    f"{path}: {len(header)} columns {header}; choose the name column (--column)"
-                )
-            column = header[0]
-        for col in (column, id_column):
-            if col is not None and col not in header:
-                raise EntityIndexError(f"{path}: no column {col!r}; columns are {header}")
-        name_col = header.index(column)
-        id_col = header.index(id_column) if id_column is not None else None
-        names: list[str] = []
-        ids: list[str] = []
-        for row in reader:
-            line = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise EntityIndexError(
-                    f"{path}:{line}: {len(row)} fields where the header has {len(header)}"
-                )
-            name = row[name_col].strip()
-            if not name:
-                raise EntityIndexError(f"{path}:{line}: empty {column!r} cell")
-            names.append(name)
-            if id_col is not None:
-                ident = row[id_col].strip()
-                if not ident:
-                    raise EntityIndexError(f"{path}:{line}: empty {id_column!r} cell")
-                ids.append(ident)
+def _read_table(path: Path, column: str | None, id_column: str | None
+                ) -> tuple[list[str], list[str] | None]:
+    """Name and id columns of a delimited file with a header row (``tables.read_table``:
+    the same header, field and encoding checks as every table phrasekit reads)."""
+    try:
+        table = read_table(path)
+        if column is None and len(table.header) != 1:
+            raise EntityIndexError(f"{path}: {len(table.header)} columns {table.header}; "
+                                   "choose the name column (--column)")
+        column = only_column(table, column)
+        cols = [(c, table.column(c)) for c in (column, id_column) if c is not None]
+    except TableError as exc:
+        raise EntityIndexError(str(exc)) from None
+    names: list[str] = []
+    ids: list[str] = []
+    for _, line, row in table.rows:
+        values = ["" if is_missing(row[i]) else str(row[i]).strip() for _, i in cols]
+        for (name, _), value in zip(cols, values, strict=True):
+            if not value:
+                raise EntityIndexError(f"{table.where(line)}: empty {name!r} cell")
+        names.append(values[0])
+        if id_column is not None:
+            ids.append(values[1])
     if not names:
         raise EntityIndexError(f"{path}: no names in column {column!r}")
     return names, (ids if id_column is not None else None)
