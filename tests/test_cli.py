@@ -310,6 +310,24 @@ def test_eval_quick_on_fixtures(tmp_path):
     assert js.is_file()
 
 
+def test_eval_json_is_checked_before_the_run_and_never_into_the_data(tmp_path):
+    """``--json`` under a file, or onto a benchmark file, is refused before any model
+    loads; the data stay as they were."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURES / "eval", data)
+    bird = next(data.glob("bird/*"))
+    before = bird.read_bytes()
+    for target, fragment in ((bird / "x.json", "is a file"),
+                             (bird, "inside the benchmark data folder")):
+        res = invoke("eval", "--model", "string", "--tasks", "bird", "--data-dir", data,
+                     "--json", target, "--quiet")
+        assert res.exit_code == 2 and fragment in res.output, res.output
+        assert "| model" not in res.output  # refused before the benchmark ran
+    assert bird.read_bytes() == before
+
+
 def test_eval_unknown_task_exit_2():
     res = invoke("eval", "--model", "string", "--tasks", "bird,nosuchtask", "--quiet")
     assert res.exit_code == 2 and "nosuchtask" in res.output

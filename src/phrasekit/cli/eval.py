@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from phrasekit.cli.common import BadInputError, Device, Quiet, Threads, Verbose, command
+from phrasekit.cli.common import (
+    BadInputError,
+    Device,
+    Quiet,
+    Threads,
+    Verbose,
+    check_output_file,
+    command,
+)
 from phrasekit.settings import torch_threads
 
 app = typer.Typer()
@@ -53,6 +61,16 @@ def eval_cmd(
 
     task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     parse_tasks(task_list)  # a bad task name fails before any model runs
+    if json_out is not None:  # never into the benchmark's own files, checked before the run
+        from phrasekit.paths import is_inside
+        from phrasekit.settings import data_dir as default_data_dir
+
+        data = data_dir if data_dir is not None else default_data_dir(required=False)
+        check_output_file(json_out, tuple(p for p in (data, aliases) if p is not None),
+                          option="--json")
+        if data is not None and data.is_dir() and is_inside(json_out, data):
+            raise BadInputError(f"--json {json_out} is inside the benchmark data folder {data}"
+                                ", whose files are the benchmark's; write elsewhere")
     if alias_split not in ("dev", "test"):
         raise BadInputError(f"--alias-split must be dev or test, got {alias_split!r}")
     if aliases is not None:
