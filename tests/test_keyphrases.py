@@ -368,6 +368,8 @@ def test_cli_bad_input_exit_2(tmp_path, setup, args, fragment) -> None:
     res = runner.invoke(app, ["keyphrases", str(corpus), "--quiet", *args])
     assert res.exit_code == 2, res.output
     assert fragment in res.output
+    if setup == "empty" or {"--split", "--gold-field"} & set(args):  # the corpus is named
+        assert f"{corpus}: " in res.output
 
 
 # ---------------------------------------------------------------------------- Inspec (shared)

@@ -83,18 +83,31 @@ KEYPHRASE_WRITES = (".jsonl", ".parquet", ".pq", ".csv", ".tsv")
 
 def read_documents(corpus: str, text_field: str, split: str | None) -> list[Document]:
     """The documents of CORPUS (``-``: stdin), of ``split`` when given; empty texts refused."""
+    where = "<stdin>" if is_stdout(corpus) else str(resolve_corpus(corpus))
     docs = stdin_corpus(text_field) if is_stdout(corpus) else \
         read_corpus(resolve_corpus(corpus), text_field=text_field)
     if split is not None:
-        present = sorted({str(d.meta.get("split")) for d in docs})
+        present = sorted({str(d.meta["split"]) for d in docs if d.meta.get("split") is not None})
         docs = [d for d in docs if d.meta.get("split") == split]
         if not docs:
-            raise BadInputError(f"no document has split {split!r} (splits present: "
-                                f"{', '.join(present)})")
+            found = (f"splits present: {', '.join(present)}" if present
+                     else "no document has a 'split' field")
+            raise BadInputError(f"{where}: no document has split {split!r} ({found})")
     for d in docs:
         if not d.text.strip():
-            raise BadInputError(f"document {d.id!r} has an empty {text_field!r}")
+            raise BadInputError(f"{where}: document {d.id!r} has an empty {text_field!r}")
     return docs
+
+
+def read_golds(docs: list[Document], corpus: str, field: str | None) -> list[list[str]] | None:
+    """The gold keyphrases of ``docs`` (``--gold-field``); a bad one names the corpus."""
+    if field is None:
+        return None
+    try:
+        return gold_of(docs, field)
+    except ValueError as exc:
+        where = "<stdin>" if is_stdout(corpus) else str(resolve_corpus(corpus))
+        raise BadInputError(f"{where}: {exc}") from None
 
 
 @command(app, "keyphrases", out="stream")
@@ -151,7 +164,7 @@ def keyphrases_cmd(
         encoder=model, top_n=top_n, n_process=resolve_workers(workers),
         cache_dir=vector_cache(None, cache), **{k: v for k, v in given.items() if v is not None})
     docs = read_documents(corpus, text_field, split)
-    golds = gold_of(docs, gold_field) if gold_field is not None else None
+    golds = read_golds(docs, corpus, gold_field)
     if golds is not None:  # score at 5 and 10 even when fewer are written
         extractor = extractor.set_params(top_n=max(top_n, *DEFAULT_KS))
     t0 = time.perf_counter()
