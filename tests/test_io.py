@@ -157,3 +157,16 @@ def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path) -> None:
         read_corpus(path)
     path.write_text('{"id": "4", "text": "a pair \\ud83d\\ude00 is fine"}\n', encoding="utf-8")
     assert read_corpus(path)[0].text == "a pair \U0001f600 is fine"
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path) -> None:
+    """Files saved by Windows editors start with U+FEFF: not part of the first document,
+    and not a reason to refuse a JSONL file (gzipped too)."""
+    jsonl = tmp_path / "bom.jsonl"
+    jsonl.write_bytes(b'\xef\xbb\xbf{"id": "a", "text": "first"}\n{"id": "b", "text": "second"}\n')
+    txt = tmp_path / "bom.txt"
+    txt.write_bytes(b"\xef\xbb\xbffirst\nsecond\n")
+    gz = tmp_path / "bom.jsonl.gz"
+    gz.write_bytes(gzip.compress(jsonl.read_bytes()))
+    for path in (jsonl, txt, gz):
+        assert [d.text for d in read_corpus(path)] == ["first", "second"], path

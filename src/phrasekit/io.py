@@ -301,10 +301,10 @@ def as_documents(docs: Iterable[Document | str]) -> list[Document]:
 
 def _open_text(path: Path):
     """Open a (gzipped) UTF-8 file whose lines end at ``\\n`` only (a CR or U+2028 inside a
-    document does not split it)."""
+    document does not split it); a byte-order mark at its start is not text."""
     if path.suffix.lower() == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return open(path, encoding="utf-8", newline="\n")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="\n")
+    return open(path, encoding="utf-8-sig", newline="\n")
 
 
 def read_corpus(path: str | Path, text_field: str = "text", id_field: str = "id") -> list[Document]:

@@ -47,6 +47,7 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.base import Encoder, known_rows, validate_texts
 from phrasekit.encoders.cache import encode_cached
 from phrasekit.io import Document, input_problem
+from phrasekit.paths import utf8_problem
 from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
 from phrasekit.similarity.index import VectorIndex
 
@@ -355,10 +356,10 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
                 raise ValueError(f"{path}: not a phrase vocabulary JSON ({exc})") from exc
         else:
             opener = gzip.open if name.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as fh:
+            with opener(path, "rt", encoding="utf-8-sig") as fh:  # a BOM is not an entry
                 texts = [line.strip() for line in fh]
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not valid UTF-8 ({exc})") from exc
+        raise ValueError(utf8_problem(str(path), exc, path)) from exc
     out: dict[str, str] = {}
     for t in texts:
         if t and t.strip():
