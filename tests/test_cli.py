@@ -526,3 +526,18 @@ def test_a_cache_dir_that_is_a_file_exit_2(tmp_path):
     assert res.exit_code == 2 and "--cache-dir" in res.output and "is a file" in res.output
     assert (tmp_path / "cache").read_text(encoding="utf-8") == "mine"
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["index", "query", "{file}", "NYC", "-q"],
+    ["topics", "search", "{file}", "graphs"],
+    ["eval", "-m", "string", "--tasks", "bird", "--data-dir", "{file}", "-q"],
+    ["encode", "{file}", "-o", "{out}", "-m", "{file}", "-q"],
+])
+def test_a_file_where_a_folder_or_model_is_expected_is_named_as_a_file(tmp_path, args):
+    file = tmp_path / "names.txt"
+    file.write_text("New York\n", encoding="utf-8")
+    res = invoke(*[a.format(file=file, out=tmp_path / "x.npy") for a in args])
+    assert res.exit_code == 2, res.output
+    assert "a file" in res.output and str(file) in res.output
+    assert len(res.output.strip().splitlines()) == 1

@@ -277,6 +277,9 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
     if path.is_dir():
         raise ValueError(f"{key}: a folder, but not a model folder (no config.json or "
                          "modules.json in it)")
+    if path.exists():
+        raise ValueError(f"{key}: a file, not a model; give a model name or a model folder "
+                         f"(known names: {known})")
     raise ValueError(
         f"unknown model {key!r}: known names are {known}, or give a local model folder"
     )

@@ -34,7 +34,7 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
-from phrasekit.io import atomic_write
+from phrasekit.io import atomic_write, input_problem
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.paths import csv_reader, utf8_problem
 from phrasekit.pipeline import ShardedSearch
@@ -159,6 +159,9 @@ def pairs_cmd(
         raise BadInputError(f"{model} is not a SubTST model folder (train one with "
                             "`phrasekit train subtst`)")
     check_summary_out(as_json, out)
+    problem = input_problem(input, "pairs file")
+    if problem is not None:
+        raise BadInputError(problem)
     t0 = time.perf_counter()
     try:
         with open(input, encoding="utf-8-sig", newline="") as fh:

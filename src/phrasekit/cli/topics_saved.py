@@ -36,7 +36,8 @@ def saved_model_dir(path: Path) -> Path:
     """``path`` when it is a folder; ``BadInputError`` naming it otherwise (a folder that is
     not a saved model is refused by ``DocumentTopicModel.load``, checking its manifest)."""
     if not path.is_dir():
-        raise BadInputError(f"{path}: no such folder; give the folder `phrasekit topics "
+        what = "a file, not a folder" if path.exists() else "no such folder"
+        raise BadInputError(f"{path}: {what}; give the folder `phrasekit topics "
                             "CORPUS --save-model DIR` wrote")
     return path
 

@@ -263,8 +263,9 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
         return default_data_dir(required=True)  # type: ignore[return-value]
     path = Path(data_dir).expanduser()
     if not path.is_dir():
+        what = "is a file, not a folder" if path.exists() else "not found"
         raise FileNotFoundError(
-            f"benchmark data folder not found: {path} (set PHRASEKIT_DATA or PHRASEKIT_SHARED, "
+            f"benchmark data folder {path}: {what} (set PHRASEKIT_DATA or PHRASEKIT_SHARED, "
             "or pass an existing folder)"
         )
     return path

@@ -351,7 +351,9 @@ class EntityIndex:
         """
         directory = Path(directory)
         if not directory.is_dir():
-            raise EntityIndexError(f"entity index directory not found: {directory}")
+            what = "a file, not an index folder" if directory.exists() else "not found"
+            raise EntityIndexError(f"entity index folder {directory}: {what} (`phrasekit "
+                                   "index build` writes one)")
         if not (directory / CONFIG).is_file():
             raise EntityIndexError(f"{directory}: no {CONFIG} (not a saved EntityIndex)")
         try:  # every file checked (inside the folder, listed, unchanged) before one is read
