@@ -541,3 +541,23 @@ def test_a_file_where_a_folder_or_model_is_expected_is_named_as_a_file(tmp_path,
     assert res.exit_code == 2, res.output
     assert "a file" in res.output and str(file) in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_cheap_checks_come_before_the_work(tmp_path):
+    """Option values, an empty query and a foreign cache file beside a vocabulary are
+    refused before spaCy parses, a model loads or a vocabulary is encoded."""
+    import numpy as np
+
+    res = invoke("phrases", FIXTURES / "corpus_small.jsonl", "-o", tmp_path / "p.json",
+                 "--max-phrases", "0", "-q")
+    assert res.exit_code == 2 and "--max-phrases must be at least 1" in res.output
+    res = invoke("index", "query", tmp_path, "", "-q")
+    assert res.exit_code == 2 and "query 1 is empty" in res.output
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("deep learning\nneural networks\n", encoding="utf-8")
+    foreign = tmp_path / "vocab.txt.string.queries.npz"
+    np.savez(foreign, mine=np.arange(3))
+    res = invoke("neighbors", "graphs", "--vocab", vocab, "-m", "string", "-q")
+    assert res.exit_code == 2 and "not an embedding cache written by phrasekit" in res.output
+    assert not (tmp_path / "vocab.txt.string.vectors.npz").exists()  # nothing encoded
+    assert np.load(foreign)["mine"].tolist() == [0, 1, 2]

@@ -33,6 +33,7 @@ from phrasekit.cli.common import (
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
+from phrasekit.encoders.cache import check_cache_file
 from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
 from phrasekit.io import atomic_write, input_problem
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
@@ -123,10 +124,12 @@ def neighbors_cmd(
         raise BadInputError(f"--max-vocab must be at least 1, got {max_vocab}")
     check_model_name(model)
     texts = read_vocabulary_file(vocab, max_entries=max_vocab)
-    hits = nearest_neighbors(
-        functools.partial(load, model), query, texts, k=k, show_progress=not quiet,
-        cache=_vectors_cache(vocab, model) if cache else None,
-        query_cache=_vectors_cache(vocab, model, "queries") if cache else None)
+    caches = [_vectors_cache(vocab, model, what) if cache else None
+              for what in ("vectors", "queries")]
+    for path in caches:  # a file phrasekit did not write is refused before any encoding
+        check_cache_file(path)
+    hits = nearest_neighbors(functools.partial(load, model), query, texts, k=k,
+                             show_progress=not quiet, cache=caches[0], query_cache=caches[1])
     if as_json:
         echo_json({"query": query, "model": model, "neighbors": [
             {"rank": rank, "neighbor": text, "cosine": round(float(score), 6)}
@@ -392,6 +395,9 @@ def index_query_cmd(
         items += read_names(queries, column=column)[0]
     if not items:
         raise BadInputError("give query texts or --queries FILE")
+    blank = next((i for i, q in enumerate(texts or []) if not q.strip()), None)
+    if blank is not None:  # before the index and its model load
+        raise BadInputError(f"query {blank + 1} is empty: give a name to look up")
     ent = EntityIndex.load(directory)
     results = ent.query(items, k=k, show_progress=not quiet, scorer=scorer)
     rows = [(i, q, rank, name, ident, f"{score:.6f}")

@@ -175,6 +175,8 @@ def phrases_cmd(
     """
     if min_df < 1:
         raise BadInputError(f"--min-df must be at least 1, got {min_df}")
+    if max_phrases is not None and max_phrases < 1:
+        raise BadInputError(f"--max-phrases must be at least 1, got {max_phrases}")
     if not out.name.lower().endswith((".json", ".json.gz")):
         raise BadInputError(f"{out}: this command writes a JSON vocabulary; name the output "
                             ".json or .json.gz")

@@ -82,6 +82,17 @@ def _read_cache(cache: Path, name: str | None
     return stored_keys(keys), emb, found
 
 
+def check_cache_file(cache: str | Path | None) -> None:
+    """Raise ``ValueError`` naming ``cache`` where it is a file phrasekit did not write (a
+    cache never replaces one): for commands to check before their long work starts."""
+    if cache is None or not os.path.lexists(cache):
+        return
+    cache = Path(cache)
+    writable_target(cache)
+    if read_marker(cache) is None and not is_empty_file(cache):
+        _read_legacy(cache, None)
+
+
 #: The arrays an embedding cache ``.npz`` of an earlier version (no marker) holds.
 _LEGACY_ARRAYS = {"encoder.npy", "keys.npy", "embeddings.npy", "sha256.npy"}
 
