@@ -154,6 +154,10 @@ def test_export_to_sentence_transformers(tmp_path) -> None:
                                        str(tmp_path / "f")])
     assert refused.exit_code == 2 and "only transformer and PEARL" in refused.output
     assert not (tmp_path / "f").exists()
+    weights = out / "model.safetensors"  # cut short: the damaged file is named
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(ValueError, match=r"model\.safetensors"):
+        phrasekit.load(str(out))
 
 
 def test_export_pearl_with_its_character_cnn(tmp_path) -> None:

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from phrasekit.artifacts import read_manifest, verify_folder
 from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.export import EXPORT_KIND
 
 
 class ExternalEncoder(Encoder):
@@ -154,11 +156,18 @@ def load_sentence_transformers_folder(path: Path, name: str | None = None) -> Ex
     from sentence_transformers import SentenceTransformer
 
     modules = check_sentence_transformers_folder(path)
-    if any(m.get("type") in PHRASEKIT_MODULES for m in modules):
-        model = _phrasekit_modules_model(path, modules)
-    else:
-        model = SentenceTransformer(str(path), device="cpu", local_files_only=True,
-                                    trust_remote_code=False)
+    try:
+        if any(m.get("type") in PHRASEKIT_MODULES for m in modules):
+            model = _phrasekit_modules_model(path, modules)
+        else:
+            model = SentenceTransformer(str(path), device="cpu", local_files_only=True,
+                                        trust_remote_code=False)
+    except Exception as exc:  # any library error, named with the folder
+        if read_manifest(path) is not None:  # a `phrasekit export` folder names its bad file
+            verify_folder(path, EXPORT_KIND)
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(f"{path}: not a loadable sentence-transformers folder ({why})"
+                         ) from exc
     encoder = ExternalEncoder(model, name=name or path.name)
     encoder.model_path = path
     return encoder
