@@ -504,3 +504,25 @@ def test_dev_scorer_reads_dev_splits_and_clusters_with_the_test_protocol(tmp_pat
     assert scores["score"] == round(float(np.mean([v for k, v in scores.items()
                                                    if k != "score"])), 2)
     assert scorer(phrasekit.load("string")) == scores  # deterministic
+
+
+def test_a_bad_benchmark_file_is_named(tmp_path) -> None:
+    """Benchmark data of the user's (``--data-dir``): bytes that are not UTF-8, no rows, or
+    a score that is not a number are named with the file."""
+    import shutil
+
+    from phrasekit.eval.bird import load_bird
+
+    shutil.copytree(FIX, tmp_path / "d")
+    path = tmp_path / "d" / "bird" / "bird.tsv"
+    good = path.read_bytes()
+    header, first = good.split(b"\n")[:2]
+    cells = first.split(b"\t")
+    cells[6] = b"abc"
+    for content, fragment in ((good + b"caf\xe9\n", r"bird\.tsv:\d+: not valid UTF-8"),
+                              (header + b"\n", r"bird\.tsv: no data rows"),
+                              (header + b"\n" + b"\t".join(cells) + b"\n",
+                               r"bird\.tsv: 'abc' is not a number")):
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=fragment):
+            load_bird(tmp_path / "d")

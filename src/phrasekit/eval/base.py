@@ -28,7 +28,7 @@ from numpy.typing import DTypeLike
 
 from phrasekit.encoders.base import Encoder, encode_unique
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.paths import csv_reader
+from phrasekit.paths import csv_reader, utf8_problem
 from phrasekit.phrases.augment import typo_noise
 from phrasekit.similarity.index import VectorIndex
 
@@ -114,19 +114,38 @@ def read_tsv(
     Returns the data rows; raises ValueError naming the file and line for short rows.
     """
     rows: list[list[str]] = []
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        for lineno, row in enumerate(reader, start=1):
-            if lineno == 1 and header is not None:
-                if [h.strip() for h in row[: len(header)]] != list(header):
-                    raise ValueError(f"{path}: expected header {list(header)}, got {row}")
-                continue
-            if not row:
-                continue
-            if len(row) < min_fields:
-                raise ValueError(f"{path}:{lineno}: expected >= {min_fields} fields, got {row}")
-            rows.append(row)
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            for lineno, row in enumerate(reader, start=1):
+                if lineno == 1 and header is not None:
+                    if [h.strip() for h in row[: len(header)]] != list(header):
+                        raise ValueError(f"{path}: expected header {list(header)}, got {row}")
+                    continue
+                if not row:
+                    continue
+                if len(row) < min_fields:
+                    raise ValueError(f"{path}:{lineno}: expected >= {min_fields} fields, "
+                                     f"got {row}")
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise ValueError(utf8_problem(str(path), exc, path)) from None
+    if not rows:
+        raise ValueError(f"{path}: no data rows")
     return rows
+
+
+def numbers(rows: Sequence[Sequence[str]], column: int, path: Path) -> list[float]:
+    """Column ``column`` of ``rows`` (``read_tsv``'s) as numbers; a cell that is not one
+    raises ``ValueError`` naming the file."""
+    out = []
+    for row in rows:
+        try:
+            out.append(float(row[column]))
+        except ValueError:
+            raise ValueError(f"{path}: {row[column]!r} is not a number (row "
+                             f"{row[:3]})") from None
+    return out
 
 
 def pair_correlations(

@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import Task, pair_correlations, read_tsv
+from phrasekit.eval.base import Task, numbers, pair_correlations, read_tsv
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def load_bird(data_dir: Path) -> list[tuple[str, str, float]]:
     """The (term1, term2, relatedness score) triples of BiRD, in file order."""
     path = Path(data_dir) / FILE
     rows = read_tsv(path, header=HEADER, min_fields=7)
-    return [(r[1], r[2], float(r[6])) for r in rows]
+    return [(r[1], r[2], score) for r, score in zip(rows, numbers(rows, 6, path), strict=True)]
 
 
 class BirdTask(Task):
