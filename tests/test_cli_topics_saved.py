@@ -136,3 +136,15 @@ def test_apply_reads_the_corpus_before_loading_the_model(saved: Path, tmp_path: 
     assert result.exit_code == 2
     assert f"{bad}:2" in result.output and "phrasekit-document-topics" not in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_too_small_a_corpus_is_named(tmp_path: Path) -> None:
+    corpus = tmp_path / "three.jsonl"
+    corpus.write_text("".join(json.dumps({"id": str(i), "text": t}) + "\n" for i, t in
+                              enumerate(["graphs and trees", "protein folding", "stock markets"])),
+                      encoding="utf-8")
+    result = CliRunner().invoke(app, ["topics", str(corpus), *FIT, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert f"{corpus}: only 3 documents" in result.output and "too few for 4 topics" in \
+        result.output
+    assert not (tmp_path / "o").exists()

@@ -15,7 +15,7 @@ from phrasekit.phrases.cache import check_phrase_cache, load_or_extract_vocabula
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.registry import as_encoder
 from phrasekit.topics.exploration.slices import read_slice_fields
-from phrasekit.topics.methods.documents import DocumentTopicModel
+from phrasekit.topics.methods.documents import DocumentTopicModel, TooFewDocumentsError
 from phrasekit.topics.methods.model import PhraseTopicModel
 from phrasekit.topics.methods.pntm import PNTM
 from phrasekit.topics.methods.uctopic import UCTopicModel
@@ -106,7 +106,10 @@ def run_topics(
             else estimator.extractor
         vocabulary = load_or_extract_vocabulary(docs, phrase_cache, extractor, not quiet)
     extraction_s = time.perf_counter() - t0
-    estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
+    try:
+        estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
+    except TooFewDocumentsError as exc:
+        raise TooFewDocumentsError(f"{corpus}: {exc}") from None
     if vocabulary is not None:
         estimator.timings_["extraction"] = extraction_s
     name = "document topics" if method == "documents" else "phrase clusters"

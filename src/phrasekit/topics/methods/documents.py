@@ -94,6 +94,11 @@ FIT_DOCS_MAX = 4_000
 ALL_DOCS = 2**62
 
 
+class TooFewDocumentsError(ValueError):
+    """The corpus cannot fill the topics asked for: too few documents with words, or too few
+    that differ."""
+
+
 class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
                          TopicGuide, BaseEstimator):
     """Topics as k-means clusters of document embeddings, named by words and phrases.
@@ -338,12 +343,14 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         self.n_distinct_ = len(np.unique(np.round(Xc[used], 5), axis=0))
         need = self.n_topics or self.k_range[0]
         if n_used < need + 1:
-            raise ValueError(f"only {n_used} documents have words: too few for {need} topics "
-                             "(give a larger corpus, or fewer topics: -k / --k-min)")
+            raise TooFewDocumentsError(
+                f"only {n_used} documents have words: too few for {need} topics (give a "
+                "larger corpus, or fewer topics: -k / --k-min)")
         if self.n_distinct_ < need + 1:  # identical documents cannot fill K distinct topics
-            raise ValueError(f"only {self.n_distinct_} of the {n_used} documents differ: too "
-                             f"few for {need} topics (give a corpus of more distinct "
-                             "documents, or fewer topics with -k / --k-min)")
+            raise TooFewDocumentsError(
+                f"only {self.n_distinct_} of the {n_used} documents differ: too few for "
+                f"{need} topics (give a corpus of more distinct documents, or fewer topics "
+                "with -k / --k-min)")
 
         t0 = time.perf_counter()
         labels_used, centres, k = self._cluster(Xc[used], encoder, show_progress)
