@@ -170,3 +170,14 @@ def test_a_byte_order_mark_is_not_text(tmp_path) -> None:
     gz.write_bytes(gzip.compress(jsonl.read_bytes()))
     for path in (jsonl, txt, gz):
         assert [d.text for d in read_corpus(path)] == ["first", "second"], path
+
+
+def test_a_parquet_corpus_without_its_text_column_lists_the_real_columns(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"id": ["a"], "body": ["some words"]}), path)
+    with pytest.raises(CorpusError, match=r"row 1: column 'text' missing \(columns: \['id', "
+                                          r"'body'\]\)"):
+        read_corpus(path)

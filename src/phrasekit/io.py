@@ -454,8 +454,10 @@ def _parquet_batches(files: list[Path], text_field: str, id_field: str, batch_si
                     row += 1
                     text = rec.pop(text_field, None)
                     if not isinstance(text, str):
-                        raise CorpusError(f"{f}: row {row}: column {text_field!r} missing or "
-                                          f"not a string (columns: {sorted([text_field, *rec])})")
+                        names = list(records.schema.names)
+                        what = "is not a string" if text_field in names else "missing"
+                        raise CorpusError(f"{f}: row {row}: column {text_field!r} {what} "
+                                          f"(columns: {names})")
                     doc_id = str(n if rec.get(id_field) is None else rec.pop(id_field))
                     rec.pop(id_field, None)
                     if first_row.setdefault(doc_id, (f, row)) != (f, row):
