@@ -170,3 +170,12 @@ def test_long_cells_are_read_and_a_malformed_row_is_named_by_line(tmp_path) -> N
     bad.write_text('id\ttext\n1\tok\n2\t"a\tb\n', encoding="utf-8")
     with pytest.raises(TableError, match=r"bad\.tsv:\d+: malformed TSV"):
         read_table(bad)
+
+
+def test_a_list_cell_is_not_text(tmp_path) -> None:
+    path = tmp_path / "lists.parquet"
+    pq.write_table(pa.table({"name": ["Paris", "London"], "tags": [[1], [2, 3]]}), path)
+    table = read_table(path)
+    assert [v for _, v in column_values(table, "name")] == ["Paris", "London"]
+    with pytest.raises(TableError, match=r"lists\.parquet row 1: 'tags' holds a list"):
+        column_values(table, "tags")

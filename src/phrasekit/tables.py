@@ -273,6 +273,9 @@ def column_values(table: Table, column: str, skip_empty: bool = False,
     out: list[tuple[int, str]] = []
     skipped = 0
     for row_no, line, row in table.rows:
+        if isinstance(row[col], list | tuple | dict):  # a Parquet list or struct cell
+            raise TableError(f"{table.where(line)}: {column!r} holds a "
+                             f"{type(row[col]).__name__}, not text")
         value = "" if is_missing(row[col]) else str(row[col]).strip()
         if value:
             out.append((row_no, value))
