@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from phrasekit.eval.base import percent, require_path
-from phrasekit.paths import csv_reader
+from phrasekit.paths import csv_reader, utf8_problem
 
 PAIR_TASKS = ("msrp", "stsb")
 MSRP_FILES = {"train": "msrp/msr_paraphrase_train.txt", "test": "msrp/msr_paraphrase_test.txt"}
@@ -53,7 +53,7 @@ def _read_rows(path: Path, min_fields: int) -> list[list[str]]:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             rows = list(csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not valid UTF-8 ({exc})") from exc
+        raise ValueError(utf8_problem(str(path), exc, path)) from None
     out = []
     for lineno, row in enumerate(rows, start=1):
         if not row:
