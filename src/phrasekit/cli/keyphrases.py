@@ -83,7 +83,7 @@ KEYPHRASE_WRITES = (".jsonl", ".parquet", ".pq", ".csv", ".tsv")
 
 def read_documents(corpus: str, text_field: str, split: str | None) -> list[Document]:
     """The documents of CORPUS (``-``: stdin), of ``split`` when given; empty texts refused."""
-    where = "<stdin>" if is_stdout(corpus) else str(resolve_corpus(corpus))
+    where = _corpus_name(corpus)
     docs = stdin_corpus(text_field) if is_stdout(corpus) else \
         read_corpus(resolve_corpus(corpus), text_field=text_field)
     if split is not None:
@@ -106,8 +106,12 @@ def read_golds(docs: list[Document], corpus: str, field: str | None) -> list[lis
     try:
         return gold_of(docs, field)
     except ValueError as exc:
-        where = "<stdin>" if is_stdout(corpus) else str(resolve_corpus(corpus))
-        raise BadInputError(f"{where}: {exc}") from None
+        raise BadInputError(f"{_corpus_name(corpus)}: {exc}") from None
+
+
+def _corpus_name(corpus: str) -> str:
+    """The corpus as errors name it: its file, or ``<stdin>`` for ``-``."""
+    return "<stdin>" if is_stdout(corpus) else str(resolve_corpus(corpus))
 
 
 @command(app, "keyphrases", out="stream")
