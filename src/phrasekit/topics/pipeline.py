@@ -106,10 +106,7 @@ def run_topics(
             else estimator.extractor
         vocabulary = load_or_extract_vocabulary(docs, phrase_cache, extractor, not quiet)
     extraction_s = time.perf_counter() - t0
-    try:
-        estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
-    except TooFewDocumentsError as exc:
-        raise TooFewDocumentsError(f"{corpus}: {exc}") from None
+    _fit(estimator, docs, corpus, vocabulary, quiet)
     if vocabulary is not None:
         estimator.timings_["extraction"] = extraction_s
     name = "document topics" if method == "documents" else "phrase clusters"
@@ -144,6 +141,14 @@ def apply_topics(
     paths = write_topic_outputs(applied, docs, out_dir, report=report,
                                 title=_title(corpus, "document topics of a saved model"))
     return applied, paths
+
+
+def _fit(estimator: Any, docs: Any, corpus: str | Path, vocabulary: Any, quiet: bool) -> None:
+    """``estimator.fit``; a corpus too small for its topics is named in the error."""
+    try:
+        estimator.fit(docs, vocabulary=vocabulary, show_progress=not quiet)
+    except TooFewDocumentsError as exc:
+        raise TooFewDocumentsError(f"{corpus}: {exc}") from None
 
 
 def _title(corpus: str | Path, method: str) -> str:
