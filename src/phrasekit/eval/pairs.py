@@ -9,15 +9,13 @@ Metrics: accuracy and F1 of the positive class (MSRP), Spearman / Pearson (STS-B
 
 from __future__ import annotations
 
-import csv
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from phrasekit.eval.base import percent, require_path
-from phrasekit.paths import csv_reader, utf8_problem
+from phrasekit.eval.base import percent, read_tsv, require_path
 
 PAIR_TASKS = ("msrp", "stsb")
 MSRP_FILES = {"train": "msrp/msr_paraphrase_train.txt", "test": "msrp/msr_paraphrase_test.txt"}
@@ -47,28 +45,10 @@ def task_kind(task: str) -> str:
     return "classification" if check_task(task) == "msrp" else "regression"
 
 
-def _read_rows(path: Path, min_fields: int) -> list[list[str]]:
-    """Tab-separated rows read literally (BOM stripped, quotes not special)."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            rows = list(csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
-    except UnicodeDecodeError as exc:
-        raise ValueError(utf8_problem(str(path), exc, path)) from None
-    out = []
-    for lineno, row in enumerate(rows, start=1):
-        if not row:
-            continue
-        if len(row) < min_fields:
-            raise ValueError(f"{path}:{lineno}: expected >= {min_fields} tab-separated fields, "
-                             f"got {len(row)}")
-        out.append(row)
-    return out
-
-
 def read_msrp(path: str | Path) -> list[PairExample]:
     """Pairs of an MSRP file: ``quality, id1, id2, string1, string2`` (no header)."""
     out = []
-    for i, r in enumerate(_read_rows(Path(path), 5), start=1):
+    for i, r in enumerate(read_tsv(Path(path), min_fields=5), start=1):
         if r[0] not in ("0", "1"):
             raise ValueError(f"{path}: row {i}: label {r[0]!r} is not 0 or 1")
         if not r[3].strip() or not r[4].strip():
@@ -80,7 +60,7 @@ def read_msrp(path: str | Path) -> list[PairExample]:
 def read_stsb(path: str | Path) -> list[PairExample]:
     """Pairs of an STS-B split file (first 7 fields: ..., score, sentence1, sentence2)."""
     out = []
-    for i, r in enumerate(_read_rows(Path(path), 7), start=1):
+    for i, r in enumerate(read_tsv(Path(path), min_fields=7), start=1):
         try:
             score = float(r[4])
         except ValueError as exc:
