@@ -179,3 +179,13 @@ def test_a_list_cell_is_not_text(tmp_path) -> None:
     assert [v for _, v in column_values(table, "name")] == ["Paris", "London"]
     with pytest.raises(TableError, match=r"lists\.parquet row 1: 'tags' holds a list"):
         column_values(table, "tags")
+
+
+def test_list_and_struct_cells_are_written_as_json(tmp_path) -> None:
+    """A Parquet list or struct column passed through to a CSV output (``join``'s other
+    columns) is written as JSON a reader can parse, not as Python's repr."""
+    write_table(tmp_path / "t.csv", ["a", "b"], [[[1, 2], {"k": "é"}]])
+    row = (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines()[1]
+    import csv
+
+    assert [json.loads(c) for c in next(csv.reader([row]))] == [[1, 2], {"k": "é"}]

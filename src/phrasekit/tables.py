@@ -57,9 +57,12 @@ class SafeWriter:
         self._writer, self.safe = csv.writer(fh, **fmt), safe
 
     def writerow(self, row: Iterable[Any]) -> None:
-        """Write one row, text cells made safe."""
+        """Write one row, text cells made safe; a list or mapping cell (a Parquet list or
+        struct column passed through) is written as JSON, not as Python's repr."""
+        cells = [json.dumps(c, ensure_ascii=False, default=str)
+                 if isinstance(c, list | tuple | dict) else c for c in row]
         self._writer.writerow([f"'{c}" if self.safe and isinstance(c, str)
-                               and c.startswith(FORMULA_STARTS) else c for c in row])
+                               and c.startswith(FORMULA_STARTS) else c for c in cells])
 
     def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
         """Write rows, text cells made safe."""
