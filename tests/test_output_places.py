@@ -93,3 +93,17 @@ def test_dot_slash_dash_is_a_file_not_stdout(tmp_path: Path,
     res = invoke("encode", "p.txt", "-m", "glove-50d", "--out", "-", "-q")
     assert res.exit_code == 0 and res.output.count("\n") == 2
     assert os.path.getsize(tmp_path / "-") > 0
+
+
+@pytest.mark.parametrize("args", [("encode", "p.txt", "-m", "glove-50d", "-o"),
+                                  ("keyphrases", "p.txt", "-o"), ("phrases", "p.txt", "-o"),
+                                  ("eval", "--tasks", "bird", "--json")])
+def test_a_file_output_ending_in_a_separator_is_refused(args: tuple[str, ...], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """``-o newdir/`` names a folder: refused, rather than written as a file called newdir."""
+    (tmp_path / "p.txt").write_text("paris\nlondon\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    res = invoke(*args, "newdir/", "-q")
+    refused(res, "newdir/", "names a folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.txt"]

@@ -84,10 +84,19 @@ FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separat
 TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
 
 
+def file_path(raw: str) -> Path:
+    """The parser of an output file's path: a name ending in a path separator names a folder,
+    which ``Path`` would silently turn into a file of the folder's name, so it is refused."""
+    if raw.endswith(("/", os.sep)) and raw.strip("/" + os.sep):
+        raise typer.BadParameter(f"{raw} ends in {raw[-1]!r}, which names a folder; this "
+                                 f"option writes a file: name the file ({raw}NAME)")
+    return Path(raw)
+
+
 def stream_path(raw: str) -> Path:
     """The parser of an output that may be ``-`` (stdout): only ``-`` itself is stdout; a path
     that merely normalises to it (``./-``) is the file named ``-`` in the current folder."""
-    path = Path(raw)
+    path = file_path(raw)
     return Path.cwd() / path if str(path) == "-" and raw != "-" else path
 
 

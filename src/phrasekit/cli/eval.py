@@ -15,6 +15,7 @@ from phrasekit.cli.common import (
     Verbose,
     check_output_file,
     command,
+    file_path,
 )
 from phrasekit.settings import torch_threads
 
@@ -29,7 +30,7 @@ def eval_cmd(
         help="Comma-separated tasks (default: all).")] = None,
     quick: Annotated[bool, typer.Option(help="Small deterministic subset of every task.")] = False,
     json_out: Annotated[Path | None, typer.Option(
-        "--json", help="Write all metrics as JSON.")] = None,
+        "--json", parser=file_path, help="Write all metrics as JSON.")] = None,
     data_dir: Annotated[Path | None, typer.Option(
         help="Benchmark data folder (else PHRASEKIT_DATA / shared/data).")] = None,
     threads: Threads = None,

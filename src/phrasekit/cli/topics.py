@@ -25,6 +25,7 @@ from phrasekit.cli.common import (
     Workers,
     command,
     existing_corpus,
+    file_path,
     finish_run,
     logger,
     resolve_workers,
@@ -157,7 +158,7 @@ def extractor_for(run: Run | None, base: PhraseExtractor) -> PhraseExtractor:
 def phrases_cmd(
     corpus: CorpusArg,
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Output JSON vocabulary (.json or .json.gz).")],
+        "--out", "-o", parser=file_path, help="Output JSON vocabulary (.json or .json.gz).")],
     min_df: Annotated[int, typer.Option(
         help="Keep phrases in at least this many documents.")] = 2,
     max_phrases: Annotated[int | None, typer.Option(
