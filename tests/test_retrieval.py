@@ -240,3 +240,16 @@ def test_cli_errors_exit_2(tmp_path, args, fragment):
             str(names) if a == "NAMES" else a for a in args]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2 and fragment in res.output
+
+
+def test_query_reads_an_iterator_once_and_checks_k(string_enc):
+    """A generator of queries gets its hits (it was read twice, so hybrid scoring saw none);
+    ``k`` and a missing ``texts`` are named."""
+    ix = EntityIndex.build(["New York City", "Boston"], string_enc)
+    hits = ix.query(t for t in ["boston", "new york city"])
+    assert [h[0][0] for h in hits] == ["Boston", "New York City"]
+    for k in (1.5, True, "2"):
+        with pytest.raises(TypeError, match="k must be an integer"):
+            ix.query(["boston"], k=k)
+    with pytest.raises(TypeError, match="texts must be a list of texts, got NoneType"):
+        ix.query(None)

@@ -399,3 +399,25 @@ def test_join_cli_index_option(tmp_path):
     assert rows and len({r["left_row"] for r in rows}) == len(rows)
     bad = CliRunner().invoke(app, [*args, "--index", "fast"])
     assert bad.exit_code == 2 and "--index must be one of" in bad.output
+
+
+def test_join_checks_pairs_k_and_combiner_and_keeps_nul_texts_apart():
+    """(row, text) pairs are checked like texts; ``k`` and ``combiner`` are named; a trailing
+    NUL is not dropped on the way to the encoder (NumPy's fixed-width strings drop it)."""
+    enc = CharNgramEncoder()
+    with pytest.raises(ValueError, match=r"left pair 0 \(row 0\): its text is missing"):
+        fuzzy_join([(0, None), (1, "boston")], ["boston"], enc)
+    with pytest.raises(ValueError, match="left pair 0: its row 'New York' is not an integer"):
+        fuzzy_join([("New York", "NY")], ["NY"], enc)
+    with pytest.raises(ValueError, match="left pair 1: row 0 is given twice"):
+        fuzzy_join([(0, "boston"), (0, "austin")], ["boston"], enc)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        fuzzy_join(["boston"], ["boston"], enc, k=1.5)
+    with pytest.raises(TypeError, match="combiner must be a fitted combiner"):
+        fuzzy_join(["boston"], ["boston"], enc, combiner="x")
+    with pytest.raises(TypeError, match="left must be a list of texts, got NoneType"):
+        fuzzy_join(None, ["boston"], enc)
+    found = fuzzy_join(["boston\x00", "boston"], ["boston"], enc, scorer="cosine",
+                       threshold=None, k=2)
+    assert (found[0].left_value, found[0].score) == ("boston", 1.0)
+    assert found[1].left_value == "boston\x00" and found[1].score < 1.0

@@ -179,6 +179,9 @@ def test_a_list_cell_is_not_text(tmp_path) -> None:
     assert [v for _, v in column_values(table, "name")] == ["Paris", "London"]
     with pytest.raises(TableError, match=r"lists\.parquet row 1: 'tags' holds a list"):
         column_values(table, "tags")
+    pq.write_table(pa.table({"name": [b"Paris"]}), path)  # binary is not text either
+    with pytest.raises(TableError, match=r"'name' holds a bytes \(b'Paris'\), not text"):
+        column_values(read_table(path), "name")
 
 
 def test_list_and_struct_cells_are_written_as_json(tmp_path) -> None:

@@ -276,10 +276,11 @@ def column_values(table: Table, column: str, skip_empty: bool = False,
     out: list[tuple[int, str]] = []
     skipped = 0
     for row_no, line, row in table.rows:
-        if isinstance(row[col], list | tuple | dict):  # a Parquet list or struct cell
-            raise TableError(f"{table.where(line)}: {column!r} holds a "
-                             f"{type(row[col]).__name__}, not text")
-        value = "" if is_missing(row[col]) else str(row[col]).strip()
+        cell = row[col]
+        if isinstance(cell, list | tuple | dict | bytes | bytearray):  # Parquet / frame cells
+            raise TableError(f"{table.where(line)}: {column!r} holds a {type(cell).__name__} "
+                             f"({cell!r:.40}), not text")
+        value = "" if is_missing(cell) else str(cell).strip()  # numbers (ids) read as text
         if value:
             out.append((row_no, value))
         elif skip_empty:

@@ -404,7 +404,27 @@ def encode_unique(
     items = list(strings)
     if not items:
         return np.zeros((0, encoder.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
-    uniq, inverse = np.unique(np.asarray(items, dtype=str), return_inverse=True)
-    vecs = encoder.encode(uniq.tolist(), batch_size=batch_size, show_progress=show_progress)
+    uniq, inverse = distinct(items)
+    vecs = encoder.encode(uniq, batch_size=batch_size, show_progress=show_progress)
     logger.debug("encoded %d unique of %d strings with %s", len(uniq), len(items), encoder.name)
-    return l2_normalize(vecs), inverse.reshape(-1).astype(np.int64)
+    return l2_normalize(vecs), inverse
+
+
+def as_text_list(texts: Any, name: str) -> list[Any]:
+    """``texts`` read once into a list (one string is a list of one); ``None`` or a value
+    that is not a collection raises ``TypeError`` naming ``name``. The items are checked by
+    ``encode``."""
+    if isinstance(texts, str):
+        return [texts]
+    if texts is None or isinstance(texts, bytes) or not isinstance(texts, Iterable):
+        raise TypeError(f"{name} must be a list of texts, got {type(texts).__name__}")
+    return list(texts)
+
+
+def distinct(items: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The sorted distinct strings of ``items`` and each item's position among them. Python
+    strings, not NumPy's fixed-width ones, which drop trailing NUL characters (so "a\\x00"
+    and "a" would be encoded as one text)."""
+    uniq = sorted(set(items))
+    where = {s: i for i, s in enumerate(uniq)}
+    return uniq, np.fromiter((where[s] for s in items), dtype=np.int64, count=len(items))

@@ -69,6 +69,7 @@ from tqdm.auto import tqdm
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import cached_encode
 from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.errors import check_float, check_int
 from phrasekit.io import Document
 from phrasekit.phrases.extract import (
     DEFAULT_SPACY_MODEL,
@@ -84,8 +85,6 @@ from phrasekit.phrases.keyphrase_candidates import (
     DocCandidates,
     brackets_balanced,
     char_batches,
-    check_float,
-    check_int,
     is_content,
     phrase_key,
     strip_leading,

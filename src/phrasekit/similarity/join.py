@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from phrasekit.encoders.base import Encoder, known_rows
+from phrasekit.encoders.base import Encoder, as_text_list, distinct, known_rows
+from phrasekit.errors import check_int
 from phrasekit.registry import as_encoder, registered_base
 from phrasekit.similarity.hybrid import K_EMBED, SCORERS, hybrid_top_k, shipped_combiner
 from phrasekit.similarity.index import (
@@ -99,9 +100,9 @@ def read_column(path: str | Path, column: str, skip_empty: bool = False) -> list
 
 def _embed(encoder: Encoder, values: list[str], show_progress: bool) -> np.ndarray:
     """Encode each distinct value once and spread the vectors back to every row."""
-    uniq, inverse = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
-    vecs = encoder.encode(uniq.tolist(), show_progress=show_progress)
-    return vecs[inverse.reshape(-1)]
+    uniq, inverse = distinct(values)
+    vecs = encoder.encode(uniq, show_progress=show_progress)
+    return vecs[inverse]
 
 
 def join_values(values: Any, side: str, skip_empty: bool = False) -> list[tuple[int, str]]:
@@ -121,9 +122,9 @@ def join_values(values: Any, side: str, skip_empty: bool = False) -> list[tuple[
     try:
         values = nw.from_native(values, series_only=True).to_list()
     except TypeError:
-        values = list(values)
+        values = as_text_list(values, side)
     if values and all(isinstance(v, tuple) and len(v) == 2 for v in values):
-        return values
+        return _checked_pairs(values, side, skip_empty)
     out: list[tuple[int, str]] = []
     for i, text in enumerate(values):
         missing = is_missing(text) or (isinstance(text, str) and not text.strip())
@@ -136,6 +137,30 @@ def join_values(values: Any, side: str, skip_empty: bool = False) -> list[tuple[
         out.append((i, text.strip()))
     if len(out) < len(values):
         logger.warning("%s: skipped %d missing or empty values", side, len(values) - len(out))
+    return out
+
+
+def _checked_pairs(pairs: list[tuple[Any, Any]], side: str, skip_empty: bool
+                   ) -> list[tuple[int, str]]:
+    """``(row, text)`` pairs with integer rows, each row once, and non-empty texts
+    (stripped); a pair that breaks this raises ``ValueError`` naming its position."""
+    from phrasekit.tables import is_missing
+
+    out: list[tuple[int, str]] = []
+    seen: set[int] = set()
+    for i, (row, text) in enumerate(pairs):
+        if isinstance(row, bool) or not isinstance(row, int | np.integer):
+            raise ValueError(f"{side} pair {i}: its row {row!r:.40} is not an integer (give "
+                             "(row, text) pairs with integer rows, or a list of texts)")
+        if int(row) in seen:
+            raise ValueError(f"{side} pair {i}: row {row} is given twice")
+        seen.add(int(row))
+        if isinstance(text, str) and text.strip():
+            out.append((int(row), text.strip()))
+        elif not (skip_empty and (is_missing(text) or isinstance(text, str))):
+            what = "missing" if is_missing(text) else repr(text)
+            raise ValueError(f"{side} pair {i} (row {row}): its text is {what:.60}, not a "
+                             "non-empty text")
     return out
 
 
@@ -190,8 +215,10 @@ def fuzzy_join(
     threshold = resolve_threshold(threshold, encoder, scorer)
     encoder = as_encoder(encoder)
     left, right = join_values(left, "left"), join_values(right, "right")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    check_int("k", k, 1)
+    if combiner is not None and not callable(getattr(combiner, "predict", None)):
+        raise TypeError(f"combiner must be a fitted combiner (with predict), got "
+                        f"{type(combiner).__name__}")
     low = 0.0 if scorer == "hybrid" else -1.0
     if threshold is not None and not low <= threshold <= 1.0:
         raise ValueError(f"threshold is a {'probability' if low == 0 else 'cosine'} in "

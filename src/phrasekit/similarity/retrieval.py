@@ -35,7 +35,8 @@ from phrasekit.artifacts import (
     staged_folder,
     verify_folder,
 )
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, as_text_list, distinct
+from phrasekit.errors import check_int
 from phrasekit.io import (
     atomic_write,
     input_problem,
@@ -264,9 +265,9 @@ class EntityIndex:
         names, ids = _entries(names, ids)
         kind = resolve_kind(index, len(names), ann_threshold)
         enc, model = _model_spec(encoder)
-        uniq, inverse = np.unique(np.asarray(names, dtype=object).astype(str), return_inverse=True)
-        vectors = enc.encode(uniq.tolist(), batch_size=batch_size, show_progress=show_progress)
-        vectors = np.ascontiguousarray(vectors[inverse.reshape(-1)], dtype=np.float32)
+        uniq, inverse = distinct(names)
+        vectors = enc.encode(uniq, batch_size=batch_size, show_progress=show_progress)
+        vectors = np.ascontiguousarray(vectors[inverse], dtype=np.float32)
         dead = np.flatnonzero(np.linalg.norm(vectors, axis=1) == 0)
         if len(dead):
             raise EntityIndexError(f"{len(dead)} name(s) get an all-zero vector from {model} "
@@ -287,13 +288,11 @@ class EntityIndex:
         scored by the learned combiner (``similarity.hybrid``): the score is a match
         probability. ``scorer="cosine"``: the embedding's cosine alone.
         """
-        if int(k) < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        check_int("k", k, 1)
         if scorer not in SCORERS:
             raise ValueError(f"scorer must be one of {', '.join(SCORERS)}, got {scorer!r}")
-        if isinstance(texts, str):
-            texts = [texts]
-        vecs = self.encoder.encode(list(texts), show_progress=show_progress)
+        texts = as_text_list(texts, "texts")  # read once: an iterator is used twice below
+        vecs = self.encoder.encode(texts, show_progress=show_progress)
         if len(vecs) == 0:
             return []
         if scorer == "cosine":
@@ -302,7 +301,7 @@ class EntityIndex:
             _, emb_ids = self.index.search(vecs, k=max(k, K_EMBED), show_progress=show_progress)
             if self._left_side is None:
                 self._left_side = LeftSide.fit(self.names)
-            scores, idx = hybrid_top_k(self._left_side, list(texts), self.vectors, vecs,
+            scores, idx = hybrid_top_k(self._left_side, texts, self.vectors, vecs,
                                        emb_ids, k, shipped_combiner(str(self.encoder.name)),
                                        show_progress=show_progress)
         return [
