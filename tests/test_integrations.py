@@ -147,3 +147,24 @@ def test_a_failed_save_leaves_nothing(docs: list[str], tmp_path) -> None:
     with pytest.raises(KeyError):
         save_topic_model(model, tmp_path / "m.pickle", serialization="pickle")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_plugins_refuse_bad_settings_and_take_blank_and_missing_documents(docs: list[str]
+                                                                           ) -> None:
+    """A string is one document (not its characters); a blank document gets a zero row, as
+    KeyBERT's own backends give it no keywords; a missing one does not become "None"."""
+    import pandas as pd
+
+    from phrasekit.integrations import KeyBERTBackend, KeyphraseRepresentation
+
+    backend = KeyBERTBackend(MODEL)
+    assert backend.embed("neural networks").shape == (1, 50)
+    rows = backend.embed([docs[0], "   "])
+    assert np.linalg.norm(rows[0]) > 0.99 and not rows[1].any()
+    for setting in ({"max_df": 0}, {"top_n": -1}, {"min_df": -3}):
+        with pytest.raises(ValueError, match=next(iter(setting))):
+            KeyphraseRepresentation(**setting)
+    frame = pd.DataFrame({"Document": [None, *docs[1:]], "Topic": [i % 2 for i in range(60)]})
+    named = KeyphraseRepresentation(min_df=2).extract_topics(
+        None, frame, None, {0: [("x", 1.0)], 1: [("y", 1.0)]})
+    assert all(len(terms) == 10 and "none" not in dict(terms) for terms in named.values())

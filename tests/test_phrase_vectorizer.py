@@ -115,3 +115,22 @@ def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many
     assert second <= set(PhraseVectorizer(words=False, phrase_words=None, min_df=1).fit(
         many).get_feature_names_out())
     assert vec.get_params()["min_df"] == 1  # what BERTopic saves: a plain CountVectorizer's
+
+
+def test_documents_that_are_not_text_and_bad_settings_are_refused() -> None:
+    """None, NaN or bytes documents were counted as the texts "None", "nan" and "b'...'"; a
+    NaN, infinite or negative weight went into the counts BERTopic reads."""
+    import pytest
+
+    from phrasekit.integrations import PhraseVectorizer
+
+    docs = ["The neural network works."] * 3
+    for bad in (float("nan"), None, b"x"):
+        with pytest.raises(TypeError, match=r"raw_documents\[3\] is"):
+            PhraseVectorizer().fit_transform([*docs, bad])
+    for setting, message in (({"phrase_weight": float("nan")}, "phrase_weight"),
+                             ({"phrase_weight": -1.0}, "phrase_weight"),
+                             ({"min_df": -1}, "min_df"), ({"max_df": 2.5}, "max_df"),
+                             ({"repeat_gap": -1}, "repeat_gap")):
+        with pytest.raises(ValueError, match=message):
+            PhraseVectorizer(**setting).fit_transform(docs)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.artifacts import staged_folder
-from phrasekit.encoders.base import Encoder
+from phrasekit.encoders.base import Encoder, as_text_list
 from phrasekit.integrations.naming import TopicTerms
 from phrasekit.integrations.vectorizer import PhraseVectorizer
 from phrasekit.registry import DEFAULT_MODEL, as_encoder
@@ -62,8 +62,18 @@ class _Embedder:
         super().__init__(embedding_model=self.encoder)  # type: ignore[call-arg]
 
     def embed(self, documents: Sequence[str], verbose: bool = False) -> np.ndarray:
-        """Unit rows of the phrasekit encoder, in input order."""
-        return self.encoder.encode(list(documents), show_progress=bool(verbose))
+        """Unit rows of the phrasekit encoder, in input order; a blank document gets a zero
+        row (the libraries then give it no keywords, as with their own backends) where
+        ``encode`` would refuse it."""
+        docs = as_text_list(documents, "documents")
+        for i, d in enumerate(docs):
+            if not isinstance(d, str):
+                raise TypeError(f"documents[{i}] is {type(d).__name__}, not str: {d!r:.40}")
+        keep = [i for i, d in enumerate(docs) if d.strip()]
+        out = np.zeros((len(docs), self.encoder.dim), dtype=np.float32)
+        if keep:
+            out[keep] = self.encoder.encode([docs[i] for i in keep], show_progress=bool(verbose))
+        return out
 
 
 #: The classes built on first use: name -> (module, base class in it, what phrasekit adds).

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
+from phrasekit.errors import check_float, check_int
 from phrasekit.integrations.phrases import PHRASE_WORDS, SentencePhrases
 from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
@@ -63,6 +64,15 @@ class TopicTerms:
         self.min_df, self.max_df, self.max_phrases = min_df, max_df, max_phrases
         self.phrase_words, self.random_state = phrase_words, random_state
         self.spacy_model = spacy_model
+        for name, lo in (("top_n", 1), ("n_docs", 1), ("window_words", 1), ("min_df", 1),
+                         ("max_phrases", 1)):
+            check_int(name, getattr(self, name), lo)
+        check_float("max_df", max_df, 0.0, 1.0)
+        if max_df == 0:
+            raise ValueError("max_df must be in (0, 1], got 0")
+        check_float("diversity", diversity, 0.0, 1.0)
+        if phrase_words is not None:
+            check_int("phrase_words", phrase_words, 1)
         self._extractor: KeyphraseExtractor | None = None
         self._finder: SentencePhrases | None = None
 
@@ -90,7 +100,7 @@ class TopicTerms:
 
     def _term_names(self, documents: Any, topics: Mapping[int, Any]) -> Named:
         """Each topic's ``top_n`` words and phrases by ``p_in * log(p_in / p_all)``."""
-        texts = documents["Document"].astype(str).tolist()
+        texts = document_texts(documents["Document"])
         ids = sorted(topics)
         row = {t: i for i, t in enumerate(ids)}
         labels = np.asarray([row.get(int(t), -1) for t in documents["Topic"]], dtype=np.int64)
@@ -102,7 +112,8 @@ class TopicTerms:
         try:
             vocab = build_term_vocabulary(token_docs, phrases, min_df, float(self.max_df),
                                           int(self.max_phrases))
-        except ValueError:
+        except ValueError as exc:  # too few documents for the vocabulary's floor
+            logger.warning("topics keep their c-TF-IDF words: %s", exc)
             return {}
         P = presence_matrix(token_docs, vocab.terms, format="csr")
         scores = topic_term_scores(P, labels, len(ids))
@@ -116,8 +127,18 @@ class TopicTerms:
         """Each topic's keyphrases in the text of up to ``n_docs`` of its documents."""
         present = set(documents["Topic"])
         ids = [t for t in topics if t in present]
-        texts = ["\n".join(documents.loc[documents["Topic"] == t, "Document"].astype(str)
-                           .head(self.n_docs)) for t in ids]
+        texts = ["\n".join(document_texts(documents.loc[documents["Topic"] == t, "Document"]
+                                           .head(self.n_docs))) for t in ids]
         found = self.extractor().extract(texts) if texts else []
         return {t: [(p, float(s)) for p, s in phrases]
                 for t, phrases in zip(ids, found, strict=True)}
+
+
+def document_texts(column: Any) -> list[str]:
+    """A frame column of documents as texts; a missing one (None, NaN) is an empty text,
+    logged, rather than the text "None"."""
+    texts = [d if isinstance(d, str) else "" for d in column]
+    missing = sum(1 for d in column if not isinstance(d, str))
+    if missing:
+        logger.warning("%d documents are not texts (None, NaN, ...): read as empty", missing)
+    return texts

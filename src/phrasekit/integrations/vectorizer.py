@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 
+from phrasekit.errors import check_float, check_int
 from phrasekit.integrations.phrases import PHRASE_WORDS, SentencePhrases, phrase_key
 from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL
 from phrasekit.text import stop_words, tokenize
@@ -220,6 +221,7 @@ class PhraseVectorizer(CountVectorizer):
     def fit_transform(self, raw_documents: Iterable[str], y: Any = None) -> sp.csr_matrix:
         """Find the texts' phrases, count phrases and words, keep those within
         ``min_df``/``max_df`` (columns in term order, like ``CountVectorizer``)."""
+        check_settings(self)
         texts = _texts(raw_documents)
         found = self._finder().vocabulary(texts, self.phrase_words, int(self.random_state))
         token_docs = [tokenize(t) for t in texts]
@@ -320,7 +322,32 @@ def _most_frequent(X: sp.csr_matrix, chosen: np.ndarray, most: int) -> np.ndarra
 
 
 def _texts(raw_documents: Iterable[str]) -> list[str]:
-    """The texts as strings; a single string is refused (as ``CountVectorizer`` does)."""
+    """The texts; a single string is refused (as ``CountVectorizer`` does), and so is an
+    item that is not a string (None, NaN, bytes, a number), by its position."""
     if isinstance(raw_documents, str):
         raise ValueError("Iterable over raw text documents expected, string object received.")
-    return [str(t) for t in raw_documents]
+    texts = list(raw_documents)
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"raw_documents[{i}] is {type(t).__name__}, not str: {t!r:.40}")
+    return texts
+
+
+def check_settings(v: PhraseVectorizer) -> None:
+    """The vectorizer's settings, checked when it fits (``TypeError`` / ``ValueError`` naming
+    the setting): the counts and weights go straight into BERTopic's c-TF-IDF."""
+    check_float("phrase_weight", v.phrase_weight, 0.0, None)
+    if v.phrase_weight == 0:
+        raise ValueError("phrase_weight must be > 0 (1: a phrase counts as a word), got 0")
+    check_int("min_phrase_count", v.min_phrase_count, 1)
+    for name, lo in (("max_weighted", 1), ("repeat_gap", 0), ("phrase_words", 1)):
+        if getattr(v, name) is not None:
+            check_int(name, getattr(v, name), lo)
+    check_int("n_process", v.n_process, 1)
+    for name, value in (("min_df", v.min_df), ("max_df", v.max_df)):
+        if name == "min_df" and value == "auto":
+            continue
+        if isinstance(value, float):
+            check_float(name, value, 0.0, 1.0)
+        else:
+            check_int(name, value, 1)
