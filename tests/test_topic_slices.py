@@ -187,3 +187,23 @@ def test_cli_date_outside_the_range_names_file_and_line(small_corpus: list[Docum
     assert res.exit_code == 2, res.output
     assert "dated.jsonl:6: field 'date'" in res.output and "outside the dates" in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_missing_and_mixed_slice_values_are_named(fitted: DocumentTopicModel,
+                                                   small_corpus: list[Document]) -> None:
+    """NaN, pandas' NA and NaT were classes or broke a format; 1 and "1" were one class;
+    NumPy datetimes and a generator are read."""
+    import pandas as pd
+
+    classes = [d.meta["label"] for d in small_corpus]
+    for missing in (float("nan"), pd.NA, None):
+        with pytest.raises(ValueError, match=r"classes\[0\] is missing"):
+            fitted.topics_per_class([missing, *classes[1:]])
+    with pytest.raises(ValueError, match=r"classes\[40\] is '1', which reads as 1"):
+        fitted.topics_per_class([1] * 40 + ["1"] * 40)
+    stamps = list(pd.date_range("2020-01-01", periods=80, freq="D"))
+    with pytest.raises(ValueError, match="timestamp 0: missing"):
+        fitted.topics_over_time([pd.NaT, *stamps[1:]])
+    rows = fitted.topics_over_time(stamps)
+    assert fitted.topics_over_time(pd.DatetimeIndex(stamps).values) == rows
+    assert fitted.topics_over_time(s for s in stamps) == rows

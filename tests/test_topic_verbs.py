@@ -105,3 +105,33 @@ def test_progress_and_cache_defaults(monkeypatch, tmp_path: Path,
     assert DocumentTopicModel().cache_dir == "auto"
     _model().fit(small_corpus[:40])
     assert any((tmp_path / "vectors").rglob("*")), "the default fit caches its vectors"
+
+
+def test_the_verbs_check_their_arguments(fitted, small_corpus: list[Document]) -> None:
+    """Documents in another order are not the fitted ones (strings' ids are positions, so
+    their texts are compared); n, labels and merge groups must be what they say."""
+    import copy
+
+    model = fitted[0]
+    with pytest.raises(ValueError, match="not the documents the model was fitted on"):
+        model.get_document_info([d.text for d in reversed(small_corpus)])
+    with pytest.raises(TypeError, match=r"docs\[0\] is NoneType"):
+        model.get_document_info([None] * 80)
+    with pytest.raises(ValueError, match="n must be at least 0"):
+        model.get_topic(0, n=-1)
+    with pytest.raises(TypeError, match="n must be an integer"):
+        model.get_topic(0, n=1.9)
+    other = copy.deepcopy(model)
+    with pytest.raises(ValueError, match="topic True does not exist"):
+        other.set_topic_labels({True: "Z"})
+    with pytest.raises(TypeError, match="labels must be a dict"):
+        other.set_topic_labels(["a"])
+    for groups, error, message in (("01", TypeError, "groups must be a list of lists"),
+                                   ([0, 1], TypeError, "group 0 must be a list"),
+                                   ([[]], ValueError, "group 0 is empty"),
+                                   ([[0, 1.7]], ValueError, "topic 1.7 does not exist")):
+        with pytest.raises(error, match=message):
+            other.merge_topics(groups)
+    assert other.reduce_topics(1).hierarchical_topics() == []  # one topic: no joins
+    with pytest.raises(ValueError, match="random_state must be an integer"):
+        _model(random_state=None).fit(small_corpus)

@@ -131,6 +131,9 @@ def verify_folder(folder: str | Path, kind: str, required: tuple[str, ...] = ())
     and sha256, ``required`` files listed; raise :class:`IntegrityError` naming the first bad
     file. Loaders read only listed files."""
     folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: {'is a file, not' if folder.exists() else 'no such'} "
+                                f"folder (a saved {kind} is a folder)")
     for name in (MANIFEST, DATASET_MANIFEST):
         if (folder / name).is_symlink():
             raise IntegrityError(f"{folder / name}: is a symlink; an artefact's files must be "

@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import os
 import re
 import tempfile
 import textwrap
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from phrasekit.paths import own_siblings, real, stem, utf8_problem, what_is
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 
 def umask() -> int:
@@ -273,14 +271,26 @@ def iter_documents(docs: Iterable[Document | str]) -> Iterator[Document]:
             raise TypeError(f"docs[{i}] is {type(d).__name__}; expected Document or str")
 
 
-def iter_known_documents(docs: Iterable[Document | str], ids: Sequence[str], error: str
+def document_key(doc: Document) -> int:
+    """An 8-byte digest of a document's id and text: how a fitted model knows documents
+    without keeping their texts."""
+    data = f"{doc.id}\0{doc.text}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def iter_known_documents(docs: Iterable[Document | str], ids: Sequence[str], error: str,
+                         keys: Mapping[int, int] | None = None
                          ) -> Iterator[tuple[int, Document]]:
     """``docs`` read lazily with their positions, checked id by id against ``ids`` (those of
-    an earlier pass over the same corpus); a document that differs, or one too many or too
-    few, raises ``ValueError(error + " (N documents; document n differs or is missing)")``."""
+    an earlier pass over the same corpus) and, at the positions of ``keys``, by
+    :func:`document_key` (so that plain strings, whose ids are positions, are checked by
+    text); a document that differs, or one too many or too few, raises
+    ``ValueError(error + " (N documents; document n differs or is missing)")``."""
     n = 0
+    keys = keys or {}
     for n, doc in enumerate(iter_documents(docs), start=1):
-        if n > len(ids) or doc.id != ids[n - 1]:
+        if n > len(ids) or doc.id != ids[n - 1] or (
+                n - 1 in keys and document_key(doc) != keys[n - 1]):
             break
         yield n - 1, doc
     else:
@@ -503,20 +513,3 @@ def _parse_jsonl_line(
 
 #: UTF-16 surrogates: JSON may escape one alone, which no UTF-8 reader or writer accepts.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
-    """An (n, d) matrix as an Arrow column of fixed-size lists (its dtype kept)."""
-    import pyarrow as pa  # not needed by the readers and writers above
-
-    flat = pa.array(np.ascontiguousarray(matrix).reshape(-1))
-    return pa.FixedSizeListArray.from_arrays(flat, int(matrix.shape[1]))
-
-
-def column_matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
-    """The (n, width) matrix of a ``matrix_column``."""
-    import pyarrow as pa
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)

@@ -13,12 +13,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from phrasekit.io import atomic_write, input_problem, matrix_column
+from phrasekit.io import atomic_write, input_problem
 from phrasekit.paths import csv_reader, utf8_problem
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 logger = logging.getLogger(__name__)
 
@@ -305,3 +308,20 @@ def only_column(table: Table, column: str | None, option: str = "--column") -> s
         raise TableError(f"{table.path}: {len(table.header)} columns {table.header}; choose one "
                          f"with {option}")
     return table.header[0]
+
+
+def matrix_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """An (n, d) matrix as an Arrow column of fixed-size lists (its dtype kept)."""
+    import pyarrow as pa  # not needed by the readers and writers above
+
+    flat = pa.array(np.ascontiguousarray(matrix).reshape(-1))
+    return pa.FixedSizeListArray.from_arrays(flat, int(matrix.shape[1]))
+
+
+def column_matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
+    """The (n, width) matrix of a ``matrix_column``."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from phrasekit.encoders.base import Encoder, check_finite, text_chunks
-from phrasekit.io import Document, column_matrix, matrix_column
+from phrasekit.io import Document
 from phrasekit.phrases.extract import Mention, PhraseExtractor
 from phrasekit.phrases.keyphrases import Keyphrases
 from phrasekit.pipeline.engines import Engine, iter_stage, run_stage
@@ -22,6 +22,7 @@ from phrasekit.pipeline.shards import ShardStore
 from phrasekit.pipeline.stages import EncodeStage, ExtractStage, KeyphraseStage, SearchStage
 from phrasekit.registry import load
 from phrasekit.similarity.index import SearchIndex
+from phrasekit.tables import column_matrix, matrix_column
 
 logger = logging.getLogger(__name__)
 

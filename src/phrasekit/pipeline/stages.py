@@ -13,12 +13,13 @@ import numpy as np
 import pyarrow as pa
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import Document, column_matrix, matrix_column
+from phrasekit.io import Document
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
 from phrasekit.pipeline.engines import Stage
 from phrasekit.registry import load
 from phrasekit.similarity.index import SearchIndex
+from phrasekit.tables import column_matrix, matrix_column
 
 
 def model_fingerprint(model: str | Path | Encoder, options: dict[str, Any]) -> str:

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.io import matrix_column
 from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, as_encoder
 from phrasekit.similarity.join import carried_columns, fuzzy_join, joined_rows
-from phrasekit.tables import Table, arrow_columns, column_values, is_missing
+from phrasekit.tables import Table, arrow_columns, column_values, is_missing, matrix_column
 
 
 def _frame(native: Any, name: str) -> Any:

@@ -11,10 +11,9 @@ places new documents as ``transform`` does, by the same encoder, which ``load`` 
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,14 @@ import numpy as np
 from phrasekit.artifacts import staged_folder, verify_folder
 from phrasekit.encoders.cache import encode_documents, encoder_identity, same_space
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import Document, as_documents, atomic_write, read_json_object, write_json
+from phrasekit.io import (
+    Document,
+    as_documents,
+    atomic_write,
+    document_key,
+    read_json_object,
+    write_json,
+)
 from phrasekit.registry import available_models
 from phrasekit.registry import load as load_encoder
 from phrasekit.text import TokenDocs
@@ -57,9 +63,17 @@ def sample_keys(documents: Sequence[Document]) -> np.ndarray:
     """An 8-byte digest of each document's id and text (as unsigned integers): how a saved
     model knows the documents it was fitted on without keeping their texts (the id tells
     apart a sampled document from its duplicate outside the sample)."""
-    return np.asarray([int.from_bytes(hashlib.blake2b(
-        f"{d.id}\0{d.text}".encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-        "little") for d in documents], dtype=np.uint64)
+    return np.asarray([document_key(d) for d in documents], dtype=np.uint64)
+
+
+def fitted_keys(model: Any) -> dict[int, int]:
+    """Position -> :func:`~phrasekit.io.document_key` of the documents a model was fitted on
+    and keeps keys of (its sample; none for a model without them), for
+    ``io.iter_known_documents``."""
+    keys, index = getattr(model, "sample_keys_", None), getattr(model, "sample_index_", None)
+    if keys is None or index is None or len(keys) != len(index):
+        return {}
+    return {int(i): int(k) for i, k in zip(index, keys, strict=True)}
 
 
 class NearestDocs:
@@ -87,11 +101,11 @@ class TopicExplorer:
         """Name topics (``{topic: label}``); every output and ``topic_label`` then use the
         name, and ``save`` keeps it. An empty label removes a name."""
         self._check_fitted()
+        if not isinstance(labels, Mapping):
+            raise TypeError(f"labels must be a dict {{topic: label}}, got {type(labels).__name__}")
         names = dict(getattr(self, "custom_labels_", {}))
         for topic, label in labels.items():
-            t = int(topic)
-            if not 0 <= t < self.n_topics_:
-                raise ValueError(f"topic {topic!r} does not exist (topics 0..{self.n_topics_ - 1})")
+            t = self._topic_id(topic)  # an int topic id: not 1.7, True or "2"
             if not isinstance(label, str):
                 raise TypeError(f"label of topic {t} must be a string, got {label!r}")
             if label.strip():

@@ -11,7 +11,7 @@ inner node the way a topic is named.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,12 +41,18 @@ class TopicReshaper:
         k = self.n_topics_
         group = np.arange(k)
         seen: set[int] = set()
-        for members in groups:
-            ids = [int(t) for t in members]
-            bad = [t for t in ids if not 0 <= t < k or t in seen]
-            if bad:
-                raise ValueError(f"topic {bad[0]} does not exist or is in two groups "
-                                 f"(topics 0..{k - 1})")
+        if isinstance(groups, str | bytes) or not isinstance(groups, Iterable):
+            raise TypeError(f"groups must be a list of lists of topic ids (e.g. [[1, 4]]), got "
+                            f"{type(groups).__name__}")
+        for g, members in enumerate(groups):
+            if isinstance(members, str | bytes) or not isinstance(members, Iterable):
+                raise TypeError(f"group {g} must be a list of topic ids (e.g. [1, 4]), got "
+                                f"{members!r:.40}")
+            ids = [self._topic_id(t) for t in members]
+            if not ids:
+                raise ValueError(f"group {g} is empty")
+            if seen & set(ids):
+                raise ValueError(f"topic {sorted(seen & set(ids))[0]} is in two groups")
             seen.update(ids)
             group[ids] = min(ids)
         _, compress = np.unique(group, return_inverse=True)
@@ -78,6 +84,8 @@ class TopicReshaper:
         root is "all topics")."""
         self._check_reshapable()
         k = self.n_topics_
+        if k < 2:  # one topic (after merging or reducing) has no joins to show
+            return []
         P = presence_matrix(self.token_docs_, self.vocabulary_.terms, format="csr")
         sample_labels = self._sample_labels()
         leaves: dict[int, list[int]] = {t: [t] for t in range(k)}

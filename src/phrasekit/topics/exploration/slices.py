@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from phrasekit.io import CorpusError, Document, document_location
+from phrasekit.tables import is_missing
 from phrasekit.topics.core.reading import rank_terms, topic_term_scores
 from phrasekit.topics.core.terms import presence_matrix
 
@@ -37,7 +38,12 @@ EPOCH = datetime(1970, 1, 1)
 
 def parse_timestamp(value: Any) -> datetime:
     """A naive UTC ``datetime`` from a ``datetime``, a ``date`` or an ISO 8601 string
-    ("2007", "2007-04", "2007-04-15", "2007-04-15T10:30:00Z"...); ``ValueError`` otherwise."""
+    ("2007", "2007-04", "2007-04-15", "2007-04-15T10:30:00Z"...), or a NumPy
+    ``datetime64``; ``ValueError`` otherwise (a missing value: None, NaN, NaT)."""
+    if isinstance(value, np.datetime64):
+        value = None if np.isnat(value) else value.astype("datetime64[us]").item()
+    if is_missing(value):
+        raise ValueError("missing (None, NaN or NaT); every document needs a date")
     if isinstance(value, datetime):
         stamp = value
     elif isinstance(value, date):
@@ -123,7 +129,7 @@ class TopicSlicer:
         ``label``, ``timestamp`` (the bin's name, see ``time_bins``), ``frequency``, ``share``
         and ``terms`` (its ``n_terms`` most distinctive words and phrases in the bin).
         ``timestamps``: one per fitted document (dates, datetimes or ISO 8601 text)."""
-        self._check_sliceable(timestamps, "timestamps")
+        timestamps = self._check_sliceable(timestamps, "timestamps")
         check_bins(bins)
         names = time_bins(parse_timestamps(timestamps), bins)
         return self._slice_rows(names, "timestamp", n_terms)
@@ -133,21 +139,33 @@ class TopicSlicer:
         """One row per topic and class, classes in sorted order: ``topic``, ``label``,
         ``class``, ``frequency``, ``share`` and ``terms`` (as ``topics_over_time``).
         ``classes``: one per fitted document."""
-        self._check_sliceable(classes, "classes")
-        if any(c is None for c in classes):
-            raise ValueError(f"classes[{[c is None for c in classes].index(True)}] is None")
+        classes = self._check_sliceable(classes, "classes")
+        seen: dict[str, Any] = {}
+        for i, c in enumerate(classes):
+            if is_missing(c):
+                raise ValueError(f"classes[{i}] is missing ({c!r}); every document needs a class")
+            first = seen.setdefault(str(c), c)
+            if type(first) is not type(c) or first != c:
+                raise ValueError(f"classes[{i}] is {c!r}, which reads as {first!r}: give the "
+                                 "classes as one type")
         return self._slice_rows([str(c) for c in classes], "class", n_terms)
 
     # ------------------------------------------------------------------ helpers
-    def _check_sliceable(self, values: Sequence[Any], what: str) -> None:
+    def _check_sliceable(self, values: Sequence[Any], what: str) -> list[Any]:
+        """``values`` as a list, one per fitted document (``ValueError`` otherwise)."""
         self._check_fitted()
         if getattr(self, "token_docs_", None) is None:
             raise RuntimeError("this model keeps no fitted sample (saved by phrasekit before "
                                "format 3): slice after a fit or after loading a model saved "
                                "since")
-        if isinstance(values, str | bytes) or len(values) != len(self.doc_ids_):
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
             raise ValueError(f"{what}: give one per fitted document ({len(self.doc_ids_)}), "
-                             f"got {1 if isinstance(values, str | bytes) else len(values)}")
+                             f"not a {type(values).__name__}")
+        values = list(values)
+        if len(values) != len(self.doc_ids_):
+            raise ValueError(f"{what}: give one per fitted document ({len(self.doc_ids_)}), "
+                             f"got {len(values)}")
+        return values
 
     def _slice_rows(self, names: list[str], key: str, n_terms: int) -> list[dict[str, Any]]:
         """The slice table of documents in slices ``names`` (one per document)."""

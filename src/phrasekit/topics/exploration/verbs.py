@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from phrasekit.io import Document
+from phrasekit.errors import check_int
+from phrasekit.io import Document, iter_known_documents
+from phrasekit.topics.exploration.explore import fitted_keys
 
 #: Label of documents without words (BERTopic's outlier topic, -1).
 UNASSIGNED = "unassigned (no words)"
@@ -46,6 +48,8 @@ class TopicVerbs:
         """The topic's ``n`` (default ``top_n``) best terms, words and phrases, with scores."""
         self._check_fitted()
         t = self._topic_id(topic)
+        if n is not None:
+            check_int("n", n, 0)
         return list(self.topics_[t][: self.top_n if n is None else int(n)])
 
     def get_topics(self) -> dict[int, list[tuple[str, float]]]:
@@ -90,10 +94,12 @@ class TopicVerbs:
         typical documents) and ``Probability`` (its share of that topic). ``docs``: the
         documents the model was fitted on."""
         self._check_fitted()
-        texts = [d.text if isinstance(d, Document) else str(d) for d in docs]
-        if len(texts) != len(self.doc_labels_):
+        if hasattr(docs, "__len__") and len(docs) != len(self.doc_labels_):
             raise ValueError(f"give the {len(self.doc_labels_)} documents the model was fitted "
-                             f"on, got {len(texts)}")
+                             f"on, got {len(docs)}")
+        texts = [d.text for _, d in iter_known_documents(
+            docs, self.doc_ids_, "docs are not the documents the model was fitted on",
+            fitted_keys(self))]
         labels = np.asarray(self.doc_labels_)
         shares = np.asarray(self.doc_topics_)
         typical = {d for row in self.typical_docs_ for d, _ in row}

@@ -237,6 +237,7 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         if self.fit_docs not in ("auto", "all"):
             check_int("fit_docs", self.fit_docs, 1)
         check_int("n_typical", self.n_typical, 0)
+        check_int("random_state", self.random_state, 0)
         for name in ("phrase_words", "max_words"):
             if getattr(self, name) is not None:
                 check_int(name, getattr(self, name), 1)

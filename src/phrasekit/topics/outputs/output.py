@@ -17,6 +17,7 @@ from phrasekit.io import Document, iter_known_documents, write_json, write_text
 from phrasekit.phrases import PhraseExtractor, as_documents
 from phrasekit.tables import write_parquet
 from phrasekit.text import snippet
+from phrasekit.topics.exploration.explore import fitted_keys
 from phrasekit.topics.exploration.slices import write_slice_csv
 from phrasekit.topics.methods.documents import DocumentTopicModel
 from phrasekit.topics.methods.model import PhraseTopicModel
@@ -39,8 +40,8 @@ def _typical_texts(model: DocumentTopicModel | PhraseTopicModel,
     the documents the model was fitted on (checked id by id; a corpus is never held whole)."""
     wanted = {d for topic in model.typical_docs_ for d, _ in topic}
     return {i: doc.text for i, doc in iter_known_documents(
-        docs, model.doc_ids_, "docs are not the documents the model was fitted on")
-        if i in wanted}
+        docs, model.doc_ids_, "docs are not the documents the model was fitted on",
+        fitted_keys(model)) if i in wanted}
 
 
 def ranked_terms(model: Any, topic: int) -> dict[str, list[dict[str, Any]]]:

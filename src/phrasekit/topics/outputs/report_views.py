@@ -21,6 +21,7 @@ import numpy as np
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.io import Document, iter_known_documents
 from phrasekit.text import snippet
+from phrasekit.topics.exploration.explore import fitted_keys
 from phrasekit.topics.methods.documents import DocumentTopicModel
 from phrasekit.topics.methods.pntm import PNTM
 
@@ -147,7 +148,8 @@ def document_map(model: Any, docs: Iterable[Document | str],
     wanted = {int(r): n for n, r in enumerate(rows)}
     texts = [""] * len(rows)
     for i, doc in iter_known_documents(docs, model.doc_ids_,
-                                       "docs are not the documents the model was fitted on"):
+                                       "docs are not the documents the model was fitted on",
+                                       fitted_keys(model)):
         if i in wanted:
             texts[wanted[i]] = snippet(doc.text, DOC_SNIPPET_CHARS)
     labels = doc_labels(model)
