@@ -468,3 +468,17 @@ def test_spacy_batches_are_bounded_by_characters() -> None:
     assert [p for b in batches for p in b] == pieces
     assert [[i for _, i in b] for b in batches] == [[0, 1, 2], [3, 4], [5], [6, 7, 8], [9]]
     assert all(len(b) == 1 or sum(len(t) for t, _ in b) <= 100 for b in batches)
+
+
+def test_numpy_strings_lone_surrogates_and_a_cache_file() -> None:
+    """NumPy strings reached spaCy, which takes only str; a lone surrogate and a cache_dir
+    that is a file failed inside spaCy or the cache, the latter after the parsing."""
+    import numpy as np
+
+    kx = KeyphraseExtractor(encoder="glove-50d", top_n=3)
+    doc = "Protein folding is predicted by deep neural networks."
+    assert kx.extract(np.array([doc])) == kx.extract([doc])
+    with pytest.raises(ValueError, match=r"docs\[0\] holds a lone surrogate"):
+        kx.extract(["protein folding \ud800 networks"])
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        KeyphraseExtractor(encoder="glove-50d", cache_dir=__file__).extract([doc])

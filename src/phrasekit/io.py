@@ -503,7 +503,7 @@ def _parse_jsonl_line(
         raise CorpusError(f"{path}:{lineno}: field {id_field!r} must be a non-empty string or an "
                           f"integer, got {json.dumps(doc_id)[:60]}")
     for key, value in obj.items():  # a lone surrogate ("\\ud800") is no text a tool can write
-        if isinstance(value, str) and (bad := _SURROGATE.search(value)) is not None:
+        if isinstance(value, str) and (bad := LONE_SURROGATE.search(value)) is not None:
             raise CorpusError(f"{path}:{lineno}: field {key!r} holds an unpaired surrogate "
                               f"({bad.group()!a}), which is not Unicode text")
     doc_id = str(doc_id)
@@ -512,4 +512,5 @@ def _parse_jsonl_line(
 
 
 #: UTF-16 surrogates: JSON may escape one alone, which no UTF-8 reader or writer accepts.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A lone surrogate: a code point no UTF-8 text holds (a decoding went wrong).
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")

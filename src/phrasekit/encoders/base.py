@@ -22,17 +22,23 @@ from tqdm.auto import tqdm
 
 from phrasekit.encoders.allocator import keep_freed_memory
 from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.errors import check_int
+from phrasekit.io import LONE_SURROGATE
 from phrasekit.settings import torch_threads
 from phrasekit.threads import SMALL_JOB_CHARS
 
 logger = logging.getLogger(__name__)
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def small_job_threads(items: Sequence[str]) -> int | None:
     """One thread for a small job (a query, a few phrases: at most ``SMALL_JOB_CHARS``
     characters), where more threads cost more than they give; None otherwise."""
     return 1 if sum(map(len, items)) <= SMALL_JOB_CHARS else None
+
+
+#: A blank text: whitespace and characters that show nothing (NUL, zero-width space,
+#: non-joiner and joiner, word joiner, the byte-order mark).
+_BLANK = re.compile("[\\s\x00\u200b\u200c\u200d\u2060\ufeff]*")
 
 
 def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
@@ -45,6 +51,8 @@ def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
         texts = [texts]
     elif texts is None:
         raise TypeError("texts must be a list of strings, got None")
+    elif callable(getattr(texts, "to_pylist", None)):  # a pyarrow Array or ChunkedArray
+        texts = texts.to_pylist()
     elif isinstance(texts, bytes | bytearray):
         raise TypeError("texts must be str, not bytes: decode them first (e.g. .decode('utf-8'))")
     try:
@@ -57,9 +65,9 @@ def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
             raise TypeError(f"texts[{i}] is None; every item must be a non-empty string")
         if not isinstance(t, str):
             raise TypeError(f"texts[{i}] is {type(t).__name__}, not str: {t!r:.60}")
-        if not t.strip():
+        if _BLANK.fullmatch(t):
             raise ValueError(f"texts[{i}] is empty or whitespace only; cannot embed it")
-        if (lone := _SURROGATE.search(t)) is not None:
+        if (lone := LONE_SURROGATE.search(t)) is not None:
             raise ValueError(f"texts[{i}] holds a lone surrogate (U+{ord(lone[0]):04X}), which "
                              "is not a character; fix the text's decoding")
     return items
@@ -232,6 +240,8 @@ class Encoder(ABC):
         ``normalize_embeddings``: rows are unit whatever it says), so a phrasekit encoder drops
         into that code; ``convert_to_tensor=True`` returns a torch tensor."""
         show_progress, as_tensor = _sentence_transformers_options(show_progress, st_options)
+        if batch_size is not None:
+            check_int("batch_size", batch_size, 1)
         items = validate_texts(texts)
         out = self._encode_all(items, batch_size, show_progress)
         if as_tensor:
@@ -296,6 +306,7 @@ class Encoder(ABC):
         """Embed a stream of texts chunk by chunk, yielding each chunk's rows (as ``encode``
         gives them) in input order: memory holds one chunk, not the corpus. ``total``: the
         number of texts, for the progress bar."""
+        check_int("chunk_size", chunk_size, 1)
         with tqdm(total=total, desc=f"encode[{self.name}]", unit="text",
                   disable=not show_progress, leave=False) as bar:
             for chunk in text_chunks(texts, chunk_size):

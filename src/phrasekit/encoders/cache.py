@@ -82,6 +82,14 @@ def _read_cache(cache: Path, name: str | None
     return stored_keys(keys), emb, found
 
 
+def check_cache_dir(cache_dir: str | Path | None) -> None:
+    """``ValueError`` when a vector cache folder given is an existing file (checked before
+    the work whose vectors it would keep)."""
+    if cache_dir is not None and str(cache_dir) != "auto" and Path(cache_dir).exists() \
+            and not Path(cache_dir).is_dir():
+        raise ValueError(f"cache_dir {cache_dir} is a file, not a folder")
+
+
 def check_cache_file(cache: str | Path | None) -> None:
     """Raise ``ValueError`` naming ``cache`` where it is a file phrasekit did not write (a
     cache never replaces one): for commands to check before their long work starts."""

@@ -32,6 +32,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 from phrasekit.errors import check_float, check_int
 from phrasekit.integrations.phrases import PHRASE_WORDS, SentencePhrases, phrase_key
+from phrasekit.io import LONE_SURROGATE
 from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL
 from phrasekit.text import stop_words, tokenize
 
@@ -330,7 +331,10 @@ def _texts(raw_documents: Iterable[str]) -> list[str]:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"raw_documents[{i}] is {type(t).__name__}, not str: {t!r:.40}")
-    return texts
+        if LONE_SURROGATE.search(t):
+            raise ValueError(f"raw_documents[{i}] holds a lone surrogate, which is not a "
+                             "character; fix the text's decoding")
+    return [str(t) for t in texts]  # NumPy strings as plain ones
 
 
 def check_settings(v: PhraseVectorizer) -> None:

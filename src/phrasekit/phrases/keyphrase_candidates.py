@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from phrasekit.io import Document
+from phrasekit.io import LONE_SURROGATE, Document
 from phrasekit.phrases.extract import DEFAULT_REJECT_PATTERN, LEADING_STRIP_WORDS, as_documents
 
 #: POS tags that start no keyphrase (stripped from the front of a candidate span).
@@ -172,5 +172,8 @@ def validate_docs(docs: Iterable[Document | str]) -> list[str]:
             raise TypeError(f"docs[{i}] has no text (got {type(d.text).__name__})")
         if not d.text.strip():
             raise ValueError(f"docs[{i}] is empty or whitespace only; it has no keyphrases")
-        texts.append(d.text)
+        if (lone := LONE_SURROGATE.search(d.text)) is not None:
+            raise ValueError(f"docs[{i}] holds a lone surrogate (U+{ord(lone[0]):04X}), which "
+                             "is not a character; fix the text's decoding")
+        texts.append(str(d.text))  # a NumPy string is a str spaCy does not take
     return texts

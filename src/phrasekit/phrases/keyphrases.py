@@ -67,7 +67,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.encoders.cache import cached_encode
+from phrasekit.encoders.cache import cached_encode, check_cache_dir
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.errors import check_float, check_int
 from phrasekit.io import Document
@@ -268,6 +268,7 @@ class KeyphraseExtractor:
         texts = validate_docs(docs)
         if not texts:
             return []
+        check_cache_dir(self.cache_dir)
         # the encoder loads while spaCy's workers parse
         cands = self.find_candidates(texts, show_progress=show_progress,
                                      meanwhile=lambda: self.encoder_)

@@ -58,8 +58,10 @@ def resolve_progress(show_progress: bool | None) -> bool:
 def resolve_cache(cache_dir: str | Path | None) -> Path | None:
     """The vector cache folder: ``"auto"`` phrasekit's (``settings.vector_cache_dir``), a
     folder as given, None none."""
+    from phrasekit.encoders.cache import check_cache_dir
     from phrasekit.settings import vector_cache_dir
 
+    check_cache_dir(cache_dir)
     if cache_dir is None:
         return None
     return vector_cache_dir() if str(cache_dir) == "auto" else Path(cache_dir)
