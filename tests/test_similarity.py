@@ -421,3 +421,17 @@ def test_join_checks_pairs_k_and_combiner_and_keeps_nul_texts_apart():
                        threshold=None, k=2)
     assert (found[0].left_value, found[0].score) == ("boston", 1.0)
     assert found[1].left_value == "boston\x00" and found[1].score < 1.0
+
+
+def test_a_decomposed_accent_matches_its_composed_form():
+    """"é" as one character or as "e" and a combining accent is one text to the models and
+    the character features: the join scores both forms alike and reports the text given."""
+    enc = CharNgramEncoder()
+    left = ["Café Réunion", "Cafe Reunion Bar"]
+    composed = fuzzy_join(left, ["Café Réunion"], enc, threshold=None, k=2)
+    decomposed = fuzzy_join(left, ["Cafe\u0301 Re\u0301union"], enc, threshold=None, k=2)
+    assert [(m.left_value, m.score) for m in decomposed] == \
+        [(m.left_value, m.score) for m in composed]
+    assert decomposed[0].right_value == "Cafe\u0301 Re\u0301union"
+    vecs = enc.encode(["é", "e\u0301"])
+    assert float(vecs[0] @ vecs[1]) > 0.999

@@ -12,6 +12,7 @@ import itertools
 import logging
 import os
 import re
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -70,7 +71,14 @@ def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
         if (lone := LONE_SURROGATE.search(t)) is not None:
             raise ValueError(f"texts[{i}] holds a lone surrogate (U+{ord(lone[0]):04X}), which "
                              "is not a character; fix the text's decoding")
-    return items
+    return nfc(items)
+
+
+def nfc(texts: list[str]) -> list[str]:
+    """The texts in Unicode's composed form (NFC), so that "é" typed as one character or as
+    "e" and a combining accent is one text to every model and character feature."""
+    return [t if unicodedata.is_normalized("NFC", t) else unicodedata.normalize("NFC", t)
+            for t in texts]
 
 
 def text_chunks(texts: str | Iterable[str], size: int) -> Iterator[list[str]]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from phrasekit.encoders.base import nfc
 from phrasekit.similarity.combiner import SCORERS as SCORERS
 from phrasekit.similarity.combiner import Combiner
 from phrasekit.similarity.combiner import shipped_combiner as shipped_combiner
@@ -110,8 +111,9 @@ class LeftSide:
 
     @classmethod
     def fit(cls, texts: list[str]) -> LeftSide:
-        """Fit both on ``texts``."""
-        return cls(list(texts), CharNgrams().fit(texts), token_idf(texts))
+        """Fit both on ``texts`` (in Unicode's composed form, as encoders read them)."""
+        texts = nfc(list(texts))
+        return cls(texts, CharNgrams().fit(texts), token_idf(texts))
 
 
 def hybrid_top_k(
@@ -126,6 +128,7 @@ def hybrid_top_k(
         logger.info("hybrid scoring: character n-grams and word idf of %d left values",
                     len(left))
         side = LeftSide.fit(left)
+    right = nfc(list(right))
     probs = np.zeros((len(right), k), dtype=np.float32)
     ids = np.full((len(right), k), -1, dtype=np.int64)
     for s in tqdm(range(0, len(right), CHUNK), desc="score[hybrid]", unit="chunk",
