@@ -253,3 +253,11 @@ def test_query_reads_an_iterator_once_and_checks_k(string_enc):
             ix.query(["boston"], k=k)
     with pytest.raises(TypeError, match="texts must be a list of texts, got NoneType"):
         ix.query(None)
+
+
+def test_loading_an_entity_index_as_a_model_says_what_it_is(tmp_path, string_enc):
+    import phrasekit
+
+    folder = EntityIndex.build(["Boston"], string_enc).save(tmp_path / "idx")
+    with pytest.raises(ValueError, match=r"a saved entity index .*not an encoder model folder"):
+        phrasekit.load(folder)

@@ -135,3 +135,14 @@ def test_the_verbs_check_their_arguments(fitted, small_corpus: list[Document]) -
     assert other.reduce_topics(1).hierarchical_topics() == []  # one topic: no joins
     with pytest.raises(ValueError, match="random_state must be an integer"):
         _model(random_state=None).fit(small_corpus)
+
+
+def test_fit_names_bad_embeddings_and_repeated_ids(small_corpus: list[Document]) -> None:
+    with pytest.raises(ValueError, match=r"embeddings must be a numeric \(80, dim\) array"):
+        _model().fit(small_corpus, embeddings="x")
+    docs = [Document(id="1", text=small_corpus[0].text, meta={}),
+            *[d.text for d in small_corpus[1:]]]  # a string's id is its position: "1"
+    with pytest.raises(ValueError, match="documents 0 and 1 have the same id '1'"):
+        _model().fit(docs)
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        DocumentTopicModel.load(Path(__file__).parent / "no-such-model")

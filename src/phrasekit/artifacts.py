@@ -262,21 +262,23 @@ def output_folder(path: str | Path) -> Path:
     return real(path) if path.is_symlink() else path
 
 
-def check_folder_path(path: str | Path, inputs: tuple[str | Path, ...] = ()) -> Path:
+def check_folder_path(path: str | Path, inputs: tuple[str | Path, ...] = (),
+                      option: str = "--out") -> Path:
     """Raise ``ValueError`` unless ``path`` is a folder or can become one (not a file, FIFO or
-    device, not the current folder or one of ``inputs``, under a writable folder)."""
+    device, not the current folder or one of ``inputs``, under a writable folder); the
+    message names ``option``."""
     path = Path(path)
-    check_output(path, "--out", inputs, folder=True)
+    check_output(path, option, inputs, folder=True)
     if os.path.lexists(path) and not output_folder(path).is_dir():
         raise ValueError(f"{path} is not a folder (it is {what_is(path)})")
     check_parent_writable(output_folder(path))
     return path
 
 
-def check_output_folder(path: str | Path, kind: str) -> Path:
+def check_output_folder(path: str | Path, kind: str, option: str = "--out") -> Path:
     """Validate an output folder before long work: absent, or a folder ``staged_folder`` may
-    replace; its parent creatable. Raises ``ValueError`` naming the path."""
-    path = check_folder_path(path)
+    replace; its parent creatable. Raises ``ValueError`` naming the path (and ``option``)."""
+    path = check_folder_path(path, option=option)
     target = output_folder(path)
     if target.exists():
         check_replaceable(target, kind)
@@ -305,7 +307,7 @@ def staged_folder(path: str | Path, kind: str, manifest: str = MANIFEST) -> Iter
     """Yield an empty folder beside ``path`` (beside a symlink's target); when the block
     succeeds, write its manifest (named ``manifest``) and swap it in for ``path`` at once (an
     existing ``path`` must pass :func:`check_replaceable`, checked again just before)."""
-    path = output_folder(check_output_folder(path, kind))
+    path = output_folder(check_output_folder(path, kind, option="output folder"))
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_siblings(path)
     staged = _sibling(path, _STAGING)

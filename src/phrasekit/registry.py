@@ -291,15 +291,22 @@ NOT_ENCODER_FOLDERS = {
                                  "search` or DocumentTopicModel.load)",
     "phrasekit-hybrid-combiner": "a hybrid join combiner",
     "phrasekit-facet-data": "facet training data",
+    "entity-index": "a saved entity index (for `phrasekit index query` or EntityIndex.load)",
+    "search-index": "a saved vector search index",
 }
 
 
 def _check_encoder_folder(path: Path) -> None:
     """Refuse a phrasekit folder that holds no encoder (a saved topic model, say), naming
     what it is, rather than failing inside a loader."""
+    from phrasekit.artifacts import read_manifest
+
     fmt = model_folder_format(path)
-    if fmt in NOT_ENCODER_FOLDERS:
-        raise ValueError(f"{path}: {NOT_ENCODER_FOLDERS[fmt]}, not an encoder model folder")
+    kind = (read_manifest(path) or {}).get("kind") if fmt not in NOT_ENCODER_FOLDERS else None
+    for what in (fmt, kind):
+        if isinstance(what, str) and what in NOT_ENCODER_FOLDERS:
+            raise ValueError(f"{path}: {NOT_ENCODER_FOLDERS[what]}, not an encoder model "
+                             "folder")
 
 
 def _hub_cache_folder(repo_id: str, known: str) -> str:

@@ -72,7 +72,11 @@ def given_embeddings(embeddings: Any, n_docs: int) -> np.ndarray | None:
     without words), checked to be one per document; None as it is."""
     if embeddings is None:
         return None
-    X = np.asarray(embeddings, dtype=np.float32)
+    try:
+        X = np.asarray(embeddings, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"embeddings must be a numeric ({n_docs}, dim) array, got "
+                         f"{type(embeddings).__name__}") from None
     if X.ndim != 2 or len(X) != n_docs:
         raise ValueError(f"embeddings must be one row per document, ({n_docs}, dim); got "
                          f"shape {X.shape}")

@@ -290,6 +290,12 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         ids, sample, index = sample_corpus(
             docs, int(size), int(self.random_state), min_words=FIT_WORDS if auto else 0,
             share=FIT_SHARE if auto else 0.0, max_share_docs=FIT_DOCS_MAX)
+        if len(set(ids)) < len(ids):  # outputs are keyed by id
+            seen: dict[str, int] = {}
+            for i, d in enumerate(ids):
+                if seen.setdefault(d, i) != i:
+                    raise ValueError(f"documents {seen[d]} and {i} have the same id {d!r}; "
+                                     "every document needs its own id")
         if vocabulary is not None and vocabulary.doc_ids != ids:
             raise ValueError(
                 f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "
