@@ -162,3 +162,30 @@ def test_join_takes_the_models_default_threshold_as_the_cli(monkeypatch) -> None
                                         threshold=None, scorer="cosine"))
     assert len(every) == 3
     assert len(phrasekit.fuzzy_join(LEFT["name"], RIGHT["city"], "string", scorer="cosine")) == 0
+
+
+def test_carried_columns_keep_their_types_and_odd_column_names_are_named() -> None:
+    """Categories, nullable booleans and unsigned 64-bit integers came back as text, object
+    or an overflow; integer, repeated or multi-level column names failed inside narwhals."""
+    import numpy as np
+    import pandas as pd
+
+    left = pd.DataFrame({"name": ["New York City", "Bank of England"],
+                         "flag": pd.array([True, None], dtype="boolean"),
+                         "kind": pd.Categorical(["city", "bank"]),
+                         "big": np.array([2**63 + 5, 1], dtype=np.uint64)})
+    right = pd.DataFrame({"title": ["new york", "bank of england"]})
+    out = phrasekit.join_frames(left, right, left_on="name", right_on="title",
+                                model="glove-50d", threshold=None)
+    assert str(out["left_flag"].dtype) == "boolean" and out["left_flag"].isna().tolist() == [
+        False, True]
+    assert str(out["left_kind"].dtype) == "category"
+    assert out["left_big"].tolist() == [2**63 + 5, 1]
+    for bad, message in ((pd.DataFrame({0: ["x"]}), "column names must be strings"),
+                         (pd.DataFrame([["x", 1, 2]], columns=["name", "c", "c"]),
+                          "the column 'c' more than once"),
+                         (pd.DataFrame([["x"]], columns=pd.MultiIndex.from_tuples(
+                             [("a", "name")])), "MultiIndex columns")):
+        with pytest.raises(ValueError, match=message):
+            phrasekit.join_frames(bad, right, left_on="name", right_on="title",
+                                  model="glove-50d")

@@ -17,7 +17,7 @@ import numpy as np
 
 from phrasekit.encoders.base import Encoder
 from phrasekit.registry import DEFAULT_MODEL, JOIN_MODEL, as_encoder
-from phrasekit.similarity.join import carried_columns, fuzzy_join, joined_rows
+from phrasekit.similarity.join import MATCH_COLUMNS, carried_columns, fuzzy_join, joined_rows
 from phrasekit.tables import Table, arrow_columns, column_values, is_missing, matrix_column
 
 
@@ -25,11 +25,22 @@ def _frame(native: Any, name: str) -> Any:
     """``native`` as an eager narwhals frame; ``TypeError`` naming the argument otherwise."""
     import narwhals.stable.v2 as nw
 
+    labels = getattr(native, "columns", None)  # a pandas Index has levels
+    if getattr(labels, "nlevels", 1) > 1:
+        raise ValueError(f"{name} has MultiIndex columns; flatten them to names first")
+    if hasattr(labels, "nlevels") and not labels.is_unique:
+        raise ValueError(f"{name} has the column {labels[labels.duplicated()][0]!r} more "
+                         "than once")
     try:
-        return nw.from_native(native, eager_only=True)
+        frame = nw.from_native(native, eager_only=True)
     except TypeError:
         raise TypeError(f"{name} must be a pandas, Polars or PyArrow table, got "
                         f"{type(native).__name__}") from None
+    odd = [c for c in frame.columns if not isinstance(c, str)]
+    if odd:
+        raise ValueError(f"{name}'s column names must be strings; {odd[0]!r} is a "
+                         f"{type(odd[0]).__name__} (rename the columns)")
+    return frame
 
 
 def _as_table(frame: Any, name: str) -> Table:
@@ -52,8 +63,11 @@ def _like(table: Any, frame: Any) -> Any:
     native = nw.from_arrow(table, backend=namespace).to_native()
     if getattr(namespace, "__name__", "") == "pandas":
         for name, column in zip(table.column_names, table.columns, strict=True):
-            if pa.types.is_integer(column.type) and column.null_count:
-                native[name] = namespace.array(column.to_pylist(), dtype="Int64")
+            nullable = {"Int64": pa.types.is_signed_integer, "UInt64": pa.types.is_unsigned_integer,
+                        "boolean": pa.types.is_boolean}
+            for dtype, test in nullable.items():
+                if test(column.type) and column.null_count:
+                    native[name] = namespace.array(column.to_pylist(), dtype=dtype)
     return native
 
 
@@ -90,7 +104,31 @@ def join_frames(
                          show_progress=show_progress, scorer=scorer)
     header = carried_columns(left_table, left_on, right_table, right_on)
     rows = list(joined_rows(matches, left_table, left_on, right_table, right_on, how=how))
-    return _like(arrow_columns(header, rows), right_frame)
+    carried = _carried(left_frame, left_on, right_frame, right_on, rows)
+    if carried is None:  # a column Arrow cannot hold (mixed types): built from the values
+        return _like(arrow_columns(header, rows), right_frame)
+    n = len(MATCH_COLUMNS)
+    table = arrow_columns(header[:n], [row[:n] for row in rows])
+    for name, column in zip(header[n:], carried, strict=True):
+        table = table.append_column(name, column)
+    return _like(table, right_frame)
+
+
+def _carried(left: Any, left_on: str, right: Any, right_on: str, rows: list[list[Any]]
+             ) -> list[Any] | None:
+    """The other columns of both frames for the joined ``rows``, taken from the frames'
+    Arrow columns (so each keeps its type: categories, nullable booleans, unsigned
+    integers), null where a row has no match; None where a frame does not convert to Arrow."""
+    import pyarrow as pa
+
+    try:
+        left_arrow, right_arrow = left.to_arrow(), right.to_arrow()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        return None
+    left_at = pa.array([row[2] for row in rows], type=pa.int64())
+    right_at = pa.array([row[0] for row in rows], type=pa.int64())
+    return [*(left_arrow.column(c).take(left_at) for c in left.columns if c != left_on),
+            *(right_arrow.column(c).take(right_at) for c in right.columns if c != right_on)]
 
 
 def encode_frame(
