@@ -261,3 +261,12 @@ def test_loading_an_entity_index_as_a_model_says_what_it_is(tmp_path, string_enc
     folder = EntityIndex.build(["Boston"], string_enc).save(tmp_path / "idx")
     with pytest.raises(ValueError, match=r"a saved entity index .*not an encoder model folder"):
         phrasekit.load(folder)
+
+
+def test_missing_ids_are_refused_and_whole_float_ids_read_as_integers(string_enc):
+    """An id column with nulls reads as floats in pandas: 1.0 is stored as "1", and a null
+    is refused (it was stored as the id "nan" / "None")."""
+    assert EntityIndex.build(["a b", "c d"], string_enc, ids=[1.0, 2]).ids == ["1", "2"]
+    for missing in (None, float("nan")):
+        with pytest.raises(EntityIndexError, match=r"ids\[1\] is missing"):
+            EntityIndex.build(["a b", "c d"], string_enc, ids=[10, missing])

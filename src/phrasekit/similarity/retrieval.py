@@ -147,6 +147,16 @@ def _read_table(path: Path, column: str | None, id_column: str | None
     return names, (ids if id_column is not None else None)
 
 
+def _id_text(ident: Any, i: int) -> str:
+    """An id as stored (text): a missing one (None, NaN, pandas NA) is refused, and a whole
+    float (``1.0``, as an integer column with nulls reads) is written as the integer."""
+    if is_missing(ident):
+        raise EntityIndexError(f"ids[{i}] is missing ({ident!r}); every name needs an id")
+    if isinstance(ident, float | np.floating) and float(ident).is_integer():
+        return str(int(ident))
+    return str(ident).strip()
+
+
 def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str], list[str]]:
     """Validated, stripped, de-duplicated ``(names, ids)`` (see the module docstring)."""
     if isinstance(names, str):
@@ -167,7 +177,7 @@ def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str]
         name = name.strip()
         if not name:
             raise EntityIndexError(f"names[{i}] is empty or whitespace only")
-        ident = str(i) if ids is None else str(ids[i]).strip()
+        ident = str(i) if ids is None else _id_text(ids[i], i)
         if not ident:
             raise EntityIndexError(f"ids[{i}] is empty")
         key = name if ids is None else (name, ident)

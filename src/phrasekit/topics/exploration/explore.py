@@ -22,6 +22,7 @@ import numpy as np
 from phrasekit.artifacts import staged_folder, verify_folder
 from phrasekit.encoders.cache import encode_documents, encoder_identity, same_space
 from phrasekit.encoders.pooling import l2_normalize
+from phrasekit.errors import check_int
 from phrasekit.io import (
     Document,
     as_documents,
@@ -123,8 +124,7 @@ class TopicExplorer:
         self._check_fitted()
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
-        if int(k) < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        check_int("k", k, 1)
         q = self.encoder_.encode([query])[0]
         qc = l2_normalize((q - self.doc_mean_)[None, :])[0]
         centres = l2_normalize(np.asarray(self.cluster_centers_, dtype=np.float32))
