@@ -37,8 +37,6 @@ def small_job_threads(items: Sequence[str]) -> int | None:
     return 1 if sum(map(len, items)) <= SMALL_JOB_CHARS else None
 
 
-
-
 def validate_texts(texts: str | Iterable[str], start: int = 0) -> list[str]:
     """Return ``texts`` as a list of non-empty strings or raise naming the first bad index
     (counted from ``start``, for a chunk of a longer stream).

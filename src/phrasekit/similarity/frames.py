@@ -54,19 +54,20 @@ def _as_table(frame: Any, name: str) -> Table:
 
 
 def _like(table: Any, frame: Any) -> Any:
-    """A ``pyarrow.Table`` as a native frame of ``frame``'s library; in pandas an integer
-    column with nulls is a nullable ``Int64`` column (not float64)."""
+    """A ``pyarrow.Table`` as a native frame of ``frame``'s library; in pandas an integer or
+    boolean column with nulls is a nullable ``Int64`` / ``UInt64`` / ``boolean`` column (not
+    float64 or object)."""
     import narwhals.stable.v2 as nw
     import pyarrow as pa
 
     namespace = nw.get_native_namespace(frame)
     native = nw.from_arrow(table, backend=namespace).to_native()
     if getattr(namespace, "__name__", "") == "pandas":
+        nullable = (("Int64", pa.types.is_signed_integer), ("UInt64", pa.types.is_unsigned_integer),
+                    ("boolean", pa.types.is_boolean))
         for name, column in zip(table.column_names, table.columns, strict=True):
-            nullable = {"Int64": pa.types.is_signed_integer, "UInt64": pa.types.is_unsigned_integer,
-                        "boolean": pa.types.is_boolean}
-            for dtype, test in nullable.items():
-                if test(column.type) and column.null_count:
+            for dtype, of_type in nullable:
+                if of_type(column.type) and column.null_count:
                     native[name] = namespace.array(column.to_pylist(), dtype=dtype)
     return native
 
