@@ -117,6 +117,10 @@ def test_the_verbs_check_their_arguments(fitted, small_corpus: list[Document]) -
         model.get_document_info([d.text for d in reversed(small_corpus)])
     with pytest.raises(TypeError, match=r"docs\[0\] is NoneType"):
         model.get_document_info([None] * 80)
+    from phrasekit.topics import write_topic_outputs
+
+    with pytest.raises(TypeError, match="docs must be a list of Document objects or strings"):
+        write_topic_outputs(model, None, Path(__file__).parent / "never-written")
     with pytest.raises(ValueError, match="n must be at least 0"):
         model.get_topic(0, n=-1)
     with pytest.raises(TypeError, match="n must be an integer"):

@@ -262,6 +262,9 @@ class Document:
 
 def iter_documents(docs: Iterable[Document | str]) -> Iterator[Document]:
     """``docs`` as ``Document`` objects, read lazily (a string gets its position as id)."""
+    if docs is None or isinstance(docs, str | bytes) or not isinstance(docs, Iterable):
+        raise TypeError(f"docs must be a list of Document objects or strings, got "
+                        f"{type(docs).__name__}")
     for i, d in enumerate(docs):
         if isinstance(d, Document):
             yield d
