@@ -301,12 +301,11 @@ def _check_encoder_folder(path: Path) -> None:
     what it is, rather than failing inside a loader."""
     from phrasekit.artifacts import read_manifest
 
-    fmt = model_folder_format(path)
-    kind = (read_manifest(path) or {}).get("kind") if fmt not in NOT_ENCODER_FOLDERS else None
-    for what in (fmt, kind):
-        if isinstance(what, str) and what in NOT_ENCODER_FOLDERS:
-            raise ValueError(f"{path}: {NOT_ENCODER_FOLDERS[what]}, not an encoder model "
-                             "folder")
+    what = model_folder_format(path)  # the config's format, else the manifest's kind
+    if what not in NOT_ENCODER_FOLDERS:
+        what = (read_manifest(path) or {}).get("kind")
+    if isinstance(what, str) and what in NOT_ENCODER_FOLDERS:
+        raise ValueError(f"{path}: {NOT_ENCODER_FOLDERS[what]}, not an encoder model folder")
 
 
 def _hub_cache_folder(repo_id: str, known: str) -> str:

@@ -34,7 +34,7 @@ from phrasekit.similarity.index import (
     resolve_kind,
 )
 from phrasekit.tables import SafeWriter as SafeWriter  # re-exported: callers import it here
-from phrasekit.tables import Table, TableError, write_table
+from phrasekit.tables import Table, TableError, is_missing, write_table
 from phrasekit.tables import column_values as column_values
 from phrasekit.tables import read_table as read_table
 
@@ -113,8 +113,6 @@ def join_values(values: Any, side: str, skip_empty: bool = False) -> list[tuple[
     value that is not a string is refused the same way."""
     import narwhals.stable.v2 as nw
 
-    from phrasekit.tables import is_missing
-
     if isinstance(values, str):
         raise TypeError(f"{side} must be a list of texts, not one string")
     if callable(getattr(values, "to_pylist", None)):  # pyarrow Array, ChunkedArray
@@ -144,8 +142,6 @@ def _checked_pairs(pairs: list[tuple[Any, Any]], side: str, skip_empty: bool
                    ) -> list[tuple[int, str]]:
     """``(row, text)`` pairs with integer rows, each row once, and non-empty texts
     (stripped); a pair that breaks this raises ``ValueError`` naming its position."""
-    from phrasekit.tables import is_missing
-
     out: list[tuple[int, str]] = []
     seen: set[int] = set()
     for i, (row, text) in enumerate(pairs):
