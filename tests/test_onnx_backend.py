@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import phrasekit
-from phrasekit.encoders import transformer
+from phrasekit.encoders import onnx_graph, transformer
 from phrasekit.encoders.onnx_graph import (
     OnnxBackbone,
     cpu_speedups,
@@ -278,6 +278,50 @@ def test_a_failed_int8_measurement_keeps_the_fp32_choice(monkeypatch, vnni_no_bf
     assert (enc.precision, enc.backend, enc.name) == ("fp32", "onnx", "minilm")
 
 
+@pytest.fixture
+def bf16_and_vnni(monkeypatch):
+    """A CPU with native bfloat16 and VNNI (an AMD EPYC with AVX512-BF16, a Xeon with AMX)."""
+    yield from _cpu(monkeypatch, {"avx2", "avx512f", "avx512_bf16", "avx512_vnni"})
+
+
+@pytest.mark.parametrize(("int8_x", "bf16_x", "want"), [
+    (2.43, 1.91, ("int8", "onnx", "minilm@int8")),
+    (1.95, 1.91, ("bf16", "torch", "minilm@bf16")),  # within 5% of bf16: not worth it
+    (1.2, 1.91, ("bf16", "torch", "minilm@bf16")),
+])
+def test_fast_weighs_int8_against_bf16_where_the_cpu_has_both(monkeypatch, bf16_and_vnni,
+                                                              int8_x, bf16_x, want):
+    """With native bf16 and int8 dot products, ``fast`` takes int8 only where it measured
+    faster than torch bf16 (timed on the fp32 model, before any cast); ``auto`` stays bf16
+    and measures nothing."""
+    calls: list[tuple[bool, bool]] = []
+
+    def measured(enc, root=None, int8=False, bf16=False):
+        calls.append((int8, bf16))
+        assert enc.model.dtype == torch.float32
+        return {"onnx": 1.1, "int8": int8_x, "bf16": bf16_x}
+
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", measured)
+    enc = phrasekit.load("minilm@fast")
+    assert (enc.precision, enc.backend, enc.name) == want
+    assert enc.vector_settings()["precision"] == want[0]
+    assert enc.model.dtype == (torch.bfloat16 if want[0] == "bf16" else torch.float32)
+    assert calls == [(True, True)]
+    enc = phrasekit.load("minilm@auto")
+    assert (enc.precision, enc.backend, enc.name) == ("bf16", "torch", "minilm@bf16")
+    assert calls == [(True, True)]
+
+
+def test_a_failed_measurement_leaves_fast_on_bf16(monkeypatch, bf16_and_vnni):
+    def measured(enc, root=None, int8=False, bf16=False):
+        raise RuntimeError("quantiser failed")
+
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", measured)
+    enc = phrasekit.load("minilm@fast")
+    assert (enc.precision, enc.backend, enc.name) == ("bf16", "torch", "minilm@bf16")
+    assert enc.model.dtype == torch.bfloat16
+
+
 def test_auto_int8_goes_back_to_fp32_torch_on_a_gpu(monkeypatch, vnni_no_bf16):
     _speeds(monkeypatch, 1.5, 3.0)
     enc = phrasekit.load("minilm@auto")
@@ -295,7 +339,10 @@ def test_an_explicit_precision_is_never_changed_by_auto_backend(monkeypatch, vnn
     assert (enc.precision, enc.backend) == ("fp32", "onnx") and calls == ["fp32"]
 
 
-def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
+def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32, monkeypatch):
+    full = onnx_graph._calibration_texts  # fewer texts: the same code, a shorter test
+    monkeypatch.setattr(onnx_graph, "_calibration_texts",
+                        lambda tok: tuple(t[:n] for t, n in zip(full(tok), (16, 2), strict=True)))
     speedup = cpu_speedups(onnx_fp32, root=tmp_path)["onnx"]
     assert speedup > 0
     saved = json.loads((tmp_path / "phrasekit-onnx-speed.json").read_text())
@@ -316,6 +363,12 @@ def test_speed_is_measured_once_per_cpu(tmp_path, onnx_fp32):
     (tmp_path / "phrasekit-onnx-speed.json").write_text(json.dumps(
         {"kind": "phrasekit-onnx-speed", "speeds": {key: entry}}))
     assert cpu_speedups(onnx_fp32, root=tmp_path, int8=True)["int8"] == 7.0
+    # torch in bf16 (fast's rival to int8 on CPUs with both): measured once, then kept
+    three = cpu_speedups(onnx_fp32, root=tmp_path, int8=True, bf16=True)
+    assert set(three) == {"onnx", "int8", "bf16"} and three["bf16"] > 0
+    entry = json.loads((tmp_path / "phrasekit-onnx-speed.json").read_text())["speeds"][key]
+    assert set(entry["seconds"]) == {"torch", "onnx", "int8", "bf16"}
+    assert entry["bf16_speedup"] == three["bf16"] and onnx_fp32.model.dtype == torch.float32
 
 
 def test_a_speed_file_that_is_not_ours_is_left_alone(tmp_path, onnx_fp32):

@@ -81,8 +81,8 @@ def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> 
     name = model if precision == "fp32" else f"{model}@{precision}"
     extra = ({"backend": "auto"} if backend and asked in AUTO_PRECISIONS
              and "backend" not in kwargs else {})
-    if extra and precision == "fp32":  # no native bf16: the encoder may weigh int8
-        precision = asked
+    if extra and (precision == "fp32" or (asked == "fast" and encoders.fast_weighs_int8())):
+        precision, name = asked, model  # the encoder weighs int8 and names its choice
     return {**kwargs, "precision": precision, "name": kwargs.get("name", name), **extra}
 
 

@@ -363,18 +363,24 @@ def _runner(encoder: Any, hidden: Any, size: int) -> Any:
     return run
 
 
-def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rounds: int = 3
-             ) -> dict[str, float]:
-    """Best seconds of torch fp32 and of each ONNX Runtime graph in ``backbones`` (by name:
-    ``onnx`` fp32, ``int8``) over the calibration texts (phrases in batches of 64, windows in
-    batches of 12, about the CPU's token cap), in alternating rounds after a warm-up of both
-    shapes, with the allocator settings encoding uses."""
+def _measure(encoder: Any, backbones: dict[str, OnnxBackbone], threads: int, rounds: int = 3,
+             bf16: bool = False) -> dict[str, float]:
+    """Best seconds of torch fp32, of each ONNX Runtime graph in ``backbones`` (by name:
+    ``onnx`` fp32, ``int8``) and, with ``bf16``, of a bfloat16 copy of the torch model, over
+    the calibration texts (phrases in batches of 64, windows in batches of 12, about the CPU's
+    token cap), in alternating rounds after a warm-up of both shapes, with the allocator
+    settings encoding uses."""
+    import copy
+
     from phrasekit.encoders.allocator import keep_freed_memory
     from phrasekit.settings import torch_threads
 
     keep_freed_memory()
     phrases, windows = _calibration_texts(encoder.tokenizer)
     runs = {"torch": lambda b: encoder.model(**b).last_hidden_state, **backbones}
+    if bf16:
+        half = copy.deepcopy(encoder.model).to(torch.bfloat16)
+        runs["bf16"] = lambda b: half(**b).last_hidden_state
     best = {name: float("inf") for name in runs}
     with torch_threads(threads), torch.inference_mode():
         for hidden in runs.values():  # warm-up
@@ -408,50 +414,52 @@ def _read_speeds(path: Path) -> dict[str, Any] | None:
 
 
 def _stored_speedups(path: Path, key: str) -> dict[str, float] | None:
-    """The speed-ups stored for ``key`` in the speeds file (``onnx``, and ``int8`` where it
-    was measured), if any."""
+    """The speed-ups stored for ``key`` in the speeds file (``onnx``, and ``int8`` and
+    ``bf16`` where they were measured), if any."""
     entry = (_read_speeds(path) or {}).get(key)
     if not isinstance(entry, dict) or not isinstance(entry.get("speedup"), int | float):
         return None
     out = {"onnx": float(entry["speedup"])}
-    if isinstance(entry.get("int8_speedup"), int | float):
-        out["int8"] = float(entry["int8_speedup"])
+    for name in ("int8", "bf16"):
+        if isinstance(entry.get(f"{name}_speedup"), int | float):
+            out[name] = float(entry[f"{name}_speedup"])
     return out
 
 
-def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False
-                 ) -> dict[str, float]:
+def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False,
+                 bf16: bool = False) -> dict[str, float]:
     """How many times faster than torch fp32 ONNX Runtime encodes with ``encoder``'s
-    architecture on this CPU (phrases and long windows together): ``onnx`` for fp32 and, with
-    ``int8``, ``int8`` for the int8 graph. Measured once per CPU, thread count, attention
-    kernel and library versions (a few seconds; int8 adds its graph's export), then read back
-    from ``phrasekit-onnx-speed.json`` in the graph cache."""
+    architecture on this CPU (phrases and long windows together): ``onnx`` for fp32, with
+    ``int8`` also ``int8`` for the int8 graph, and with ``bf16`` also ``bf16`` for torch in
+    bfloat16 (``encoder``'s model must still be fp32). Measured once per CPU, thread count,
+    attention kernel and library versions (a few seconds; int8 adds its graph's export), then
+    read back from ``phrasekit-onnx-speed.json`` in the graph cache."""
     from phrasekit.io import write_json
     from phrasekit.settings import onnx_cache_dir
 
     root = root or onnx_cache_dir()
     threads = int(encoder.num_threads or torch.get_num_threads())
     key, path = _speed_key(encoder, threads), root / SPEED_FILE
-    wanted = {"onnx", "int8"} if int8 else {"onnx"}
+    wanted = {"onnx"} | ({"int8"} if int8 else set()) | ({"bf16"} if bf16 else set())
     known = _stored_speedups(path, key)
     if known is not None and wanted <= set(known):  # the usual case: no graph opened
         return known
     backbones = {name: encoder.onnx_backbone("fp32" if name == "onnx" else name, threads, root)
-                 for name in sorted(wanted)}
+                 for name in sorted(wanted - {"bf16"})}
     with _locked(root):  # another process may have measured meanwhile
         known = _stored_speedups(path, key)
         if known is not None and wanted <= set(known):
             return known
-        best = _measure(encoder, backbones, threads)
-        speedups = {name: round(best["torch"] / best[name], 3) for name in backbones}
+        best = _measure(encoder, backbones, threads, bf16=bf16)
+        speedups = {name: round(best["torch"] / best[name], 3) for name in sorted(wanted)}
         saved = _read_speeds(path)
         if saved is None:
             logger.warning("%s is not phrasekit's speed file; the measurement is not kept", path)
         else:
             entry = {"speedup": speedups["onnx"], "seconds": best}
-            if "int8" in speedups:
-                entry["int8_speedup"] = speedups["int8"]
+            entry.update({f"{name}_speedup": speedups[name] for name in ("int8", "bf16")
+                          if name in speedups})
             write_json(path, {"kind": SPEED_KIND, "speeds": {**saved, key: entry}})
-    logger.info("ONNX Runtime vs torch fp32 on this CPU (%d threads): %s", threads,
+    logger.info("speed against torch fp32 on this CPU (%d threads): %s", threads,
                 ", ".join(f"{name} {x:.2f}x" for name, x in speedups.items()))
     return speedups

@@ -142,6 +142,40 @@ def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
     return choice
 
 
+def fast_weighs_int8() -> bool:
+    """True where ``precision="fast"`` times int8 against bf16: a CPU with native bfloat16
+    and native int8 dot products (AVX512-BF16 with VNNI, AMX)."""
+    flags = cpu_flags()
+    return native_bf16(flags) and native_int8_dot(flags)
+
+
+def fastest_bf16_path(encoder: Any) -> tuple[str, str]:
+    """``(precision, backend)`` of ``precision="fast"`` where :func:`fast_weighs_int8`:
+    int8 (8-bit weights) on ONNX Runtime where it measured at least ``MIN_SPEEDUP`` times
+    torch bf16 on this CPU, else bf16 on torch. Keyphrase rankings keep 8-bit int8 (Inspec
+    dev F1@10 39.44 against 39.55 in bf16); ``auto`` stays bf16, because int8 moves topics'
+    K (docs/methods/topics.md, "Precision and the number of topics")."""
+    from phrasekit.encoders import onnx_graph
+
+    if not onnx_graph.onnx_available() or resolve_device(None) != "cpu":
+        return "bf16", "torch"
+    try:
+        speeds = onnx_graph.cpu_speedups(encoder, int8=True, bf16=True)
+        int8, bf16 = speeds["int8"], speeds["bf16"]
+    except Exception as exc:  # any failure to export or measure: bf16 on torch still works
+        logger.warning("precision fast -> bf16: int8 not measured (%s)", exc)
+        return "bf16", "torch"
+    choice = ("int8", "onnx") if int8 >= MIN_SPEEDUP * bf16 else ("bf16", "torch")
+    _log_fast_int8(choice[0], int8, bf16)
+    return choice
+
+
+@functools.cache
+def _log_fast_int8(choice: str, int8: float, bf16: float) -> None:
+    logger.info("precision fast -> %s (int8 on ONNX Runtime measured %.2fx torch fp32 here, "
+                "torch bf16 %.2fx)", choice, int8, bf16)
+
+
 def cast_model(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     """``model`` in ``precision`` on torch: fp32 as it is or bf16 weights (int8 runs on ONNX
     Runtime, :mod:`phrasekit.encoders.onnx_graph`)."""
@@ -220,9 +254,9 @@ class TransformerEncoder(Encoder):
         self._fingerprint: str | None = None
         self._config = AutoConfig.from_pretrained(str(path), **self._load_options)
         self._onnx: Any = None
-        self._settle_auto(asked)
+        self._settle_auto(asked, backend)
         if self.backend == "torch":
-            self.model = cast_model(self.model, precision)
+            self.model = cast_model(self.model, self.precision)
         self.dim = int(self.config.hidden_size)
 
     @property
@@ -265,25 +299,30 @@ class TransformerEncoder(Encoder):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.backend, self.precision = resolve_backend(backend, precision), precision
-        self._settle_auto(asked)
+        self._settle_auto(asked, backend)
         if self.backend == "torch":
-            self.model = cast_model(self.model, precision)
+            self.model = cast_model(self.model, self.precision)
         self._onnx = None
 
-    def _settle_auto(self, asked: str) -> None:
-        """Under ``backend="auto"``, the runtime (and, for ``precision="auto"``, int8 or fp32)
-        measured fastest here; an encoder that took int8 is named ``<name>@int8``, so its
-        vectors never share a cache with fp32's. A GPU takes such an encoder back to torch."""
-        self._auto = self.backend == "auto"
+    def _settle_auto(self, asked: str, backend: str | None) -> None:
+        """Under ``backend="auto"``, the runtime (and, for ``precision="auto"``, int8 or fp32;
+        for ``"fast"`` with native bf16, int8 or bf16) measured fastest here; an encoder that
+        took int8 is named ``<name>@int8``, so its vectors never share a cache with another
+        precision's. A GPU takes such an encoder back to torch."""
         self._fp32_name = self.name
+        self._auto = backend == "auto" and (self.backend == "auto" or (
+            asked == "fast" and self.precision == "bf16" and fast_weighs_int8()))
         if not self._auto:
             return
-        if asked in AUTO_PRECISIONS:
+        if self.precision == "bf16":
+            self._fp32_name = self.name = self.name.removesuffix("@bf16")
+            self.precision, self.backend = fastest_bf16_path(self)
+        elif asked in AUTO_PRECISIONS:
             self.precision, self.backend = fastest_cpu_path(self, seven_bit=asked == "fast")
         else:
             self.backend = fastest_fp32_backend(self)
-        if self.precision == "int8" and "@" not in self.name:
-            self.name = f"{self.name}@int8"
+        if self.precision != "fp32" and "@" not in self.name:
+            self.name = f"{self.name}@{self.precision}"
 
     def vector_settings(self) -> dict[str, object]:
         extra: dict[str, object] = {"backend": self.backend} if self.backend != "torch" else {}
