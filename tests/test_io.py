@@ -181,3 +181,19 @@ def test_a_parquet_corpus_without_its_text_column_lists_the_real_columns(tmp_pat
     with pytest.raises(CorpusError, match=r"row 1: column 'text' missing \(columns: \['id', "
                                           r"'body'\]\)"):
         read_corpus(path)
+
+
+def test_a_document_keeps_an_integer_id_as_its_text_and_refuses_other_ids() -> None:
+    """An integer id is stored as a corpus file's is, so a document is the same after a
+    model's save and load (ids come back from JSON as text)."""
+    import numpy as np
+
+    from phrasekit.io import Document, document_key
+
+    assert Document(5, "text", {}) == Document("5", "text", {})
+    assert Document(np.int64(7), "text", {}).id == "7"
+    assert document_key(Document(5, "text", {})) == document_key(Document("5", "text", {}))
+    for doc_id, text in ((1.0, "text"), (None, "text"), (True, "text"), ("d", None),
+                         ("d", b"bytes")):
+        with pytest.raises(TypeError, match="string or integer id and a string text"):
+            Document(doc_id, text, {})

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import hashlib
 import json
+import numbers
 import os
 import re
 import tempfile
@@ -258,6 +259,16 @@ class Document:
     id: str
     text: str
     meta: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        """An integer id is kept as its text, as a corpus file's is, so a document is the same
+        after a model's save and load; other ids and non-string texts are refused."""
+        if isinstance(self.id, numbers.Integral) and not isinstance(self.id, bool):
+            object.__setattr__(self, "id", str(int(self.id)))
+        if not isinstance(self.id, str) or not isinstance(self.text, str):
+            raise TypeError(f"a Document needs a string or integer id and a string text, got "
+                            f"{type(self.id).__name__} {self.id!r:.40} and "
+                            f"{type(self.text).__name__}")
 
 
 def iter_documents(docs: Iterable[Document | str]) -> Iterator[Document]:
