@@ -68,5 +68,6 @@ def cpu_name() -> str:
     from phrasekit.encoders.cpu import cpu_flags, cpu_model
 
     flags = cpu_flags()
-    shown = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    shown = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
+                         "amx_int8") if f in flags]
     return f"{cpu_model()}, {os.cpu_count()} cores ({', '.join(shown) or 'no AVX2'})"

@@ -114,6 +114,11 @@ def resigned_cases(root: Path) -> list[Case]:
     return cases
 
 
+#: The output name each file-writing command takes (the others write folders), so that a case
+#: reaches the input it probes.
+SUFFIX = {"phrases": ".json", "keyphrases": ".jsonl"}
+
+
 # ------------------------------------------------------------------ deeply nested JSON
 def deep_json_cases(root: Path) -> list[Case]:
     probe = "deeply nested JSON (corpus, vocabulary, manifest, config)"
@@ -122,8 +127,9 @@ def deep_json_cases(root: Path) -> list[Case]:
     closed = write(root / "closed.jsonl",
                    f'{first}\n{{"text": "a b", "x": {"[" * 100_000}{"]" * 100_000}}}\n')
     (root / "deep.jsonl.gz").write_bytes(gzip.compress(f"{first}\n{DEEP}\n".encode()))
-    cases = [Case(probe, cli(cmd, deep, "--out", root / f"deep-{cmd}", *extra),
-                  "deep.jsonl:2", out=root / f"deep-{cmd}")
+    cases = [Case(probe, cli(cmd, deep, "--out", root / f"deep-{cmd}{SUFFIX.get(cmd, '')}",
+                             *extra),
+                  "deep.jsonl:2", out=root / f"deep-{cmd}{SUFFIX.get(cmd, '')}")
              for cmd, extra in (("phrases", ("-q",)), ("topics", TOPICS),
                                 ("keyphrases", ("-m", "string", "-q")),
                                 ("mentions", ("-m", "string", "-q")))]
@@ -269,7 +275,7 @@ def contract_cases(root: Path) -> list[Case]:
                                '{"id": "", "text": "New York is big."}')):
         path = write(root / f"ids{i}.jsonl", f"{first}\n{good}")
         for cmd, extra in (("phrases", ("--min-df", "1")), ("keyphrases", ("-m", "string"))):
-            out = root / f"ids{i}-{cmd}.out"
+            out = root / f"ids{i}-{cmd}{SUFFIX.get(cmd, '')}"
             cases.append(Case(probe, cli(cmd, path, "--out", out, *extra, "-q"),
                               f"ids{i}.jsonl:1", out=out))
     for i, (a, b) in enumerate((('"a"', '"a"'), ("1", '"1"'))):
@@ -277,7 +283,7 @@ def contract_cases(root: Path) -> list[Case]:
                                              f'{{"id": {b}, "text": "Chicago is big."}}\n')
         for cmd, extra in (("phrases", ("--min-df", "1")), ("keyphrases", ("-m", "string")),
                            ("topics", TOPICS[:-1]), ("mentions", ("-m", "string"))):
-            out = root / f"dup{i}-{cmd}.out"
+            out = root / f"dup{i}-{cmd}{SUFFIX.get(cmd, '')}"
             cases.append(Case(probe, cli(cmd, path, "--out", out, *extra, "-q"),
                               f"dup{i}.jsonl:2", out=out))
 
