@@ -132,9 +132,10 @@ TOPICS_MODEL = "minilm"
 #: 1.9x the keyphrase speed (docs/methods/keyphrases.md, "Speed").
 DOCUMENTS_MODEL = f"{TOPICS_MODEL}@auto"
 #: The model `keyphrases` uses when none is named: MiniLM at precision fast, which is auto
-#: plus int8 with 7-bit weights on CPUs without VNNI or bf16 where it measures faster. There
-#: it kept Inspec dev F1@10 (39.32 against 39.50 in fp32) and encoded 1,000 bbc_news articles'
-#: documents and candidates 1.47x faster (docs/methods/keyphrases.md, "Speed").
+#: plus int8 where it measures faster: with 7-bit weights on CPUs without VNNI or bf16 (Inspec
+#: dev F1@10 39.32 against 39.50 in fp32; 1,000 bbc_news articles' documents and candidates
+#: 1.47x faster), and against bf16 on CPUs with both (39.44 against 39.55 in bf16; 1.31x
+#: faster on one thread); docs/methods/keyphrases.md, "Speed".
 KEYPHRASES_MODEL = f"{TOPICS_MODEL}@fast"
 #: The span model `topics --method ccl` starts from when none is named.
 CCL_MODEL = "uctopic-minilm"

@@ -9,6 +9,8 @@ same vectors; 1.6-1.7x torch on a 2-core AMD EPYC), and ``auto`` uses it only wh
 faster on the CPU at hand. ``precision="auto"`` with ``backend="auto"`` (``minilm@auto``) runs
 bf16 where the CPU has it natively; elsewhere fp32, or int8 where the CPU has native int8 dot
 products and int8 measured at least ``MIN_SPEEDUP`` times the fp32 path (:func:`fastest_cpu_path`).
+``precision="fast"`` also weighs int8 against bf16 where the CPU has both
+(:func:`fastest_bf16_path`).
 """
 
 from __future__ import annotations
