@@ -65,9 +65,7 @@ def child_json(code: str, args: list[str], env: dict[str, str] | None = None) ->
 
 def cpu_name() -> str:
     """The CPU's model name and the flags that decide the arithmetic (``lscpu``'s words)."""
-    from phrasekit.encoders.cpu import cpu_flags, cpu_model
+    from phrasekit.encoders.cpu import cpu_flags, cpu_model, shown_flags
 
-    flags = cpu_flags()
-    shown = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
-                         "amx_int8") if f in flags]
+    shown = shown_flags(cpu_flags())
     return f"{cpu_model()}, {os.cpu_count()} cores ({', '.join(shown) or 'no AVX2'})"

@@ -109,9 +109,12 @@ def test_models_lists_registry():
 
 def test_models_marks_the_default_and_aligns_descriptions():
     from phrasekit.cli.models import format_models
+    from phrasekit.encoders.cpu import precision_summary
     from phrasekit.registry import DEFAULT_MODEL, TASK_DEFAULTS, available_models
 
     lines = invoke("models").output.splitlines()
+    assert lines[-3:] == precision_summary() and lines[-3].startswith("# this CPU: ")
+    lines = lines[:-3]
     assert lines == format_models(available_models(), TASK_DEFAULTS)
     starred = {ln.split()[1] for ln in lines if ln.startswith("*")}
     assert DEFAULT_MODEL in starred and starred == set(TASK_DEFAULTS)

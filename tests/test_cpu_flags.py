@@ -123,3 +123,19 @@ def test_auto_precision_on_macos_is_fp32(monkeypatch, text):
 def test_the_readers_run_on_this_machine():
     assert isinstance(cpu.cpu_flags(), frozenset)
     assert cpu.cpu_model()
+
+
+@pytest.mark.parametrize(("text", "system", "auto", "fast"), [
+    (X86_SAPPHIRE, "Linux", "bf16", "int8 or bf16"),       # bf16 and AMX int8: both timed
+    (ARM_GRAVITON3, "Linux", "bf16", "int8 or bf16"),      # ARM: bf16 and int8 dot products
+    (X86_AVX2, "Linux", "fp32 on torch or ONNX Runtime", "int8 (7-bit weights)"),
+    (MAC_M2, "Darwin", "int8 (8-bit weights)", "int8 (8-bit weights)"),  # no bf16 on macOS
+])
+def test_the_precision_summary_follows_the_flags(text, system, auto, fast):
+    """`phrasekit models` ends with the CPU and what auto and fast take on it."""
+    flags = (parse_sysctl_flags if system == "Darwin" else parse_cpuinfo_flags)(text)
+    first, auto_line, fast_line = cpu.precision_summary(flags, system)
+    assert first.startswith("# this CPU: ") and "no flags read" not in first
+    assert auto_line.startswith(f"#   precision auto: {auto}")
+    assert fast_line.startswith(f"#   precision fast: {fast}")
+    assert cpu.precision_summary(frozenset(), "Linux")[0].endswith("(no flags read)")

@@ -89,14 +89,16 @@ def models_records(models: dict[str, str], defaults: dict[str, str]) -> list[dic
 @command(app, "models")
 def models_cmd(as_json: JsonFlag = False, quiet: Quiet = False) -> None:
     """List the model names `phrasekit.load` knows; * marks a default, with the commands it is
-    the default of.
+    the default of; then this CPU and the precisions `auto` and `fast` take on it.
 
     Example: phrasekit models --json
     """
     if as_json:
         echo_json(models_records(available_models(), TASK_DEFAULTS))
         return
-    for line in format_models(available_models(), TASK_DEFAULTS):
+    from phrasekit.encoders.cpu import precision_summary
+
+    for line in [*format_models(available_models(), TASK_DEFAULTS), *precision_summary()]:
         typer.echo(line)
 
 

@@ -124,3 +124,32 @@ def cpu_model() -> str:
     if platform.system() == "Darwin":
         return _sysctl("-n", "machdep.cpu.brand_string").strip() or "unknown CPU"
     return parse_cpu_model(_read_cpuinfo())
+
+
+#: The flags that decide phrasekit's arithmetic, in the order they are shown.
+DECISIVE_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
+                  "amx_int8", "asimd", "asimddp", "i8mm", "bf16")
+
+
+def shown_flags(flags: frozenset[str] | set[str]) -> list[str]:
+    """The decisive flags among ``flags``, in ``DECISIVE_FLAGS`` order."""
+    return [f for f in DECISIVE_FLAGS if f in flags]
+
+
+def precision_summary(flags: frozenset[str] | set[str] | None = None,
+                      system: str | None = None) -> list[str]:
+    """What ``precision="auto"`` and ``"fast"`` take on a CPU with ``flags`` (default: this
+    one), as ``phrasekit models`` prints it: the choices the flags settle, and those timed
+    once on first use."""
+    flags = cpu_flags() if flags is None else flags
+    if native_bf16(flags, system):
+        auto = "bf16"
+        fast = ("int8 or bf16, whichever is timed faster on first use" if native_int8_dot(flags)
+                else "bf16")
+    elif native_int8_dot(flags):
+        auto = fast = "int8 (8-bit weights) where timed faster on first use, else fp32"
+    else:
+        auto = "fp32 on torch or ONNX Runtime, whichever is timed faster on first use"
+        fast = "int8 (7-bit weights) where timed faster than that"
+    return [f"# this CPU: {cpu_model()} ({', '.join(shown_flags(flags)) or 'no flags read'})",
+            f"#   precision auto: {auto}", f"#   precision fast: {fast}"]
