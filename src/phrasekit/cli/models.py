@@ -89,7 +89,7 @@ def models_records(models: dict[str, str], defaults: dict[str, str]) -> list[dic
 @command(app, "models")
 def models_cmd(as_json: JsonFlag = False, quiet: Quiet = False) -> None:
     """List the model names `phrasekit.load` knows; * marks a default, with the commands it is
-    the default of; then this CPU and the precisions `auto` and `fast` take on it.
+    the default of. The list ends with this CPU and the precisions `auto` and `fast` take on it.
 
     Example: phrasekit models --json
     """
