@@ -27,8 +27,8 @@ from phrasekit.io import (
     count_lines,
     iter_lines,
     read_lines,
-    write_npy_rows,
 )
+from phrasekit.tables import write_npy_rows
 
 
 def _dead_pid() -> int:

@@ -16,9 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import numpy as np
+from typing import Any
 
 from phrasekit.paths import own_siblings, real, stem, utf8_problem, what_is
 
@@ -141,19 +139,6 @@ def read_json_object(path: str | Path, error: type[Exception] = ValueError) -> d
     return obj
 
 
-def load_npy(path: str | Path, error: type[Exception] = ValueError) -> Any:
-    """Load a plain ``.npy`` array (never pickled objects); missing/bad files raise ``error``."""
-    import numpy as np
-
-    path = Path(path)
-    if not path.is_file():
-        raise error(f"{path} is missing")
-    try:
-        return np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise error(f"{path}: not a plain .npy array ({exc})") from exc
-
-
 def write_text(path: str | Path, text: str) -> None:
     """Write text atomically."""
     with atomic_write(path) as fh:
@@ -231,27 +216,6 @@ def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], i
 
 
 #: number types a vector file may be written in
-VECTOR_DTYPES = ("float32", "float16")
-
-
-def write_npy_rows(fh: BinaryIO, chunks: Iterable[np.ndarray], n_rows: int, dim: int,
-                   dtype: str = "float32") -> None:
-    """Write an ``(n_rows, dim)`` ``.npy`` to ``fh`` from row chunks as they come, so the
-    matrix is never whole in memory; a stream that ends with another row count raises."""
-    dt = np.dtype(dtype)
-    np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(dt),
-                                              "fortran_order": False, "shape": (n_rows, dim)})
-    rows = 0
-    for chunk in chunks:
-        if chunk.ndim != 2 or chunk.shape[1] != dim or rows + len(chunk) > n_rows:
-            raise ValueError(f"rows of shape {chunk.shape} do not fit a ({n_rows}, {dim}) "
-                             f"matrix after {rows} rows")
-        fh.write(np.ascontiguousarray(chunk, dtype=dt).tobytes())
-        rows += len(chunk)
-    if rows != n_rows:
-        raise ValueError(f"expected {n_rows} rows, got {rows}")
-
-
 @dataclass(frozen=True)
 class Document:
     """One corpus document: an id, its text and any extra fields (label, keyphrases...)."""

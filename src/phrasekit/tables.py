@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -325,3 +325,36 @@ def column_matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+
+
+# ------------------------------------------------------------------ .npy matrices
+VECTOR_DTYPES = ("float32", "float16")
+
+
+def write_npy_rows(fh: BinaryIO, chunks: Iterable[np.ndarray], n_rows: int, dim: int,
+                   dtype: str = "float32") -> None:
+    """Write an ``(n_rows, dim)`` ``.npy`` to ``fh`` from row chunks as they come, so the
+    matrix is never whole in memory; a stream that ends with another row count raises."""
+    dt = np.dtype(dtype)
+    np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(dt),
+                                              "fortran_order": False, "shape": (n_rows, dim)})
+    rows = 0
+    for chunk in chunks:
+        if chunk.ndim != 2 or chunk.shape[1] != dim or rows + len(chunk) > n_rows:
+            raise ValueError(f"rows of shape {chunk.shape} do not fit a ({n_rows}, {dim}) "
+                             f"matrix after {rows} rows")
+        fh.write(np.ascontiguousarray(chunk, dtype=dt).tobytes())
+        rows += len(chunk)
+    if rows != n_rows:
+        raise ValueError(f"expected {n_rows} rows, got {rows}")
+
+
+def load_npy(path: str | Path, error: type[Exception] = ValueError) -> Any:
+    """Load a plain ``.npy`` array (never pickled objects); missing/bad files raise ``error``."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path} is missing")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise error(f"{path}: not a plain .npy array ({exc})") from exc

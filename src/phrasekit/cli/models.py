@@ -31,7 +31,7 @@ from phrasekit.cli.common import (
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
-from phrasekit.io import VECTOR_DTYPES, atomic_write, count_lines, iter_lines, write_npy_rows
+from phrasekit.io import atomic_write, count_lines, iter_lines
 from phrasekit.registry import (
     DEFAULT_MODEL,
     TASK_DEFAULTS,
@@ -41,10 +41,12 @@ from phrasekit.registry import (
 )
 from phrasekit.tables import (
     READ_SUFFIXES,
+    VECTOR_DTYPES,
     column_values,
     is_stdout,
     only_column,
     read_table,
+    write_npy_rows,
     write_vector_table,
 )
 

@@ -34,7 +34,7 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.datasets import resolve_corpus
-from phrasekit.io import VECTOR_DTYPES, StreamedCorpus, read_corpus
+from phrasekit.io import StreamedCorpus, read_corpus
 from phrasekit.phrases import PhraseExtractor
 from phrasekit.pipeline import LocalEngine, ShardedExtractor
 from phrasekit.pipeline.mentions import MENTIONS_KIND, write_mentions
@@ -47,6 +47,7 @@ from phrasekit.registry import (
     check_model_name,
     load,
 )
+from phrasekit.tables import VECTOR_DTYPES
 
 app = typer.Typer()
 

@@ -35,13 +35,13 @@ from phrasekit.artifacts import staged_folder
 from phrasekit.encoders.base import Encoder
 from phrasekit.encoders.cache import encode_documents
 from phrasekit.encoders.pooling import l2_normalize
-from phrasekit.io import VECTOR_DTYPES, Document
+from phrasekit.io import Document
 from phrasekit.phrases.extract import PhraseExtractor
 from phrasekit.pipeline.engines import Engine, LocalEngine, Stage, iter_stage
 from phrasekit.pipeline.shards import ShardStore
 from phrasekit.pipeline.stages import ExtractStage, ModelStage
 from phrasekit.registry import load
-from phrasekit.tables import matrix_column
+from phrasekit.tables import VECTOR_DTYPES, matrix_column
 
 logger = logging.getLogger(__name__)
 

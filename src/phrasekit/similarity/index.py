@@ -23,7 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from phrasekit.artifacts import verify_folder
-from phrasekit.io import atomic_write, load_npy, read_json_object
+from phrasekit.io import atomic_write, read_json_object
 from phrasekit.similarity.ivf import MIN_VECTORS as IVF_MIN_VECTORS
 from phrasekit.similarity.ivf import IVFIndex, ivf_fits, ivf_lists, ivf_probes
 from phrasekit.similarity.search_base import INDEX_CONFIG as INDEX_CONFIG
@@ -33,6 +33,7 @@ from phrasekit.similarity.search_base import FaissIndex, _as_matrix, _faiss
 from phrasekit.similarity.search_base import SearchIndex as SearchIndex
 from phrasekit.similarity.search_base import check_rows as check_rows
 from phrasekit.similarity.search_base import faiss_threads as faiss_threads
+from phrasekit.tables import load_npy
 
 logger = logging.getLogger(__name__)
 

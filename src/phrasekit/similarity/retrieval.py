@@ -41,7 +41,6 @@ from phrasekit.io import (
     atomic_write,
     input_problem,
     json_loads,
-    load_npy,
     read_json_object,
     write_json,
 )
@@ -64,7 +63,7 @@ from phrasekit.similarity.index import (
     check_rows,
     resolve_kind,
 )
-from phrasekit.tables import TableError, is_missing, only_column, read_table
+from phrasekit.tables import TableError, is_missing, load_npy, only_column, read_table
 
 logger = logging.getLogger(__name__)
 

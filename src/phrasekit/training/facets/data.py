@@ -58,10 +58,11 @@ from phrasekit.artifacts import verify_folder, write_manifest
 from phrasekit.encoders.facets.words import GLOVE_50D, WordSpace, load_word_space
 from phrasekit.errors import raise_failed
 from phrasekit.eval.stsb import load_stsb
-from phrasekit.io import Document, atomic_write, load_npy, read_corpus, read_json_object, write_json
+from phrasekit.io import Document, atomic_write, read_corpus, read_json_object, write_json
 from phrasekit.phrases import PhraseExtractor, PhraseVocabulary
 from phrasekit.settings import corpora_dir as default_corpora
 from phrasekit.settings import data_dir as default_data
+from phrasekit.tables import load_npy
 from phrasekit.text import tokenize
 from phrasekit.training.facets.examples import (
     phrase_examples,
