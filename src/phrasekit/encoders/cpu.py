@@ -103,6 +103,12 @@ def native_int8_dot(flags: frozenset[str] | set[str]) -> bool:
     return bool({"avx512_vnni", "avx_vnni", "amx_int8", "asimd"} & flags)
 
 
+def weighs_int8_over_bf16(flags: frozenset[str] | set[str], system: str | None = None) -> bool:
+    """True where ``precision="fast"`` times int8 against bf16: native bfloat16 and native int8
+    dot products (AVX512-BF16 with VNNI, AMX, ARM's bf16 on Linux)."""
+    return native_bf16(flags, system) and native_int8_dot(flags)
+
+
 def parse_cpu_model(text: str) -> str:
     """The model of a ``/proc/cpuinfo`` text: ``model name``, else ARM's implementer and part
     (``ARM 0x41 part 0xd40``), else ``unknown CPU``."""
@@ -144,8 +150,8 @@ def precision_summary(flags: frozenset[str] | set[str] | None = None,
     flags = cpu_flags() if flags is None else flags
     if native_bf16(flags, system):
         auto = "bf16"
-        fast = ("int8 or bf16, whichever is timed faster on first use" if native_int8_dot(flags)
-                else "bf16")
+        fast = ("int8 or bf16, whichever is timed faster on first use"
+                if weighs_int8_over_bf16(flags, system) else "bf16")
     elif native_int8_dot(flags):
         auto = fast = "int8 (8-bit weights) where timed faster on first use, else fp32"
     else:

@@ -31,7 +31,13 @@ from phrasekit.encoders.base import (
     resolve_device,
     token_counts,
 )
-from phrasekit.encoders.cpu import AUTO_PRECISIONS, cpu_flags, native_bf16, native_int8_dot
+from phrasekit.encoders.cpu import (
+    AUTO_PRECISIONS,
+    cpu_flags,
+    native_bf16,
+    native_int8_dot,
+    weighs_int8_over_bf16,
+)
 from phrasekit.encoders.pooling import mean_pool
 from phrasekit.models.backbones import load_hf_model
 
@@ -145,10 +151,9 @@ def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
 
 
 def fast_weighs_int8() -> bool:
-    """True where ``precision="fast"`` times int8 against bf16: a CPU with native bfloat16
-    and native int8 dot products (AVX512-BF16 with VNNI, AMX)."""
-    flags = cpu_flags()
-    return native_bf16(flags) and native_int8_dot(flags)
+    """True where ``precision="fast"`` on this CPU times int8 against bf16
+    (:func:`~phrasekit.encoders.cpu.weighs_int8_over_bf16`)."""
+    return weighs_int8_over_bf16(cpu_flags())
 
 
 def fastest_bf16_path(encoder: Any) -> tuple[str, str]:
