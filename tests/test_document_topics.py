@@ -16,7 +16,7 @@ from phrasekit.io import Document, StreamedCorpus
 from phrasekit.phrases import PhraseVocabulary
 from phrasekit.text import TokenDocs, tokenize
 from phrasekit.topics import DocumentTopicModel, write_topic_outputs
-from phrasekit.topics.core.choose_k import best_k, choose_k, stability_scores
+from phrasekit.topics.core.choose_k import best_k, choose_k, fast_ari, stability_scores
 from phrasekit.topics.core.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.core.terms import presence_matrix
 from phrasekit.topics.outputs.metrics import labels_nmi
@@ -132,6 +132,39 @@ def test_choose_k_finds_separated_groups() -> None:
     for criterion in ("stability", "silhouette"):
         k, scores = choose_k(X, range(2, 8), criterion)
         assert k == 4, (criterion, scores)
+
+
+def test_fast_ari_is_scikit_learns() -> None:
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(0)
+    cases = [(rng.integers(0, ka, n), rng.integers(0, kb, n))
+             for n, ka, kb in [(10, 2, 3), (500, 7, 5), (2000, 30, 30), (6, 6, 6), (4, 1, 4)]]
+    cases += [(np.zeros(6, int), np.zeros(6, int)), (np.arange(6), np.arange(6)),
+              (np.zeros(6, int), np.arange(6))]
+    for a, b in cases:
+        assert fast_ari(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
+
+
+def test_stability_adds_pairs_only_where_they_can_move_k(caplog: pytest.LogCaptureFixture
+                                                         ) -> None:
+    """The K near the floor get the added pairs, continuing their own draws (so their scores
+    are those of all the pairs drawn at once); a K far below keeps the first pass's."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(4, 16)) * 5
+    X = np.vstack([c + rng.normal(size=(60, 16)) for c in centres])
+    few = stability_scores(X, range(2, 8), n_pairs=4, more_pairs=0)
+    many = stability_scores(X, range(2, 8), n_pairs=12, more_pairs=0)
+    with caplog.at_level("INFO", logger="phrasekit.topics.core.choose_k"):
+        both = stability_scores(X, range(2, 8), n_pairs=4, more_pairs=8)
+    pairs = {int(m.split()[0][2:]): int(m.split("(")[1].split()[0])
+             for m in (r.getMessage() for r in caplog.records) if "stability" in m}
+    added = sorted(k for k, n in pairs.items() if n == 12)
+    assert 4 in added and 7 not in added, pairs
+    assert set(pairs.values()) == {4, 12}
+    for k, v in both.items():
+        assert v == pytest.approx(many[k] if k in added else few[k]), k
+    assert best_k(both, "stability") == 4
 
 
 def test_stability_runs_on_principal_components() -> None:

@@ -21,11 +21,14 @@ def _gold(docs: list[Document], model: DocumentTopicModel, topic: int) -> Counte
                    if t == topic)
 
 
-@pytest.mark.parametrize(("encoder", "pull"), [("minilm", {}), ("glove-50d", {"seed_pull": 0.25})])
+@pytest.mark.parametrize("encoder", ["minilm", "glove-50d"])
 def test_seeded_topics_gather_their_archives_and_keep_k(small_corpus: list[Document],
-                                                        encoder: str, pull: dict) -> None:
-    """MiniLM's seeds hold their topics at the default pull (0: they only start them); GloVe's
-    weaker vectors need the documents pulled toward the seeds."""
+                                                        encoder: str) -> None:
+    """With the documents pulled a quarter of the way toward their seeds, each seed's topic is
+    mostly its archive's. (At the default pull, 0, the seeds only start their topics: at the K
+    of 6 chosen for MiniLM here its biology seed's topic ends with 3 q-bio and 7 cs abstracts;
+    docs/methods/topics.md, "Seeded and zero-shot topics".)"""
+    pull = {"seed_pull": 0.25}
     kwargs = {"encoder": encoder, "min_df": 2, "k_range": (3, 6)}
     plain = DocumentTopicModel(**kwargs).fit(small_corpus)
     seeded = DocumentTopicModel(seed_topics=SEEDS, **pull, **kwargs).fit(small_corpus)

@@ -5,7 +5,9 @@ For each corpus prepared by ``benchmarks/topics/topics_vs_peers.py`` (``OUT/emb/
 the same MiniLM document vectors every method there uses), the document vectors are centred
 and re-normalised as ``DocumentTopicModel`` does, each criterion's score is computed for every K
 in 2..30 (``choose_k``) once per seed in ``--seeds`` (stability: once per pair count in
-``--pairs`` too), and each range ``k_min..30`` picks its K from those scores.
+``--pairs`` too; every K gets that many pairs, without the sequential pairs the model adds
+near the floor, so that one curve serves every tolerance), and each range ``k_min..30`` picks
+its K from those scores.
 The final partition is k-means at that K (``n_init=5``, seed 0, as in the model); its NMI
 against the gold labels is divided by the NMI of k-means (``n_init=10``) at the gold K on the
 raw vectors, the ``kmeans`` row of ``topics_vs_peers``. A setting is judged by its lowest
@@ -58,7 +60,8 @@ def compute_curves(rec: dict, Xc: np.ndarray, criteria: tuple[str, ...], seeds: 
                     continue
                 t0 = time.perf_counter()
                 if criterion == "stability":
-                    curve = stability_scores(Xc, range(2, K_MAX + 1), seed=seed, n_pairs=n)
+                    curve = stability_scores(Xc, range(2, K_MAX + 1), seed=seed, n_pairs=n,
+                                             more_pairs=0)
                 else:
                     curve = silhouette_scores(Xc, range(2, K_MAX + 1), seed=seed)
                 rec["curves"][key] = {str(k): v for k, v in curve.items()}
