@@ -126,8 +126,8 @@ def test_the_readers_run_on_this_machine():
 
 
 @pytest.mark.parametrize(("text", "system", "auto", "fast"), [
-    (X86_SAPPHIRE, "Linux", "bf16", "int8 or bf16"),       # bf16 and AMX int8: both timed
-    (ARM_GRAVITON3, "Linux", "bf16", "int8 or bf16"),      # ARM: bf16 and int8 dot products
+    (X86_SAPPHIRE, "Linux", "int8 or bf16", "int8 or bf16"),   # bf16 and AMX int8: both timed
+    (ARM_GRAVITON3, "Linux", "int8 or bf16", "int8 or bf16"),  # ARM: bf16 and int8 dot products
     (X86_AVX2, "Linux", "fp32 on torch or ONNX Runtime", "int8 (7-bit weights)"),
     (MAC_M2, "Darwin", "int8 (8-bit weights)", "int8 (8-bit weights)"),  # no bf16 on macOS
 ])

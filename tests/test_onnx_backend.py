@@ -289,11 +289,12 @@ def bf16_and_vnni(monkeypatch):
     (1.95, 1.91, ("bf16", "torch", "minilm@bf16")),  # within 5% of bf16: not worth it
     (1.2, 1.91, ("bf16", "torch", "minilm@bf16")),
 ])
-def test_fast_weighs_int8_against_bf16_where_the_cpu_has_both(monkeypatch, bf16_and_vnni,
-                                                              int8_x, bf16_x, want):
-    """With native bf16 and int8 dot products, ``fast`` takes int8 only where it measured
-    faster than torch bf16 (timed on the fp32 model, before any cast); ``auto`` stays bf16
-    and measures nothing."""
+@pytest.mark.parametrize("precision", ["auto", "fast"])
+def test_auto_and_fast_weigh_int8_against_bf16_where_the_cpu_has_both(
+        monkeypatch, bf16_and_vnni, int8_x, bf16_x, want, precision):
+    """With native bf16 and int8 dot products, ``auto`` and ``fast`` take int8 only where it
+    measured faster than torch bf16 (timed on the fp32 model, before any cast); an explicit
+    bf16 measures nothing."""
     calls: list[tuple[bool, bool]] = []
 
     def measured(enc, root=None, int8=False, bf16=False):
@@ -302,12 +303,12 @@ def test_fast_weighs_int8_against_bf16_where_the_cpu_has_both(monkeypatch, bf16_
         return {"onnx": 1.1, "int8": int8_x, "bf16": bf16_x}
 
     monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", measured)
-    enc = phrasekit.load("minilm@fast")
+    enc = phrasekit.load(f"minilm@{precision}")
     assert (enc.precision, enc.backend, enc.name) == want
     assert enc.vector_settings()["precision"] == want[0]
     assert enc.model.dtype == (torch.bfloat16 if want[0] == "bf16" else torch.float32)
     assert calls == [(True, True)]
-    enc = phrasekit.load("minilm@auto")
+    enc = phrasekit.load("minilm@bf16")
     assert (enc.precision, enc.backend, enc.name) == ("bf16", "torch", "minilm@bf16")
     assert calls == [(True, True)]
 

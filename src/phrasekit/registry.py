@@ -65,8 +65,9 @@ def register(
     return deco
 
 
-#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32, or
-#: int8 with VNNI where it measures faster; ``fast``: also int8 without VNNI, 7-bit weights).
+#: Precisions of the transformer models (``auto``: bf16 where the CPU has it, else fp32; int8
+#: where the CPU has native int8 dot products and int8 measures faster; ``fast``: also int8
+#: without VNNI, 7-bit weights).
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto", "fast")
 
 
@@ -81,7 +82,7 @@ def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> 
     name = model if precision == "fp32" else f"{model}@{precision}"
     extra = ({"backend": "auto"} if backend and asked in AUTO_PRECISIONS
              and "backend" not in kwargs else {})
-    if extra and (precision == "fp32" or (asked == "fast" and encoders.fast_weighs_int8())):
+    if extra and (precision == "fp32" or encoders.bf16_weighs_int8()):
         precision, name = asked, model  # the encoder weighs int8 and names its choice
     return {**kwargs, "precision": precision, "name": kwargs.get("name", name), **extra}
 

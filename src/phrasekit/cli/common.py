@@ -36,10 +36,10 @@ CsvSafe = Annotated[bool, typer.Option(
                                      "with a leading ' so that a spreadsheet shows it as text "
                                      "instead of running it as a formula.")]
 Precision = Annotated[str, typer.Option(
-    help="auto (bf16 where the CPU has native bfloat16 - AVX512-BF16 or AMX - else fp32, or "
-         "int8 with VNNI where it measures faster), fast (auto, and int8 where it measures "
-         "faster: with 7-bit weights on CPUs without VNNI, instead of bf16 on CPUs with "
-         "both), fp32, bf16 or int8 (transformer models).")]
+    help="auto (bf16 where the CPU has native bfloat16 - AVX512-BF16 or AMX - else fp32; "
+         "int8 instead where the CPU has native int8 dot products - VNNI, AMX, ARM - and it "
+         "measures faster), fast (auto, and 7-bit int8 on CPUs without VNNI where it "
+         "measures faster), fp32, bf16 or int8 (transformer models).")]
 Device = Annotated[str, typer.Option(
     help="Where models run: auto (CUDA when torch sees a GPU, else the CPU), cpu, cuda or "
          "cuda:N. Sets PHRASEKIT_DEVICE for the command, so worker processes follow it.")]

@@ -18,5 +18,5 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                             "static": ["StaticWordEncoder"],
                             "string": ["CharNgramEncoder"],
                             "subtst": ["SubTST"],
-                            "transformer": ["TransformerEncoder", "fast_weighs_int8",
+                            "transformer": ["TransformerEncoder", "bf16_weighs_int8",
                                             "resolve_precision"]})

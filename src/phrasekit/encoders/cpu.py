@@ -104,8 +104,8 @@ def native_int8_dot(flags: frozenset[str] | set[str]) -> bool:
 
 
 def weighs_int8_over_bf16(flags: frozenset[str] | set[str], system: str | None = None) -> bool:
-    """True where ``precision="fast"`` times int8 against bf16: native bfloat16 and native int8
-    dot products (AVX512-BF16 with VNNI, AMX, ARM's bf16 on Linux)."""
+    """True where ``precision="auto"`` and ``"fast"`` time int8 against bf16: native bfloat16
+    and native int8 dot products (AVX512-BF16 with VNNI, AMX, ARM's bf16 on Linux)."""
     return native_bf16(flags, system) and native_int8_dot(flags)
 
 
@@ -149,9 +149,8 @@ def precision_summary(flags: frozenset[str] | set[str] | None = None,
     once on first use."""
     flags = cpu_flags() if flags is None else flags
     if native_bf16(flags, system):
-        auto = "bf16"
-        fast = ("int8 or bf16, whichever is timed faster on first use"
-                if weighs_int8_over_bf16(flags, system) else "bf16")
+        auto = fast = ("int8 or bf16, whichever is timed faster on first use"
+                       if weighs_int8_over_bf16(flags, system) else "bf16")
     elif native_int8_dot(flags):
         auto = fast = "int8 (8-bit weights) where timed faster on first use, else fp32"
     else:
