@@ -165,6 +165,11 @@ def test_stability_adds_pairs_only_where_they_can_move_k(caplog: pytest.LogCaptu
     for k, v in both.items():
         assert v == pytest.approx(many[k] if k in added else few[k]), k
     assert best_k(both, "stability") == 4
+    caplog.clear()
+    with caplog.at_level("INFO", logger="phrasekit.topics.core.choose_k"):
+        stability_scores(X, range(2, 5), n_pairs=1, more_pairs=2)  # no standard error yet
+    assert [m.endswith("(3 pairs)") for m in (r.getMessage() for r in caplog.records)
+            if "stability" in m] == [True] * 3
 
 
 def test_stability_runs_on_principal_components() -> None:

@@ -64,8 +64,8 @@ def kmeans_labels(X: np.ndarray, k: int, n_init: int, seed: int) -> tuple[np.nda
 
 def fast_ari(a: np.ndarray, b: np.ndarray) -> float:
     """The adjusted Rand index of two labelings by non-negative integers, from a dense
-    contingency table: scikit-learn's builds a sparse one and took a third of the pairs'
-    time. Equal to ``adjusted_rand_score`` (tested)."""
+    contingency table: scikit-learn's builds a sparse one (3 ms a pair on 2,000 documents,
+    an eighth of the pairs' time). Equal to ``adjusted_rand_score`` (tested)."""
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
 
     def same(counts: np.ndarray) -> float:  # pairs of documents sharing a cell
@@ -133,11 +133,16 @@ def stability_scores(X: np.ndarray, ks: Sequence[int], seed: int = 0,
 
 def _undecided(aris: dict[int, list[float]], tolerance: float) -> list[int]:
     """The K whose mean ARI is within ``STABILITY_SE`` standard errors of the stability
-    floor (or above it): more pairs may move them across it."""
+    floor (or above it): more pairs may move them across it. One pair has no standard error:
+    every K then gets more."""
     means = {k: float(np.mean(v)) for k, v in aris.items()}
     floor = stability_floor(means, tolerance)
-    return [k for k, v in aris.items()
-            if means[k] + STABILITY_SE * float(np.std(v, ddof=1)) / np.sqrt(len(v)) >= floor]
+
+    def reach(v: list[float]) -> float:
+        return STABILITY_SE * float(np.std(v, ddof=1)) / np.sqrt(len(v)) if len(v) > 1 \
+            else np.inf
+
+    return [k for k, v in aris.items() if means[k] + reach(v) >= floor]
 
 
 def silhouette_scores(X: np.ndarray, ks: Sequence[int], seed: int = 0, n_init: int = 3,
