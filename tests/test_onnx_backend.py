@@ -437,3 +437,20 @@ def test_a_cache_without_a_lock_file_still_serves_its_graph(tmp_path, onnx_fp32,
 
     monkeypatch.setattr(onnx_graph, "open", no_lock, raising=False)
     assert graph_folder(onnx_fp32.model, onnx_fp32.tokenizer, tmp_path) == folder
+
+
+@pytest.mark.parametrize("cpu", ["vnni_no_bf16", "bf16_and_vnni"])
+def test_mpnet_auto_never_takes_int8_but_fast_may(request, cpu):
+    """8-bit int8 cost mpnet up to 2.4 on phrase similarity, so its ``auto`` keeps bf16 or
+    fp32 (the runtime still chosen by timing); ``fast`` may still weigh int8."""
+    request.getfixturevalue(cpu)
+    from phrasekit.registry import _at_precision
+
+    auto = _at_precision("mpnet", {"precision": "auto"}, backend=True, auto_int8=False)
+    want = "bf16" if cpu == "bf16_and_vnni" else "fp32"
+    assert (auto["precision"], auto["name"], auto["backend"]) == (want, "mpnet" if want == "fp32"
+                                                                   else "mpnet@bf16", "auto")
+    fast = _at_precision("mpnet", {"precision": "fast"}, backend=True, auto_int8=False)
+    assert (fast["precision"], fast["name"]) == ("fast", "mpnet")  # the encoder weighs int8
+    minilm = _at_precision("minilm", {"precision": "auto"}, backend=True)
+    assert minilm["precision"] == "auto"

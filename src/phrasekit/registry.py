@@ -71,18 +71,20 @@ def register(
 TRANSFORMER_PRECISIONS = ("fp32", "bf16", "int8", "auto", "fast")
 
 
-def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False) -> dict[str, Any]:
+def _at_precision(model: str, kwargs: dict[str, Any], backend: bool = False,
+                  auto_int8: bool = True) -> dict[str, Any]:
     """``kwargs`` with ``precision`` resolved (``auto`` -> this CPU's choice) and the encoder
     named after it (``minilm``, ``minilm@bf16``), so vectors of two precisions never share a
     cache or an index. ``backend``: the model takes one, and ``auto`` lets fp32 run on ONNX
     Runtime where that is measured faster on this CPU, or int8 where that is (named
-    ``<model>@int8`` then)."""
+    ``<model>@int8`` then); ``auto_int8=False``: ``auto`` never takes int8 (``fast`` may)."""
     asked = kwargs.get("precision", "fp32")
     precision = encoders.resolve_precision(asked)
     name = model if precision == "fp32" else f"{model}@{precision}"
     extra = ({"backend": "auto"} if backend and asked in AUTO_PRECISIONS
              and "backend" not in kwargs else {})
-    if extra and (precision == "fp32" or encoders.bf16_weighs_int8()):
+    weigh = auto_int8 or asked == "fast"
+    if extra and weigh and (precision == "fp32" or encoders.bf16_weighs_int8()):
         precision, name = asked, model  # the encoder weighs int8 and names its choice
     return {**kwargs, "precision": precision, "name": kwargs.get("name", name), **extra}
 
@@ -98,8 +100,9 @@ def _minilm(**kwargs: Any) -> Encoder:
                    "PEARL's distillation teacher", installed=mpnet_installed,
           precisions=TRANSFORMER_PRECISIONS)
 def _mpnet(**kwargs: Any) -> Encoder:
-    return encoders.TransformerEncoder(mpnet_path(),
-                                       **_at_precision("mpnet", kwargs, backend=True))
+    # 8-bit int8 cost mpnet 1.0-2.4 on BiRD, Turney and both PPDB tasks (docs/benchmarks.md)
+    return encoders.TransformerEncoder(
+        mpnet_path(), **_at_precision("mpnet", kwargs, backend=True, auto_int8=False))
 
 
 @register("glove-50d", "average of GloVe 6B 50d word vectors (packaged)")
