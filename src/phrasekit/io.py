@@ -215,7 +215,6 @@ def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], i
     return kept, len(lines) - len(kept)
 
 
-#: number types a vector file may be written in
 @dataclass(frozen=True)
 class Document:
     """One corpus document: an id, its text and any extra fields (label, keyphrases...)."""

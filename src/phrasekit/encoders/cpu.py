@@ -15,12 +15,10 @@ import platform
 import subprocess
 from pathlib import Path
 
-#: Precisions settled per CPU. ``auto``: bf16 where native, else int8 where the CPU has native
-#: int8 dot products (8-bit weights) and it measures faster, else fp32. ``fast``: the same,
-#: but int8 also on CPUs without them (7-bit weights) and, on CPUs with native bf16 and int8
-#: dot products, int8 where it measures faster than bf16: for rankings that int8 vectors keep,
-#: keyphrases (Inspec dev F1@10 39.32 against 39.50), not phrase similarity (avg7 -0.34) nor
-#: topics' K.
+#: Precisions settled per CPU. ``auto``: bf16 where native, else fp32; int8 (8-bit weights)
+#: instead where the CPU has native int8 dot products and int8 measures faster. ``fast``: the
+#: same, but int8 also on CPUs without them (7-bit weights), for rankings that 7-bit vectors
+#: keep: keyphrases (Inspec dev F1@10 39.32 against 39.50), not phrase similarity (avg7 -0.34).
 AUTO_PRECISIONS = ("auto", "fast")
 
 logger = logging.getLogger(__name__)

@@ -174,12 +174,12 @@ def fastest_bf16_path(encoder: Any) -> tuple[str, str]:
         logger.warning("precision auto/fast -> bf16: int8 not measured (%s)", exc)
         return "bf16", "torch"
     choice = ("int8", "onnx") if int8 >= MIN_SPEEDUP * bf16 else ("bf16", "torch")
-    _log_fast_int8(choice[0], int8, bf16)
+    _log_bf16_or_int8(choice[0], int8, bf16)
     return choice
 
 
 @functools.cache
-def _log_fast_int8(choice: str, int8: float, bf16: float) -> None:
+def _log_bf16_or_int8(choice: str, int8: float, bf16: float) -> None:
     logger.info("precision auto/fast -> %s (int8 on ONNX Runtime measured %.2fx torch fp32 here, "
                 "torch bf16 %.2fx)", choice, int8, bf16)
 
