@@ -8,6 +8,7 @@ mix of old and new. The rerun must then produce what an uninterrupted run produc
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -202,3 +203,61 @@ def _report(**row: Any) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
+
+
+def test_sigterm_unwinds_like_ctrl_c_and_leaves_no_temporary_output(tmp_path):
+    """`kill PID` (SIGTERM) mid-write: exit 143, "terminated", no hidden partial file."""
+    phrases = tmp_path / "in.txt"
+    phrases.write_text("".join(f"three word phrase {i % 997}\n" for i in range(400_000)),
+                       encoding="utf-8")
+    out = tmp_path / "out.npy"
+    proc = subprocess.Popen([sys.executable, "-m", "phrasekit", "encode", "-m", "glove-50d",
+                             "-q", str(phrases), "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if any(p.name.startswith(".out.npy.") for p in tmp_path.iterdir()):
+            break  # the temporary output exists: terminate while it is being written
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.skip("the encode finished before it could be terminated")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and b"terminated" in err, (proc.returncode, err[-500:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_kill_9_of_a_command_leaves_no_spacy_worker_behind(tmp_path):
+    """The forked spaCy workers die with the command instead of waiting on their task queue."""
+    proc = subprocess.Popen([sys.executable, "-m", "phrasekit", "topics", str(CORPUS), "-m",
+                             "string", "-k", "4", "--min-df", "2", "--out", str(tmp_path / "t"),
+                             "-q", "--workers", "2"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline, workers = time.monotonic() + 120, []
+    while proc.poll() is None and not workers and time.monotonic() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.05)
+    if not workers:
+        proc.wait(timeout=120)
+        pytest.skip("the command finished before its workers could be seen")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [w for w in workers if Path(f"/proc/{w}").exists()]
+    for w in alive:
+        os.kill(w, signal.SIGKILL)
+    assert alive == []

@@ -311,6 +311,11 @@ def test_a_default_shard_folder_holding_user_files_is_refused_and_never_emptied(
     (own_manifest / "manifest.json").write_text('{"mine": 1}', encoding="utf-8")
     with pytest.raises(BadInputError, match=r"manifest\.json"):
         _check_work_folder(own_manifest, default=True)
+    with pytest.raises(BadInputError, match=r"not a phrasekit shard manifest"):
+        _check_work_folder(own_manifest, default=False)  # named by --work-dir: still the user's
+    with pytest.raises(ValueError, match=r"not a phrasekit shard manifest"):
+        ShardStore(own_manifest)
+    assert (own_manifest / "manifest.json").read_text(encoding="utf-8") == '{"mine": 1}'
     (tmp_path / "file.shards").write_text("mine", encoding="utf-8")
     with pytest.raises(BadInputError, match="is a file"):
         _check_work_folder(tmp_path / "file.shards", default=False)

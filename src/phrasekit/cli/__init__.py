@@ -10,6 +10,8 @@ data), 1 other errors.
 from __future__ import annotations
 
 import importlib
+import signal
+import sys
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
@@ -17,7 +19,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from phrasekit.cli.common import BadInputError, set_debug
+from phrasekit.cli.common import BadInputError, Terminated, set_debug, unwind_on_sigterm
 
 __all__ = ["COMMANDS", "BadInputError", "app", "main"]
 
@@ -181,5 +183,9 @@ def root(debug: bool = typer.Option(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point (SIGTERM unwinds the run, so no temporary output is left)."""
+    unwind_on_sigterm()
+    try:
+        app()
+    except Terminated:  # outside a command's body (loading, parsing options)
+        sys.exit(128 + signal.SIGTERM)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import inspect
 import json
 import logging
 import math
 import os
+import signal
 import sys
 import zlib
 from collections.abc import Callable, Iterator
@@ -76,6 +78,27 @@ class BadInputError(Exception):
     """Raised by commands for user errors that should exit with code 2."""
 
 
+class Terminated(BaseException):
+    """SIGTERM in the command's process, raised where it lands so that the run unwinds as on
+    Ctrl-C: temporary outputs are removed and nothing half-written is left."""
+
+
+def unwind_on_sigterm() -> None:
+    """Turn SIGTERM into :class:`Terminated` in this process; a forked worker that inherits the
+    handler dies of the signal as before."""
+    pid = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() != pid:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated
+
+    with contextlib.suppress(ValueError):  # only the main thread may set handlers
+        signal.signal(signal.SIGTERM, handler)
+
+
 #: Output suffixes naming a format other than the one a command writes.
 FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separated text",
                    ".parquet": "Parquet", ".pq": "Parquet", ".json": "JSON", ".jsonl": "JSON lines",
@@ -121,6 +144,11 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
         raise BadInputError(f"{out}: this command writes {', '.join(names)}, not {what}; name "
                             f"the output {' or '.join(suffixes)}")
     return suffix
+
+
+def parameter_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    """A command function's parameter defaults: what tells an option the user set."""
+    return {name: p.default for name, p in inspect.signature(fn).parameters.items()}
 
 
 def echo_json(obj: Any) -> None:
@@ -223,6 +251,9 @@ def run_command(body: Callable[[], Any], writing: object = None) -> Any:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(code=130) from None
+    except Terminated:
+        typer.echo("terminated", err=True)
+        raise typer.Exit(code=128 + signal.SIGTERM) from None
     except BrokenPipeError:  # `phrasekit ... | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         raise typer.Exit(code=0) from None

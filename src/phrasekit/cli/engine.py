@@ -20,6 +20,7 @@ from phrasekit.pipeline import (
     ShardStore,
     make_engine,
 )
+from phrasekit.pipeline.shards import MANIFEST
 from phrasekit.registry import load
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,9 @@ def _check_work_folder(folder: Path | None, default: bool) -> None:
         raise BadInputError(f"{folder}: the shard folder of this run holds files phrasekit did "
                             f"not write ({', '.join(foreign[:3])}); move them or give "
                             f"--work-dir")
+    if MANIFEST in foreign:  # a work folder of the user's may hold files, not this name
+        raise BadInputError(f"{folder / MANIFEST}: not a phrasekit shard manifest, and the "
+                            f"shard store would replace it; give --work-dir another folder")
 
 
 def encoder_for(run: Run | None, model: str, **options: Any) -> Encoder:

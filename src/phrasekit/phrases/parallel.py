@@ -10,14 +10,21 @@ keyphrase candidates).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gc
 import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
 from phrasekit.encoders.allocator import keep_freed_memory
 
+#: Linux's prctl option: the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
 #: Tasks per worker: smaller shares balance the workers and move the progress bar.
 TASKS_PER_WORKER = 4
 
@@ -57,8 +64,8 @@ def pooled(owner: Any, tasks: Sequence[T], work: Callable[[Any, T], R], n_proces
     # (benchmarks/speed/keyphrase_candidates_speed.py).
     gc.freeze()
     try:
-        with ProcessPoolExecutor(n_process, mp_context=ctx,
-                                 initializer=_one_blas_thread) as pool:
+        with ProcessPoolExecutor(n_process, mp_context=ctx, initializer=_worker_start,
+                                 initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(work, owner, task) for task in tasks]
             if meanwhile is not None:
                 meanwhile()
@@ -68,10 +75,18 @@ def pooled(owner: Any, tasks: Sequence[T], work: Callable[[Any, T], R], n_proces
         gc.unfreeze()
 
 
-def _one_blas_thread() -> None:
-    """Each worker multiplies on one thread: the workers already use every core."""
+def _worker_start(parent: int) -> None:
+    """Each worker dies with ``parent`` (so a ``kill -9`` of a command leaves no worker behind,
+    waiting forever on its task queue), takes SIGTERM's default action, and multiplies on one
+    thread: the workers already use every core."""
     from threadpoolctl import threadpool_limits
 
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
     threadpool_limits(1)
 
 

@@ -73,7 +73,10 @@ class ShardStore:
         if not path.is_file():
             return {}
         data = _shard_manifest(path)
-        if data is None or data.get("format_version") != FORMAT_VERSION:
+        if data is None:  # the user's own file: never replaced by the store's manifest
+            raise ValueError(f"{path}: not a phrasekit shard manifest; the shard store would "
+                             "replace it: use another folder")
+        if data.get("format_version") != FORMAT_VERSION:
             logger.warning("%s is not a readable phrasekit shard manifest of format %d: "
                            "starting over", path, FORMAT_VERSION)
             return {}
