@@ -508,7 +508,7 @@ def test_dev_scorer_reads_dev_splits_and_clusters_with_the_test_protocol(tmp_pat
 
 def test_a_bad_benchmark_file_is_named(tmp_path) -> None:
     """Benchmark data of the user's (``--data-dir``): bytes that are not UTF-8, no rows, or
-    a score that is not a number are named with the file."""
+    a score that is not a number are named with the file (and line)."""
     import shutil
 
     from phrasekit.eval.bird import load_bird
@@ -522,7 +522,7 @@ def test_a_bad_benchmark_file_is_named(tmp_path) -> None:
     for content, fragment in ((good + b"caf\xe9\n", r"bird\.tsv:\d+: not valid UTF-8"),
                               (header + b"\n", r"bird\.tsv: no data rows"),
                               (header + b"\n" + b"\t".join(cells) + b"\n",
-                               r"bird\.tsv: 'abc' is not a number")):
+                               r"bird\.tsv:2: 'abc' is not a number")):
         path.write_bytes(content)
         with pytest.raises(ValueError, match=fragment):
             load_bird(tmp_path / "d")

@@ -368,7 +368,9 @@ def test_cli_bad_input_exit_2(tmp_path, setup, args, fragment) -> None:
     res = runner.invoke(app, ["keyphrases", str(corpus), "--quiet", *args])
     assert res.exit_code == 2, res.output
     assert fragment in res.output
-    if setup == "empty" or {"--split", "--gold-field"} & set(args):  # the corpus is named
+    if setup == "empty":  # the corpus and the document's line are named
+        assert f"{corpus}:2: " in res.output
+    if {"--split", "--gold-field"} & set(args):  # the corpus is named
         assert f"{corpus}: " in res.output
 
 

@@ -146,8 +146,13 @@ def test_load_with_other_model_name(tmp_path, minilm):
 
 def test_read_names_formats_and_errors(tmp_path):
     txt = tmp_path / "n.txt"
-    txt.write_text("Paris\n\n  London \n", encoding="utf-8")
+    txt.write_text("Paris\n  London \n", encoding="utf-8")
     assert read_names(txt) == (["Paris", "London"], None)
+    txt.write_text("Paris\n\n  London \n", encoding="utf-8")  # name i is line i: no gaps
+    with pytest.raises(EntityIndexError, match=r"n\.txt:2: blank line .*names file"):
+        read_names(txt)
+    with pytest.raises(EntityIndexError, match=r"n\.txt:2: blank line .*queries file"):
+        read_names(txt, what="queries file")
     txt.write_text("\ufeffParis\n", encoding="utf-8")  # a byte-order mark is not a name
     assert read_names(txt) == (["Paris"], None)
     tsv = tmp_path / "n.tsv"
@@ -163,8 +168,11 @@ def test_read_names_formats_and_errors(tmp_path):
         ("d.csv", "id,name\n,a\n", {"column": "name", "id_column": "id"}, "empty 'id' cell"),
         ("e.csv", 'id,name\nQ1,"a\n', {"column": "name"}, "malformed CSV"),
         ("f.csv", "id,name\nQ1,a,b\n", {"column": "name"}, "3 fields"),
-        ("g.txt", "\n\n", {}, "no names"),
-        ("h.txt", "a\n", {"column": "name"}, "need a .csv or .tsv"),
+        ("g.txt", "\n \t\n", {}, r"no names \(only blank lines\)"),
+        ("g2.txt", "", {}, r"no names \(empty file\)"),
+        ("h.txt", "a\n", {"column": "name"}, "needs a .csv or .tsv"),
+        ("k.parquet", "x", {}, "not .parquet"),
+        ("l.csv", "name\nfoo\n\nbar\n", {}, r"l\.csv:3: empty 'name' cell"),
         ("i.csv", "name\n", {}, "no names in column"),
         ("j.csv", "a,a\nx,y\n", {"column": "a"}, "duplicate column 'a'"),
     ]
@@ -196,7 +204,7 @@ def test_cli_build_and_query(tmp_path):
     res = runner.invoke(app, ["index", "query", str(out), "Messier 82", "ngc 4414", "-k", "2",
                               "--quiet"])
     assert res.exit_code == 0, res.output
-    lines = res.output.strip().splitlines()
+    lines = res.stdout.strip().splitlines()  # the fallback combiner warns once per process
     assert lines[0] == "query\trank\tname\tid\tscore" and len(lines) == 5
     assert lines[1].split("\t")[:3] == ["Messier 82", "1", "Messier 82"]
     queries = tmp_path / "q.txt"

@@ -35,6 +35,19 @@ def test_read_table_by_suffix(tables) -> None:
     assert column_values(parquet, "id") == [(0, "1"), (1, "2")]
 
 
+def test_json_lines_are_no_table_and_a_blank_line_of_one_column_is_an_empty_cell(tmp_path):
+    (tmp_path / "t.jsonl").write_text('{"name": "x"}\n', encoding="utf-8")
+    with pytest.raises(TableError, match=r"t\.jsonl: JSON lines is not a table format"):
+        read_table(tmp_path / "t.jsonl")
+    (tmp_path / "one.csv").write_text("name\nfoo\n\nbar\n", encoding="utf-8")
+    table = read_table(tmp_path / "one.csv")  # row i of a one-column table is line i + 2
+    with pytest.raises(TableError, match=r"one\.csv:3: empty 'name' cell \(skip_empty=True"):
+        column_values(table, "name")
+    assert column_values(table, "name", skip_empty=True) == [(0, "foo"), (2, "bar")]
+    (tmp_path / "two.csv").write_text("name,id\nfoo,1\n\nbar,2\n", encoding="utf-8")
+    assert column_values(read_table(tmp_path / "two.csv"), "name") == [(0, "foo"), (2, "bar")]
+
+
 def test_empty_parquet_cell_names_the_row(tmp_path) -> None:
     pq.write_table(pa.table({"name": ["a", None]}), tmp_path / "t.parquet")
     with pytest.raises(TableError, match=r"t.parquet row 2: empty 'name' cell"):

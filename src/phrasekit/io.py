@@ -199,8 +199,12 @@ def count_lines(path: str | Path, skip_blank: bool = False) -> tuple[int, int]:
         kept += line is not None
         skipped += line is None
     if not kept:
-        raise CorpusError(f"{path}: no lines to read (empty file)")
+        raise CorpusError(f"{path}: no lines to read ({_no_lines(skipped)})")
     return kept, skipped
+
+
+def _no_lines(blank: int) -> str:
+    return f"only {blank} blank line{'s' if blank > 1 else ''}" if blank else "empty file"
 
 
 def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], int]:
@@ -211,7 +215,7 @@ def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], i
     lines = list(_text_lines(path, skip_blank))
     kept = [line for line in lines if line is not None]
     if not kept:
-        raise CorpusError(f"{path}: no lines to read (empty file)")
+        raise CorpusError(f"{path}: no lines to read ({_no_lines(len(lines))})")
     return kept, len(lines) - len(kept)
 
 
@@ -362,6 +366,21 @@ def document_location(path: str | Path, n: int) -> str:
     with _open_text(files[0]) as fh:
         texts = (lineno for lineno, line in enumerate(fh, start=1) if line.strip())
         return f"{files[0]}:{next(islice(texts, n, None), '?')}"
+
+
+def corpus_line(path: str | Path, position: int) -> str | None:
+    """``file:line`` of a JSONL or text corpus' ``position``-th document (0-based; blank lines
+    hold none), read again only to place an error; None for Parquet or past the end."""
+    files, kind = _corpus_files(Path(path))
+    if kind == "parquet":
+        return None
+    with _open_text(files[0]) as fh:
+        seen = -1
+        for lineno, line in enumerate(fh, start=1):
+            seen += bool(line.strip())
+            if seen == position:
+                return f"{files[0]}:{lineno}"
+    return None
 
 
 def _corpus_files(path: Path) -> tuple[list[Path], str]:

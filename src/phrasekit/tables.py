@@ -175,6 +175,12 @@ def write_vector_table(path: str | Path, texts: Iterable[str], chunks: Iterable[
     return written
 
 
+#: Suffixes of files that are not tables (read as CSV they would give one odd column).
+NOT_TABLES = {".jsonl": "JSON lines", ".ndjson": "JSON lines", ".json": "JSON",
+              ".xlsx": "an Excel workbook", ".xls": "an Excel workbook", ".npy": "a NumPy array",
+              ".gz": "a compressed file", ".zip": "a zip archive"}
+
+
 @dataclass
 class Table:
     """A table read from CSV, TSV or Parquet: its header and data rows."""
@@ -183,7 +189,8 @@ class Table:
     header: list[str]
     rows: list[tuple[int, int, list[Any]]] = field(default_factory=list)
     """``(data row number, file line, fields)``; row numbers are 0-based, header excluded (a
-    blank line takes a number but is no row). Parquet rows' "line" is their row number + 1, a
+    blank line takes a number but is no row; in a one-column table it is a row with an empty
+    cell). Parquet rows' "line" is their row number + 1, a
     data frame's its position."""
     by_row: bool = False
     """Whether rows are named by number (Parquet, data frames) rather than by file line."""
@@ -222,6 +229,14 @@ def _read_parquet(path: Path) -> Table:
     return table
 
 
+def _warn_other_separator(path: Path, header: list[str], delimiter: str) -> None:
+    """A one-column header holding another separator is most often a file split by it."""
+    other = next((c for c in (";", "\t", ",", "|") if c != delimiter and c in header[0]), None)
+    if len(header) == 1 and other is not None:
+        logger.warning("%s: one column, named %r: if the file is separated by %r, rewrite it "
+                       "with %r (or as .tsv / .parquet)", path, header[0], other, delimiter)
+
+
 def read_table(path: str | Path) -> Table:
     """Read a table with a header row: Parquet (``.parquet``/``.pq``), tab-separated
     (``.tsv``) or UTF-8 CSV (anything else).
@@ -235,6 +250,9 @@ def read_table(path: str | Path) -> Table:
         raise TableError(problem)
     if path.suffix.lower() in (".parquet", ".pq"):
         return _read_parquet(path)
+    if path.suffix.lower() in NOT_TABLES:
+        raise TableError(f"{path}: {NOT_TABLES[path.suffix.lower()]} is not a table format "
+                         "phrasekit reads; give CSV, .tsv or .parquet (with a header row)")
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     reader: Any = None
     try:
@@ -245,9 +263,11 @@ def read_table(path: str | Path) -> Table:
                 raise TableError(f"{path}: empty file (no header row)")
             table = Table(path, _check_header(path, [h.strip().lstrip("\ufeff")
                                                      for h in header]))
+            _warn_other_separator(path, table.header, delimiter)
             for row_no, row in enumerate(reader):
-                if not row:
+                if not row and len(header) > 1:  # a blank line is no row of several fields
                     continue
+                row = row or [""]  # ... but one empty cell of a single column
                 if len(row) != len(header):
                     raise TableError(f"{path}:{reader.line_num}: {len(row)} fields where the "
                                      f"header has {len(header)}")
@@ -272,7 +292,7 @@ def is_missing(value: Any) -> bool:
 
 
 def column_values(table: Table, column: str, skip_empty: bool = False,
-                  option: str = "--skip-empty") -> list[tuple[int, str]]:
+                  option: str = "skip_empty=True") -> list[tuple[int, str]]:
     """``(data row number, stripped value)`` of ``column``; an empty cell raises ``TableError``
     naming the file and line (unless ``skip_empty``: skipped with a logged count)."""
     col = table.column(column)
@@ -289,8 +309,8 @@ def column_values(table: Table, column: str, skip_empty: bool = False,
         elif skip_empty:
             skipped += 1
         else:
-            raise TableError(f"{table.where(line)}: empty {column!r} cell (use skip_empty / "
-                             f"{option})")
+            raise TableError(f"{table.where(line)}: empty {column!r} cell ({option} skips "
+                             "such rows)")
     if skipped:
         logger.warning("%s: skipped %d empty %r cells", table.path, skipped, column)
     if not out:

@@ -60,7 +60,10 @@ def eval_cmd(
     from phrasekit.eval.aliases import ALIAS_FILE, alias_file, format_alias_table, score_models
     from phrasekit.eval.runner import format_table, parse_tasks, run_benchmark
 
-    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    task_list = [t.strip() for t in tasks.split(",") if t.strip()] if tasks is not None else None
+    if task_list == []:
+        raise BadInputError(f"--tasks {tasks!r} names no task; give comma-separated task names "
+                            "or leave --tasks out for all")
     parse_tasks(task_list)  # a bad task name fails before any model runs
     if json_out is not None:  # never into the benchmark's own files, checked before the run
         from phrasekit.paths import is_inside
@@ -78,8 +81,11 @@ def eval_cmd(
         if json_out is not None and tasks is None:
             raise BadInputError("--json records the benchmark tasks: add --tasks, or print the "
                                 "alias table alone without --json")
+        if not aliases.exists():
+            raise BadInputError(f"--aliases {aliases}: not found")
         if not alias_file(aliases).is_file():
-            raise BadInputError(f"--aliases {aliases}: no {ALIAS_FILE} there")
+            raise BadInputError(f"--aliases {aliases}: a folder without {ALIAS_FILE} (give "
+                                "the file, or the PEARL data folder that holds it)")
         with torch_threads(threads):
             rows = score_models(model, aliases, alias_split)
         typer.echo(format_alias_table(rows, alias_split))

@@ -34,8 +34,8 @@ from phrasekit.cli.options import with_config
 from phrasekit.cli.topics import TextField
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import Document, read_corpus
-from phrasekit.phrases.keyphrases import KeyphraseExtractor, Keyphrases
+from phrasekit.io import Document, corpus_line, read_corpus
+from phrasekit.phrases.keyphrases import CANDIDATE_KINDS, KeyphraseExtractor, Keyphrases
 from phrasekit.pipeline import sharded_keyphrases
 from phrasekit.registry import KEYPHRASES_MODEL
 from phrasekit.tables import STDOUT, is_stdout, write_table
@@ -93,9 +93,12 @@ def read_documents(corpus: str, text_field: str, split: str | None) -> list[Docu
             found = (f"splits present: {', '.join(present)}" if present
                      else "no document has a 'split' field")
             raise BadInputError(f"{where}: no document has split {split!r} ({found})")
-    for d in docs:
-        if not d.text.strip():
-            raise BadInputError(f"{where}: document {d.id!r} has an empty {text_field!r}")
+    empty = next((i for i, d in enumerate(docs) if not d.text.strip()), None)
+    if empty is not None:
+        if not is_stdout(corpus) and split is None:
+            where = corpus_line(resolve_corpus(corpus), empty) or where
+        raise BadInputError(f"{where}: document {docs[empty].id!r} has an empty "
+                            f"{text_field!r}")
     return docs
 
 
@@ -163,6 +166,9 @@ def keyphrases_cmd(
     """
     fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
     check_summary_out(as_json, out)
+    if candidates is not None and candidates not in CANDIDATE_KINDS:
+        raise BadInputError(f"--candidates must be one of {', '.join(CANDIDATE_KINDS)}, got "
+                            f"{candidates!r}")
     given = {"diversity": diversity, "candidates": candidates, "suppress_nested": suppress_nested}
     extractor = KeyphraseExtractor(  # validates before the corpus is read
         encoder=model, top_n=top_n, n_process=resolve_workers(workers),

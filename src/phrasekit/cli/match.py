@@ -140,6 +140,11 @@ def neighbors_cmd(
         typer.echo(f"{rank}\t{text}\t{score:.4f}")
 
 
+#: What `pairs` and `index query` write, by the output's suffix (.txt: the same text).
+PAIRS_WRITES = (".tsv", ".txt")
+QUERY_WRITES = (".csv", ".txt")
+
+
 @command(app, "pairs", out="stream")
 def pairs_cmd(
     model: Annotated[str, typer.Option(
@@ -158,6 +163,8 @@ def pairs_cmd(
 
     Example: phrasekit pairs -m runs/subtst-mrpc pairs.tsv -o scored.tsv
     """
+    if out is not None:
+        check_out_format(out, PAIRS_WRITES)
     if model_folder_format(model) != SUBTST_FORMAT:
         raise BadInputError(f"{model} is not a SubTST model folder (train one with "
                             "`phrasekit train subtst`)")
@@ -293,7 +300,7 @@ def join_cmd(
 def _join_column(path: Path, on: str, skip_empty: bool) -> tuple[Any, list[str]]:
     """A join input's table and its join column's values (checked before any work)."""
     table = read_table(path)
-    return table, column_values(table, on, skip_empty=skip_empty)
+    return table, column_values(table, on, skip_empty=skip_empty, option="--skip-empty")
 
 
 def join_threshold(model: str, scorer: str, threshold: float | None, no_threshold: bool,
@@ -390,9 +397,13 @@ def index_query_cmd(
     check_join_scorer(scorer, None)
     if as_json and out is not None and not is_stdout(out):
         raise BadInputError("--json prints to stdout and --out writes CSV: give one")
+    if out is not None:
+        check_out_format(out, QUERY_WRITES)
+    if column is not None and queries is None:
+        raise BadInputError("--column names the query column of --queries FILE; give the file")
     items = list(texts or [])
     if queries is not None:
-        items += read_names(queries, column=column)[0]
+        items += read_names(queries, column=column, what="queries file")[0]
     if not items:
         raise BadInputError("give query texts or --queries FILE")
     blank = next((i for i, q in enumerate(texts or []) if not q.strip()), None)

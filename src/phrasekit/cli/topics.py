@@ -11,7 +11,7 @@ import click
 import typer
 from typer.core import TyperCommand
 
-from phrasekit.artifacts import check_folder_path, check_output_folder
+from phrasekit.artifacts import check_output_folder
 from phrasekit.cli.common import (
     BadInputError,
     CsvSafe,
@@ -28,11 +28,16 @@ from phrasekit.cli.common import (
     file_path,
     finish_run,
     logger,
+    parameter_defaults,
     resolve_workers,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import with_config
+from phrasekit.cli.topics_checks import (
+    check_topics_options,
+    slice_options,
+)
 from phrasekit.datasets import resolve_corpus
 from phrasekit.io import StreamedCorpus, read_corpus
 from phrasekit.phrases import PhraseExtractor
@@ -62,7 +67,6 @@ FitDocs = Annotated[str | None, typer.Option(
 SpanView = Annotated[str, typer.Option(
     help="ccl: what CCL's KMeans clusters for pseudo-labels: span (the phrase's tokens pooled "
          "in its sentence), context (the phrase masked, the mask pooled) or both.")]
-METHODS = ("documents", "clusters", "pntm", "ccl")
 MethodOpt = Annotated[str, typer.Option(
     help="`documents` (k-means on document embeddings, K by stability, topics named by their "
          "most distinctive words and phrases), `clusters` (clusters of phrase embeddings, K by "
@@ -136,8 +140,6 @@ class TopicsCommand(TyperCommand):
         return super().make_context(info_name, args, parent=parent, **extra)
 
 
-#: Topic methods whose stages run sharded (ccl fine-tunes a model on the corpus in-process).
-SHARDED_METHODS = ("documents", "clusters", "pntm")
 
 
 def sharded_topic_parts(method: str, model: str, run: Run) -> dict[str, Any]:
@@ -245,84 +247,6 @@ def mentions_cmd(
                   if doc_vectors else ""))
 
 
-def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
-                         k_min: int | None, k_max: int | None, min_df: int | None,
-                         sentences: int, grounding: float, ccl_steps: int,
-                         max_instances: int, out: Path, fit_docs: str | None = None,
-                         caches: tuple[Path | None, ...] = (),
-                         run: dict[str, Any] | None = None) -> None:
-    """Raise ``BadInputError`` for option values `phrasekit topics` cannot use."""
-    from phrasekit.topics import check_topics_out
-    from phrasekit.training.uctopic.ccl import LABEL_VIEWS
-    if method not in METHODS:
-        raise BadInputError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
-    if run and (run["engine"] != "local" or run["work_dir"] is not None) \
-            and method not in SHARDED_METHODS:
-        raise BadInputError(f"--engine ray and --work-dir run the methods "
-                            f"{', '.join(SHARDED_METHODS)}, not {method}")
-    if ccl_steps < 0 or max_instances < 10:
-        raise BadInputError("need --ccl-steps >= 0 and --max-instances >= 10")
-    if label_view not in LABEL_VIEWS:
-        raise BadInputError(f"--label-view must be one of {', '.join(LABEL_VIEWS)}, "
-                            f"got {label_view!r}")
-    lo, hi = k_min if k_min is not None else 2, k_max if k_max is not None else 10**9
-    if lo < 2 or hi < lo:
-        raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
-    if n_topics is not None and n_topics < 2:
-        raise BadInputError(f"-k must be at least 2, got {n_topics}")
-    if min_df is not None and min_df < 1:
-        raise BadInputError(f"--min-df must be at least 1, got {min_df}")
-    if fit_docs is not None and (method != "documents" or not (
-            fit_docs in ("auto", "all") or (fit_docs.isdigit() and int(fit_docs) >= 1))):
-        raise BadInputError(f"--fit-docs takes a number >= 1, auto or all, and the documents "
-                            f"method, got {fit_docs!r} with {method}")
-    if sentences < 0:
-        raise BadInputError(f"--sentences must be >= 0, got {sentences}")
-    if grounding < 0:
-        raise BadInputError(f"--grounding must be >= 0, got {grounding}")
-    check_topics_out(out, caches=caches)
-
-
-def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
-    """``--save-model``: the documents method, a folder that is no input and may be written."""
-    from phrasekit.paths import is_inside, same_path
-    from phrasekit.topics.exploration.explore import KIND as TOPIC_MODEL_KIND
-    if save_model is not None:
-        if method != "documents":
-            raise BadInputError(f"--save-model saves the documents method, not {method}")
-        if is_inside(save_model, out) or is_inside(out, save_model):
-            how = "is" if same_path(save_model, out) else "overlaps"
-            raise BadInputError(f"--save-model {save_model} {how} --out {out}: each is "
-                                "written as a whole, so give two separate folders")
-        check_folder_path(save_model, (corpus, out))
-        check_output_folder(save_model, TOPIC_MODEL_KIND)
-
-
-def slice_options(method: str, time_field: str | None, class_field: str | None,
-                  time_bins: str, csv_safe: bool = True,
-                  text_field: str = "text") -> dict[str, Any]:
-    """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
-    ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
-    from phrasekit.topics.exploration.slices import check_bins
-    if (time_field or class_field) and method != "documents":
-        raise BadInputError(f"--time-field and --class-field slice the documents method, "
-                            f"not {method}")
-    for option, field in (("--time-field", time_field), ("--class-field", class_field)):
-        if field is not None and field in (text_field, "id"):
-            raise BadInputError(f"{option} {field!r} is the documents' "
-                                f"{'id' if field == 'id' else 'text'}: name another field")
-    digits = time_bins.isascii() and time_bins.isdigit()
-    bins: str | int = int(time_bins) if digits and len(time_bins) < 19 else time_bins
-    try:
-        check_bins(bins)
-    except ValueError as exc:
-        raise BadInputError(f"--time-bins: {exc}") from None
-    if not (time_field or class_field):
-        return {}
-    return {"time_field": time_field, "class_field": class_field, "time_bins": bins,
-            "csv_safe": csv_safe}
-
-
 def mine_topics(method: str, path: Path, out: Path, *, model: str | None, n_topics: int | None,
                 k_range: tuple[int | None, int | None], min_df: int | None, max_phrases: int | None,
                 phrase_cache: Path | None, cache_dir: Path | None, sentences: int,
@@ -427,11 +351,12 @@ def topics_cmd(
               phrasekit topics reviews.jsonl --method ccl --out runs/ccl
     """
     cache_dir = vector_cache(cache_dir, cache)
-    check_topics_options(method=method, label_view=label_view, n_topics=n_topics, k_min=k_min,
-                         k_max=k_max, min_df=min_df, sentences=sentences, grounding=grounding,
-                         fit_docs=fit_docs, ccl_steps=ccl_steps, max_instances=max_instances,
-                         out=out, caches=(phrase_cache, cache_dir), run=run)
-    check_save_model(save_model, method, corpus, out)
+    check_topics_options(
+        method=method, label_view=label_view, n_topics=n_topics, k_min=k_min, k_max=k_max,
+        min_df=min_df, max_phrases=max_phrases, sentences=sentences, grounding=grounding,
+        fit_docs=fit_docs, ccl_steps=ccl_steps, max_instances=max_instances, out=out, run=run,
+        caches=(phrase_cache, cache_dir), defaults=parameter_defaults(topics_cmd), save=(
+            save_model, corpus))
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
               **slice_options(method, time_field, class_field, time_bins, csv_safe, text_field)}
@@ -442,16 +367,17 @@ def topics_cmd(
             min_df=min_df, max_phrases=max_phrases, phrase_cache=phrase_cache,
             cache_dir=cache_dir, sentences=sentences, grounding=grounding, common=common,
             ccl=(ccl_steps, max_instances, label_view), run=sharded, fit_docs=fit_docs)
-    if save_model is not None:
-        tm.save(save_model)
     _finish_topics(as_json, time.perf_counter() - t0, k, tm, paths, save_model,
                    {"corpus": corpus, "method": method, "output": out})
 
 
 def _finish_topics(as_json: bool, secs: float, k: int, tm: Any, paths: dict[str, Path],
                    save_model: Path | None, summary: dict[str, Any]) -> None:
-    """`topics`' last line and, with ``--json``, its run summary."""
+    """The model saved (``--save-model``), then `topics`' last line and, with ``--json``, its
+    run summary."""
     from phrasekit.topics import format_timings
+    if save_model is not None:
+        tm.save(save_model)
     finish_run(as_json, f"{k} topics in {secs:.1f}s ({format_timings(tm.timings_, total=False)}) "
                f"-> {paths.get('report', paths['markdown'])}"
                + (f"; model -> {save_model}" if save_model is not None else ""), {

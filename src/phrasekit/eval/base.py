@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 DATA_HINT = (
     "set PHRASEKIT_DATA to the benchmark data folder (or PHRASEKIT_SHARED to the folder that "
-    "holds data/), or pass data_dir explicitly"
+    "holds data/), or give the folder (--data-dir; data_dir in Python)"
 )
 
 
@@ -143,9 +143,19 @@ def numbers(rows: Sequence[Sequence[str]], column: int, path: Path) -> list[floa
         try:
             out.append(float(row[column]))
         except ValueError:
-            raise ValueError(f"{path}: {row[column]!r} is not a number (row "
+            raise ValueError(f"{_line_of(path, row)}: {row[column]!r} is not a number (row "
                              f"{row[:3]})") from None
     return out
+
+
+def _line_of(path: Path, row: Sequence[str]) -> str:
+    """``file:line`` of the first line of a tab-separated file that holds ``row`` (read again
+    only to place an error); the file alone where none does."""
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if line.rstrip("\r\n").split("\t")[: len(row)] == list(row):
+                return f"{path}:{lineno}"
+    return str(path)
 
 
 def pair_correlations(

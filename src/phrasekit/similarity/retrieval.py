@@ -88,34 +88,48 @@ class EntityIndexError(ValueError):
 
 
 def read_names(
-    path: str | Path, column: str | None = None, id_column: str | None = None
+    path: str | Path, column: str | None = None, id_column: str | None = None,
+    what: str = "names file",
 ) -> tuple[list[str], list[str] | None]:
-    """Names (and ids when ``id_column`` is given) from a dictionary file.
+    """Names (and ids when ``id_column`` is given) from a dictionary file (``what`` it is, for
+    the errors: ``"queries file"``).
 
     ``.csv`` / ``.tsv`` files have a header row; ``column`` names the name column (optional when
-    the file has a single column). Any other file is plain text, one name per non-empty line.
-    Errors name the file and line: missing file, bad encoding, malformed CSV, missing column,
-    an empty name or id cell, no names at all.
+    the file has a single column). Any other file is plain text, one name per line, so that
+    name i is line i (and row ids stay line numbers). Errors name the file and line: missing
+    file, bad encoding, malformed CSV, missing column, an empty name or id cell, a blank line,
+    no names at all.
     """
     path = Path(path)
-    problem = input_problem(path, "names file")
+    problem = input_problem(path, what)
     if problem is not None:
         raise EntityIndexError(problem)
     suffix = path.suffix.lower()
     try:
+        if suffix in (".parquet", ".pq", ".jsonl", ".json", ".xlsx", ".npy"):
+            raise EntityIndexError(f"{path}: a {what} is plain text (one name per line) or a "
+                                   f".csv / .tsv table with a header row, not {suffix}")
         if suffix not in (".csv", ".tsv"):
             if column is not None or id_column is not None:
-                raise EntityIndexError(
-                    f"{path}: column / id column need a .csv or .tsv file with a header row"
-                )
-            with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is no name
-                names = [line.strip() for line in fh if line.strip()]
-            if not names:
-                raise EntityIndexError(f"{path}: no names (empty file)")
-            return names, None
+                raise EntityIndexError(f"{path}: a column (--column, --id-column) needs a .csv "
+                                       "or .tsv file with a header row")
+            return _read_lines(path, what), None
         return _read_table(path, column, id_column)
     except UnicodeDecodeError as exc:
         raise EntityIndexError(utf8_problem(str(path), exc, path)) from exc
+
+
+def _read_lines(path: Path, what: str) -> list[str]:
+    """One name per line of a text file; a blank line is refused with its number."""
+    with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is no name
+        names = [line.strip() for line in fh]
+    if not any(names):
+        why = "only blank lines" if names else "empty file"
+        raise EntityIndexError(f"{path}: no names ({why}); a {what} holds one name per line")
+    if "" in names:
+        raise EntityIndexError(f"{path}:{names.index('') + 1}: blank line (every line of a "
+                               f"{what} must hold a name)")
+    return names
 
 
 def _read_table(path: Path, column: str | None, id_column: str | None

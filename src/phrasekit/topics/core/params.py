@@ -11,6 +11,11 @@ import numpy as np
 from phrasekit.phrases import PhraseExtractor
 
 
+class TooFewDocumentsError(ValueError):
+    """The corpus cannot fill the topics asked for: none, too few documents with words, or too
+    few that differ (the pipeline names the corpus file in front of the message)."""
+
+
 def check_int(name: str, value: Any, lo: int) -> None:
     """``value`` must be an integer (not a bool) >= ``lo``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < lo:

@@ -54,6 +54,7 @@ from phrasekit.threads import choose_threads, limited_threads, parse_threads
 from phrasekit.topics.core.choose_k import CRITERIA, choose_k
 from phrasekit.topics.core.labels import candidates, name_topics
 from phrasekit.topics.core.params import (
+    TooFewDocumentsError,
     check_extractor,
     check_int,
     check_share,
@@ -92,11 +93,6 @@ FIT_SHARE = 0.2
 FIT_DOCS_MAX = 4_000
 #: ``fit_docs="all"``: every document is encoded.
 ALL_DOCS = 2**62
-
-
-class TooFewDocumentsError(ValueError):
-    """The corpus cannot fill the topics asked for: too few documents with words, or too few
-    that differ."""
 
 
 class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, TopicSlicer,
@@ -327,7 +323,8 @@ class DocumentTopicModel(TopicVerbs, TopicExplorer, TopicPlacer, TopicReshaper, 
         vectors (None: encoded)."""
         texts = [d.text for d in documents]
         if not any(t.split() for t in texts):
-            raise ValueError("the corpus is empty: no documents with words to find topics in")
+            raise TooFewDocumentsError("the corpus is empty: no documents with words to find "
+                                       "topics in")
         encoder = as_encoder(self.encoder)
         timings: dict[str, float] = {}
 

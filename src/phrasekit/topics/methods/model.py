@@ -62,7 +62,13 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.core.labels import candidates, name_topics
-from phrasekit.topics.core.params import check_extractor, check_int, check_share, check_topics_k
+from phrasekit.topics.core.params import (
+    TooFewDocumentsError,
+    check_extractor,
+    check_int,
+    check_share,
+    check_topics_k,
+)
 from phrasekit.topics.methods.context import contextualise, doc_term_counts, doc_term_weights
 
 logger = logging.getLogger(__name__)
@@ -436,9 +442,9 @@ def _check_corpus(docs: Iterable[Document | str], vocabulary: PhraseVocabulary |
     from other documents."""
     documents = as_documents(docs)
     if not documents:
-        raise ValueError("the corpus is empty: no documents to find topics in")
+        raise TooFewDocumentsError("the corpus is empty: no documents to find topics in")
     if all(not d.text.strip() for d in documents):
-        raise ValueError("every document of the corpus is empty")
+        raise TooFewDocumentsError("every document of the corpus is empty")
     if vocabulary is not None and vocabulary.doc_ids != [d.id for d in documents]:
         raise ValueError(
             f"the vocabulary was extracted from other documents ({vocabulary.n_docs} docs) "

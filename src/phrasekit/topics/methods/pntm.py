@@ -41,6 +41,7 @@ from phrasekit.phrases import PhraseExtractor, PhraseVocabulary, as_documents
 from phrasekit.registry import as_encoder
 from phrasekit.text import TokenDocs
 from phrasekit.topics.core.labels import candidates, name_topics
+from phrasekit.topics.core.params import TooFewDocumentsError
 from phrasekit.topics.core.terms import build_term_vocabulary, presence_matrix
 
 logger = logging.getLogger(__name__)
@@ -167,10 +168,10 @@ class PNTM(BaseEstimator):
         self.check_params()
         documents = as_documents(docs)
         if not documents:
-            raise ValueError("the corpus is empty: no documents to find topics in")
+            raise TooFewDocumentsError("the corpus is empty: no documents to find topics in")
         texts = [d.text for d in documents]
         if not any(t.split() for t in texts):
-            raise ValueError("every document of the corpus is empty")
+            raise TooFewDocumentsError("every document of the corpus is empty")
         if phrases is not None and phrases.doc_ids != [d.id for d in documents]:
             raise ValueError("the phrase vocabulary was extracted from other documents")
         encoder = as_encoder(self.encoder)

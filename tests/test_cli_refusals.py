@@ -1,0 +1,91 @@
+"""Bad input found by probing the CLI as a hostile user would: each case exits 2 with one line
+naming the file (and line) or the flag, and writes or replaces nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from phrasekit.eval.base import numbers, read_tsv
+
+runner = CliRunner()
+
+
+def _files(tmp: Path) -> None:
+    (tmp / "ok.txt").write_text("new york city\nlos angeles\nparis\n", encoding="utf-8")
+    (tmp / "ws.txt").write_text("  \n\t\n", encoding="utf-8")
+    (tmp / "L.jsonl").write_text('{"title": "x"}\n', encoding="utf-8")
+    (tmp / "R.csv").write_text("title\ny\n", encoding="utf-8")
+    (tmp / "docs.jsonl").write_text(
+        "".join(f'{{"id": "{i}", "text": "a text about topic {i}"}}\n' for i in range(12)),
+        encoding="utf-8")
+    (tmp / "blank.jsonl").write_text('{"id": "a", "text": "   "}\n', encoding="utf-8")
+    (tmp / "kempt.jsonl").write_text('{"id": "x", "text": "hello world"}\n\n'
+                                     '{"id": "a", "text": ""}\n', encoding="utf-8")
+    (tmp / "p.tsv").write_text("a cat sat\ta cat was sitting\n", encoding="utf-8")
+    (tmp / "n.parquet").write_bytes(b"PAR1 not text")
+    (tmp / "wdu").mkdir()
+    (tmp / "wdu" / "manifest.json").write_text('{"mine": true}', encoding="utf-8")
+
+
+TOPICS = ["topics", "docs.jsonl", "-o", "t", "-m", "glove-50d", "-q", "--no-cache"]
+
+CASES = [
+    (["encode", "-m", "glove-50d", "-q", "ok.txt", "-o", "w.npy", "--work-dir", "wdu"],
+     r"wdu/manifest\.json: not a phrasekit shard manifest"),
+    (["encode", "-m", "glove-50d", "-q", "ws.txt", "-o", "e.npy", "--skip-blank"],
+     r"ws\.txt: no lines to read \(only 2 blank lines\)"),
+    (["pairs", "-m", "no-such-model", "p.tsv", "-o", "x.parquet"],
+     r"x\.parquet: this command writes tab-separated text.*not Parquet"),
+    (["index", "query", "idx", "foo", "-o", "q.parquet"], r"writes CSV.*not Parquet"),
+    (["index", "query", "idx", "foo", "--column", "x"], r"--column names the query column"),
+    (["index", "query", "idx", "--queries", "nope.txt"], r"queries file not found: nope\.txt"),
+    (["index", "query", "idx", "--queries", "ws.txt"], r"ws\.txt: no names \(only blank lines"),
+    (["index", "build", "-m", "glove-50d", "-q", "n.parquet", "-o", "idx"],
+     r"n\.parquet: a names file is plain text .* not \.parquet"),
+    (["join", "-m", "glove-50d", "-q", "L.jsonl", "R.csv", "--left-on", "title", "--right-on",
+      "title", "-o", "j.csv"], r"L\.jsonl: JSON lines is not a table format"),
+    (["eval", "-m", "glove-50d", "--tasks", "", "--quick", "-q"], r"--tasks '' names no task"),
+    (["eval", "-m", "glove-50d", "--tasks", "bird", "-q", "--aliases", "nope.tsv.gz"],
+     r"--aliases nope\.tsv\.gz: not found"),
+    ([*TOPICS, "-k", "2", "--sentences", "5"], r"--sentences applies to the pntm method, not "
+                                               r"documents"),
+    ([*TOPICS, "-k", "2", "--ccl-steps", "3"], r"--ccl-steps applies to the ccl method"),
+    ([*TOPICS, "--method", "ccl", "--min-df", "2"], r"--min-df applies to the documents and "
+                                                     r"clusters and pntm methods, not ccl"),
+    ([*TOPICS, "--method", "pntm", "--k-min", "3"], r"--k-min applies to .*, not pntm"),
+    ([*TOPICS, "-k", "2", "--k-min", "3"], r"-k fixes the number of topics"),
+    ([*TOPICS, "--max-phrases", "0"], r"--max-phrases must be at least 1"),
+    (["topics", "blank.jsonl", "-o", "t", "-m", "glove-50d", "-q", "--no-cache", "-k", "2",
+      "--min-df", "1"], r"blank\.jsonl: the corpus is empty: no documents with words"),
+    (["keyphrases", "-q", "kempt.jsonl", "-o", "k.jsonl"],
+     r"kempt\.jsonl:3: document 'a' has an empty 'text'"),
+    (["keyphrases", "-q", "docs.jsonl", "-o", "k.jsonl", "--candidates", "foo"],
+     r"--candidates must be one of"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CASES, ids=[" ".join(c[0][:3]) for c in CASES])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(args, message, tmp_path,
+                                                             monkeypatch):
+    from phrasekit.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    res = runner.invoke(app, args)
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert pytest.importorskip("re").search(message, lines[0]), lines[0]
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before  # nothing written, nothing replaced
+
+
+def test_a_number_cell_that_is_not_one_is_named_by_its_line(tmp_path):
+    path = tmp_path / "bird.tsv"
+    path.write_text("a\tb\tscore\nx\ty\t0.5\n\nu\tv\tabc\n", encoding="utf-8")
+    rows = read_tsv(path, header=("a", "b", "score"))
+    with pytest.raises(ValueError, match=r"bird\.tsv:4: 'abc' is not a number"):
+        numbers(rows, 2, path)
