@@ -113,6 +113,23 @@ def test_applied_to_the_fitted_corpus_gives_the_fit(small_corpus: list[Document]
         model.applied_to(small_corpus, placement="student")
 
 
+def test_apply_places_a_new_corpus_of_the_fitted_size(saved: Path, tmp_path: Path) -> None:
+    """80 other documents (the fit read 80): placed and written, not refused as a corpus that
+    differs from the fitted one."""
+    docs = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({"id": f"o{i}", "text": d["text"][::-1] + " and "
+                                         + docs[-1 - i]["text"]}) + "\n"
+                             for i, d in enumerate(docs)), encoding="utf-8")
+    out = tmp_path / "applied"
+    result = CliRunner().invoke(app, ["topics", "apply", str(saved / "model"), str(other),
+                                      "--out", str(out), "--no-report", "-q", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert "80 documents placed in 4 topics" in result.output
+    applied = json.loads((out / "topics.json").read_text())
+    assert applied["n_docs"] == 80 and sum(t["n_docs"] for t in applied["topics"]) <= 80
+
+
 def test_applied_to_a_new_corpus_uses_the_student(small_corpus: list[Document]) -> None:
     """Documents outside the fitted sample are placed by the student, as the fit placed its
     own; with none encoded, typical documents are those of the highest shares."""

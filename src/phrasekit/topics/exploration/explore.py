@@ -196,7 +196,9 @@ class TopicExplorer:
         for name in ("student_", "doc_embeddings_", "_term_matrix"):
             new.__dict__.pop(name, None)
         new.doc_ids_ = [d.id for d in documents]
-        new.sample_index_ = np.arange(len(texts))
+        # its documents are its sample: keys of the fitted corpus would refuse a new corpus of
+        # the fitted size as "not the documents the model was fitted on"
+        new.sample_index_, new.sample_keys_ = np.arange(len(texts)), sample_keys(documents)
         new.doc_labels_, new.doc_topics_ = labels, shares.astype(np.float32)
         new.doc_n_phrases_ = np.asarray(P.sum(axis=1)).ravel().astype(np.int64)
         new.token_docs_ = token_docs
