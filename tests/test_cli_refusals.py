@@ -28,6 +28,13 @@ def _files(tmp: Path) -> None:
     (tmp / "n.parquet").write_bytes(b"PAR1 not text")
     (tmp / "wdu").mkdir()
     (tmp / "wdu" / "manifest.json").write_text('{"mine": true}', encoding="utf-8")
+    (tmp / "run1").mkdir()
+    (tmp / "run1" / "report.json").write_text('{"my": "report"}', encoding="utf-8")
+    (tmp / "run2").mkdir()
+    (tmp / "run2" / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp / "corpus").mkdir()
+    (tmp / "corpus" / "documents.jsonl").write_text('{"id": 1, "text": "a text"}\n',
+                                                     encoding="utf-8")
 
 
 TOPICS = ["topics", "docs.jsonl", "-o", "t", "-m", "glove-50d", "-q", "--no-cache"]
@@ -35,6 +42,16 @@ TOPICS = ["topics", "docs.jsonl", "-o", "t", "-m", "glove-50d", "-q", "--no-cach
 CASES = [
     (["encode", "-m", "glove-50d", "-q", "ok.txt", "-o", "w.npy", "--work-dir", "wdu"],
      r"wdu/manifest\.json: not a phrasekit shard manifest"),
+    (["encode", "-m", "glove-50d", "-q", "ok.txt", "-o", "w.npy", "--work-dir", "."],
+     r"--work-dir \. is the current folder"),
+    (["encode", "-m", "glove-50d", "-q", "ok.txt", "-o", "w.npy", "--work-dir", "w.npy"],
+     r"--work-dir w\.npy overlaps w\.npy"),
+    (["phrases", "corpus", "-o", "p.json", "-q", "--work-dir", "corpus/shards"],
+     r"--work-dir corpus/shards overlaps corpus"),
+    (["train", "uctopic", "--data", "corpus", "-o", "run1", "-q", "--max-steps", "1"],
+     r"--out run1 holds only a report\.json"),
+    (["train", "pearl", "--data", "corpus", "-o", "run2", "-q"],
+     r"run2/notes\.txt, which no phrasekit training run writes"),
     (["encode", "-m", "glove-50d", "-q", "ws.txt", "-o", "e.npy", "--skip-blank"],
      r"ws\.txt: no lines to read \(only 2 blank lines\)"),
     (["pairs", "-m", "no-such-model", "p.tsv", "-o", "x.parquet"],

@@ -255,6 +255,34 @@ def check_replaceable(path: Path, kind: str) -> None:
                          "nothing was replaced")
 
 
+#: What a training run writes into its folder: the checkpoint, the model, the report, and the
+#: data, teacher vectors and char pre-training it builds there (hidden temporary names aside).
+RUN_NAMES = frozenset({"checkpoint.safetensors", "model", "report.json", "data", "teachers",
+                       "char_mimicry", "shards"})
+
+
+def check_run_folder(path: str | Path, option: str = "--out") -> None:
+    """Raise ``ValueError`` unless ``path`` is absent, empty or an earlier run's folder (only
+    names a run writes, a checkpoint or model beside a report, and a ``model/`` that is an
+    earlier phrasekit set): a run resumes there and replaces its own files, so a user's file
+    among them is refused before any work, never overwritten after hours of training."""
+    path = Path(path)
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    names = {p.name for p in path.iterdir() if not p.name.startswith(".")}
+    foreign = sorted(names - RUN_NAMES)
+    if foreign:
+        raise ValueError(f"{option} {path} holds {path / foreign[0]}, which no phrasekit "
+                         "training run writes; choose a new or empty folder (or an earlier run's)")
+    if names == {"report.json"}:
+        raise ValueError(f"{option} {path} holds only a report.json, no checkpoint or model of "
+                         "an earlier run; choose a new or empty folder")
+    model = path / "model"
+    if model.is_dir() and any(model.iterdir()) and read_manifest(model) is None:
+        raise ValueError(f"{option} {model} holds files but no phrasekit manifest (not an "
+                         "earlier run's model); choose a new or empty folder")
+
+
 def output_folder(path: str | Path) -> Path:
     """The folder an output ``path`` names: a symlink to a folder is followed (its target is
     replaced, the link kept)."""

@@ -20,9 +20,9 @@ from typing import Annotated, Any
 import typer
 from safetensors import SafetensorError
 
-from phrasekit.artifacts import check_folder_path, check_parent_writable
+from phrasekit.artifacts import check_folder_path, check_parent_writable, check_run_folder
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
-from phrasekit.paths import check_output, utf8_problem
+from phrasekit.paths import check_output, is_inside, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import is_stdout
 
@@ -317,7 +317,8 @@ def check_numbers(kwargs: dict[str, Any]) -> None:
 
 
 def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
-    """Validate a command's ``--out``/``--output`` path (``out_kind`` "file" or "folder")
+    """Validate a command's ``--out``/``--output`` path (``out_kind`` "file", "folder" or
+    "run": a training run's folder, :func:`~phrasekit.artifacts.check_run_folder`)
     against the other path arguments, before the command body runs; "stream": a file, or
     ``-`` for stdout."""
     for option in ("cache_dir", "work_dir"):  # folders a command writes into and keeps
@@ -326,6 +327,8 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
             raise BadInputError(f"--{option.replace('_', '-')} {folder} is a file, not a folder")
     name = "out" if "out" in kwargs else "output"
     out = kwargs.get(name)
+    if isinstance(kwargs.get("work_dir"), Path):
+        _check_work_dir(kwargs["work_dir"], _input_paths(kwargs, "work_dir"), out)
     if out_kind is None or not isinstance(out, Path):
         return
     if is_stdout(out):
@@ -334,10 +337,25 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
                                 "to stdout; name the output")
         return
     inputs = _input_paths(kwargs, name)
-    if out_kind == "folder":
+    if out_kind in ("folder", "run"):
         check_folder_path(out, inputs)
+        if out_kind == "run":
+            check_run_folder(out)
         return
     check_output_file(out, inputs=inputs)
+
+
+def _check_work_dir(work: Path, inputs: tuple[str | Path, ...], out: object) -> None:
+    """``--work-dir`` apart from the current folder, the inputs and the output: shards written
+    into a corpus folder would be read back as its documents."""
+    if is_inside(Path.cwd(), work):
+        raise BadInputError(f"--work-dir {work} is the current folder or holds it; give a "
+                            "folder of its own")
+    others = [*inputs, *([out] if isinstance(out, Path) and not is_stdout(out) else [])]
+    for path in others:
+        if is_inside(work, path) or is_inside(path, work):
+            raise BadInputError(f"--work-dir {work} overlaps {path} (an input or the output); "
+                                "give a folder of its own")
 
 
 @contextlib.contextmanager
@@ -383,9 +401,9 @@ def command_threads(threads: int | None) -> int:
 def command(group: typer.Typer, name: str, out: str | None = None, cls: type | None = None
             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as command ``name`` of ``group``: logging set up from its --quiet and
-    --verbose options, its output path checked (``out``: "file", "stream" (a file or ``-``)
-    or "folder"), then ``fn`` runs
-    through ``run_command``. ``cls``: the click command class (default typer's)."""
+    --verbose options, its output path checked (``out``: "file", "stream" (a file or ``-``),
+    "folder" or "run", a training run's folder), then ``fn`` runs through ``run_command``.
+    ``cls``: the click command class (default typer's)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)

@@ -110,7 +110,7 @@ def train_pearl_data_cmd(
                    f"{RELATED_REPORT})")
 
 
-@command(app, "pearl-reaverage", out="folder")
+@command(app, "pearl-reaverage", out="run")
 def train_pearl_reaverage_cmd(
     model: Annotated[Path, typer.Option(
         "--model", "-m", help="A PEARL model folder saved by `train pearl` (e.g. OUT/model).")],
@@ -149,7 +149,7 @@ def train_pearl_reaverage_cmd(
                f"{report['alpha_proj']}) -> {report['model_dir']}")
 
 
-@command(app, "soup", out="folder")
+@command(app, "soup", out="run")
 def train_soup_cmd(
     models: Annotated[list[Path], typer.Argument(
         help="Two or more PEARL or Phrase-BERT model folders (OUT/model) of one recipe.")],
@@ -182,7 +182,7 @@ def train_soup_cmd(
                f"{report['model_mb']} MB -> {report['model_dir']}")
 
 
-@command(app, "pearl", out="folder")
+@command(app, "pearl", out="run")
 @with_config(settings=opts.PEARL)
 def train_pearl_cmd(
     out: RunOut,
@@ -311,7 +311,7 @@ def _source_repeats(specs: list[str]) -> dict[str, int]:
     return out
 
 
-@command(app, "phrase-bert", out="folder")
+@command(app, "phrase-bert", out="run")
 @with_config(settings=opts.PHRASE_BERT)
 def train_phrase_bert_cmd(
     out: RunOut,
@@ -377,7 +377,7 @@ def train_facets_data_cmd(
                f"{len(data.indices('val'))} validation examples -> {out}")
 
 
-@command(app, "facets", out="folder")
+@command(app, "facets", out="run")
 @with_config(settings=opts.FACETS)
 def train_facets_cmd(
     data: Annotated[Path, typer.Option(
@@ -431,7 +431,7 @@ def train_uctopic_data_cmd(
     typer.echo(f"{report['counts']['pairs']} pairs -> {out}")
 
 
-@command(app, "uctopic", out="folder")
+@command(app, "uctopic", out="run")
 @with_config(settings=opts.UCTOPIC)
 def train_uctopic_cmd(
     data: Annotated[Path, typer.Option("--data", help="A pair folder from `train uctopic-data`.")],

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from phrasekit.artifacts import check_run_folder
 from phrasekit.encoders.allocator import keep_freed_memory
 from phrasekit.settings import torch_threads
 from phrasekit.training.core.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
@@ -114,6 +115,7 @@ class Trainer:
         if self.total_steps is None and not self.max_minutes:
             raise ValueError("give total_steps or max_minutes: the run would never end")
         if self.out_dir is not None:
+            check_run_folder(self.out_dir, option="out_dir")  # before any step, not after
             Path(self.out_dir).mkdir(parents=True, exist_ok=True)
         for group in task.optimizer.param_groups:
             group.setdefault("base_lr", group["lr"])
