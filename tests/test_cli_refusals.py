@@ -24,6 +24,8 @@ def _files(tmp: Path) -> None:
     (tmp / "blank.jsonl").write_text('{"id": "a", "text": "   "}\n', encoding="utf-8")
     (tmp / "kempt.jsonl").write_text('{"id": "x", "text": "hello world"}\n\n'
                                      '{"id": "a", "text": ""}\n', encoding="utf-8")
+    (tmp / "self.txt").write_text("bank\n", encoding="utf-8")
+    (tmp / "docs.txt").write_text("the bank raised rates\nthe striker scored\n", encoding="utf-8")
     (tmp / "p.tsv").write_text("a cat sat\ta cat was sitting\n", encoding="utf-8")
     (tmp / "n.parquet").write_bytes(b"PAR1 not text")
     (tmp / "wdu").mkdir()
@@ -77,6 +79,26 @@ CASES = [
     ([*TOPICS, "--max-phrases", "0"], r"--max-phrases must be at least 1"),
     (["topics", "blank.jsonl", "-o", "t", "-m", "glove-50d", "-q", "--no-cache", "-k", "2",
       "--min-df", "1"], r"blank\.jsonl: the corpus is empty: no documents with words"),
+    (["neighbors", "bank", "--vocab", "self.txt", "-m", "glove-50d", "-q", "--no-cache"],
+     r"self\.txt: the vocabulary has no entry other than the query 'bank'"),
+    (["mentions", "docs.txt", "-o", "mn", "--text-field", "body", "-m", "none", "-q"],
+     r"docs\.txt: a plain-text corpus is one document per line"),
+    (["mentions", "docs.jsonl", "-o", "mn", "-m", "none", "--dtype", "float16", "-q"],
+     r"--dtype sets the vectors' number type, and -m none"),
+    (["phrases", "docs.jsonl", "-o", "p.json", "--worker-cpus", "2", "-q"],
+     r"--worker-cpus needs --engine ray"),
+    (["phrases", "docs.jsonl", "-o", "p.json", "--min-df", "1000", "-q", "--workers", "1"],
+     r"docs\.jsonl: no phrase found in its 12 documents that is in 1000 or more"),
+    (["facets", "real property", "-m", "facets-phrase-k3", "-k", "10", "-q"],
+     r"-k and --sentence pick a packaged facet model; --model names one"),
+    (["train", "pearl", "--data", "corpus", "-o", "r", "-q", "--max-minutes", "nan"],
+     r"--max-minutes must be between"),
+    (["train", "pearl", "--data", "corpus", "-o", "r", "-q", "--teachers", "mpnet"],
+     r"teachers need distill_weight > 0"),
+    (["train", "phrase-bert", "--data", "corpus", "-o", "r", "-q", "--no-paraphrase",
+      "--max-paraphrase", "5"], r"max_paraphrase limits the paraphrase triplets"),
+    (["train", "pearl-reaverage", "-m", "corpus", "-o", "r", "-q", "--aliases", "nope"],
+     r"--aliases nope: no alias file there"),
     (["keyphrases", "-q", "kempt.jsonl", "-o", "k.jsonl"],
      r"kempt\.jsonl:3: document 'a' has an empty 'text'"),
     (["keyphrases", "-q", "docs.jsonl", "-o", "k.jsonl", "--candidates", "foo"],

@@ -321,6 +321,10 @@ def iter_corpus(path: str | Path, text_field: str = "text", id_field: str = "id"
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     files, kind = _corpus_files(Path(path))
+    if kind == "text" and text_field != "text":
+        raise CorpusError(f"{files[0]}: a plain-text corpus is one document per line, with no "
+                          f"fields; the text field {text_field!r} (--text-field) applies to "
+                          "JSONL and Parquet corpora")
     batches = _parquet_batches(files, text_field, id_field, batch_size) if kind == "parquet" \
         else _text_batches(files[0], kind == "jsonl", text_field, id_field, batch_size)
     found = False

@@ -292,8 +292,8 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
 
 #: phrasekit folders with a config.json that hold no encoder, and what they are.
 NOT_ENCODER_FOLDERS = {
-    "phrasekit-document-topics": "a saved topic model (for `phrasekit apply`, `phrasekit "
-                                 "search` or DocumentTopicModel.load)",
+    "phrasekit-document-topics": "a saved topic model (for `phrasekit topics apply`, "
+                                 "`phrasekit topics search` or DocumentTopicModel.load)",
     "phrasekit-hybrid-combiner": "a hybrid join combiner",
     "phrasekit-facet-data": "facet training data",
     "entity-index": "a saved entity index (for `phrasekit index query` or EntityIndex.load)",

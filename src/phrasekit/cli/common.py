@@ -306,14 +306,33 @@ NUMERIC_OPTIONS: dict[str, tuple[str, float, float]] = {
 }
 
 
-def check_numbers(kwargs: dict[str, Any]) -> None:
-    """Refuse an out-of-range, NaN or infinite value of a :data:`NUMERIC_OPTIONS` option."""
+def check_numbers(kwargs: dict[str, Any], flags: dict[str, str] | None = None) -> None:
+    """Refuse an out-of-range, NaN or infinite value of a :data:`NUMERIC_OPTIONS` option,
+    named by the command's own flag (``flags``: parameter -> flag) where it has one."""
     for name, (option, low, high) in NUMERIC_OPTIONS.items():
         value = kwargs.get(name)
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
         if not math.isfinite(value) or not low <= value <= high:
-            raise BadInputError(f"{option} must be between {low} and {high}, got {value}")
+            raise BadInputError(f"{(flags or {}).get(name, option)} must be between {low} and "
+                                f"{high}, got {value}")
+
+
+def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
+    """Each option parameter of a typer command function and its long flag
+    (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another)."""
+    try:
+        params = inspect.signature(fn, eval_str=True).parameters
+    except (NameError, TypeError):
+        return {}
+    flags: dict[str, str] = {}
+    for name, param in params.items():
+        for meta in getattr(param.annotation, "__metadata__", ()):
+            decls = (getattr(meta, "default", None), *(getattr(meta, "param_decls", ()) or ()))
+            long = [d for d in decls if isinstance(d, str) and d.startswith("--")]
+            if long:
+                flags[name] = long[0]
+    return flags
 
 
 def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
@@ -406,13 +425,15 @@ def command(group: typer.Typer, name: str, out: str | None = None, cls: type | N
     ``cls``: the click command class (default typer's)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        flags = option_flags(fn)
+
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
             setup_logging(kwargs.get("quiet", False), kwargs.get("verbose", False))
 
             def body() -> Any:
                 check_environment()
-                check_numbers(kwargs)
+                check_numbers(kwargs, flags)
                 command_threads(kwargs.get("threads", kwargs.get("num_threads")))
                 check_paths(kwargs, out)
                 with command_device(kwargs.get("device")):

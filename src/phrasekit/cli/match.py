@@ -34,7 +34,11 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
 from phrasekit.encoders.cache import check_cache_file
-from phrasekit.eval.lexical_diversity import nearest_neighbors, read_vocabulary_file
+from phrasekit.eval.lexical_diversity import (
+    nearest_neighbors,
+    normalize_text,
+    read_vocabulary_file,
+)
 from phrasekit.io import atomic_write, input_problem
 from phrasekit.models.folders import SUBTST_FORMAT, model_folder_format
 from phrasekit.paths import csv_reader, utf8_problem
@@ -124,6 +128,9 @@ def neighbors_cmd(
         raise BadInputError(f"--max-vocab must be at least 1, got {max_vocab}")
     check_model_name(model)
     texts = read_vocabulary_file(vocab, max_entries=max_vocab)
+    if all(normalize_text(t) == normalize_text(query) for t in texts):  # before a model loads
+        raise BadInputError(f"{vocab}: the vocabulary has no entry other than the query "
+                            f"{query!r}")
     caches = [_vectors_cache(vocab, model, what) if cache else None
               for what in ("vectors", "queries")]
     for path in caches:  # a file phrasekit did not write is refused before any encoding

@@ -189,6 +189,9 @@ def phrases_cmd(
     with open_run(run, out, workers=workers or None, quiet=quiet) as sharded:
         vocab = extractor_for(sharded, extractor).extract(docs, show_progress=not quiet)
     vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
+    if not len(vocab):  # an empty vocabulary is of no use to `neighbors` or a cache
+        raise BadInputError(f"{corpus}: no phrase found in its {len(docs)} documents" + (
+            f" that is in {min_df} or more of them; lower --min-df" if min_df > 1 else ""))
     vocab.to_json(out)
     logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
 
@@ -231,6 +234,9 @@ def mentions_cmd(
         raise BadInputError(f"--dtype must be one of {', '.join(VECTOR_DTYPES)}, got {dtype!r}")
     if doc_vectors and model == "none":
         raise BadInputError("--doc-vectors needs a model: give -m MODEL")
+    if dtype != "float32" and model == "none":
+        raise BadInputError("--dtype sets the vectors' number type, and -m none writes no "
+                            "vectors: give -m MODEL or leave --dtype out")
     check_output_folder(out, MENTIONS_KIND)  # a folder of other files: refused before the work
     docs = StreamedCorpus(resolve_corpus(corpus), text_field=text_field)
     total = docs.count()  # every line checked before the long work
@@ -425,6 +431,9 @@ def facets_cmd(
         raise BadInputError(f"-n must be at least 1, got {n}")
     if any(not t.strip() for t in texts):
         raise BadInputError("empty text given")
+    if model is not None and (sentence or k != parameter_defaults(facets_cmd)["k"]):
+        raise BadInputError("-k and --sentence pick a packaged facet model; --model names "
+                            "one: give either")
     name = model or f"facets-{'sentence' if sentence else 'phrase'}-k{k}"
     if model is None and name not in available_models():
         raise BadInputError(f"no packaged facet model {name!r}; train one with "

@@ -140,6 +140,9 @@ def train_pearl_reaverage_cmd(
     """
     from phrasekit.training.pearl.averaging import reaverage_pearl
 
+    if aliases is not None and not alias_file(aliases).is_file():
+        raise BadInputError(f"--aliases {aliases}: no alias file there (give aliases.tsv.gz "
+                            "or the PEARL data folder that holds it)")
     report = reaverage_pearl(model, out, dev_data_dir=_dev_data(shared),
                              alphas=parse_list(alphas, "--alphas"),
                              proj_alphas=parse_list(proj_alphas, "--proj-alphas"),
@@ -203,12 +206,13 @@ def train_pearl_cmd(
 
     root = Path(shared) if shared else shared_dir()
     data_dir = data or out / "data"
-    if data is None and not (data_dir / "phrases.jsonl.gz").is_file():
-        build_pearl_dataset(data_dir, shared_dir=root, show_progress=not quiet)
     wordnet = root / "data" / "wordnet" if settings.get("supersense_weight") else None
     cfg = PearlTrainingConfig(data_dir=str(data_dir), out_dir=str(out), **settings,
                               wordnet_dir=str(wordnet) if wordnet else None,
                               dev_data_dir=str(root / "data"), show_progress=not quiet)
+    cfg.validate(check_data=False)  # the settings, before a dataset is built for them
+    if data is None and not (data_dir / "phrases.jsonl.gz").is_file():
+        build_pearl_dataset(data_dir, shared_dir=root, show_progress=not quiet)
     report = train_pearl(cfg)
     typer.echo(f"PEARL: {report['steps']} steps in {report['train_minutes']} min, "
                f"alpha {report['alpha']} (projection {report['alpha_proj']}), "
@@ -339,12 +343,13 @@ def train_phrase_bert_cmd(
         raise BadInputError("--no-paraphrase and --no-context together leave nothing to "
                             "train on")
     data_dir = data or out / "data"
-    if data is None and not (data_dir / CONTEXT_FILE).is_file():
-        build_phrase_bert_dataset(data_dir, shared_dir=shared, show_progress=not quiet)
     cfg = PhraseBertTrainingConfig(
         data_dir=str(data_dir), out_dir=str(out), **settings, show_progress=not quiet,
         dev_data_dir=str(_dev_data(shared)) if shared else None,
         source_repeat=_source_repeats(repeat_source or []))
+    cfg.validate(check_data=False)  # the settings, before a dataset is built for them
+    if data is None and not (data_dir / CONTEXT_FILE).is_file():
+        build_phrase_bert_dataset(data_dir, shared_dir=shared, show_progress=not quiet)
     report = train_phrase_bert(cfg)
     per_step = ", ".join(f"{k} {v:.2f}" for k, v in report["seconds_per_step"].items())
     typer.echo(f"Phrase-BERT: {report['steps']}/{report['total_steps']} steps in "

@@ -7,6 +7,7 @@ torch is imported only where a model is built or a GPU is checked, so that the s
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,8 +127,9 @@ class PearlTrainingConfig:
             extra.update({k: getattr(self, k) for k in _ADAPTER_TRAJECTORY})
         return config_hash(self, _TRAJECTORY, **extra)
 
-    def validate(self) -> None:
-        """Fail fast on nonsense settings and a missing dataset."""
+    def validate(self, check_data: bool = True) -> None:
+        """Fail fast on nonsense settings and (``check_data``) a missing dataset: the
+        settings are checked before a dataset is built for them."""
         weights = {k: getattr(self, k) for k in ("type_weight", "preserve_weight",
                                                  "length_weight", "supersense_weight",
                                                  "distill_weight", "alias_weight")}
@@ -136,7 +138,14 @@ class PearlTrainingConfig:
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
                            self.checkpoint_every),
             *((v is None or v > 0, f"{k} must be > 0, got {v}") for k, v in rates.items()),
-            *((v >= 0, f"{k} must be >= 0, got {v}") for k, v in weights.items()),
+            *((0 <= v < math.inf, f"{k} must be >= 0 and finite, got {v}")
+              for k, v in weights.items()),
+            *((0 <= a <= 1, f"{k} must be in [0, 1], got {a}")
+              for k in ("alphas", "proj_alphas") for a in getattr(self, k) or ()),
+            (not self.teachers or self.distill_weight > 0,
+             "teachers need distill_weight > 0 (without it they are not used)"),
+            (self.alias_file is None or Path(self.alias_file).is_file(),
+             f"alias_file {self.alias_file} not found"),
             (self.hard_negatives >= 0, "hard_negatives must be >= 0"),
             (self.memory_size >= 0, f"memory_size must be >= 0, got {self.memory_size}"),
             (self.type_head_on in TYPE_HEAD_INPUTS,
@@ -172,7 +181,7 @@ class PearlTrainingConfig:
         ])
         if self.cliff_margin:
             CliffGuard(margin=self.cliff_margin)  # validates
-        for name in DATA_FILES:
+        for name in DATA_FILES if check_data else ():
             if not (Path(self.data_dir) / name).is_file():
                 raise FileNotFoundError(
                     f"{Path(self.data_dir) / name} missing: build the dataset first "

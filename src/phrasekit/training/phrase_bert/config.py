@@ -58,8 +58,9 @@ class PhraseBertTrainingConfig:
         """Hash of what fixes the training trajectory (settings and data sizes), for resuming."""
         return config_hash(self, _TRAJECTORY, sizes=sizes)
 
-    def validate(self) -> None:
-        """Fail fast on nonsense settings and a missing dataset."""
+    def validate(self, check_data: bool = True) -> None:
+        """Fail fast on nonsense settings and (``check_data``) a missing dataset: the
+        settings are checked before a dataset is built for them."""
         if not (self.use_paraphrase or self.use_context):
             raise ValueError("both datasets are disabled (--no-paraphrase and --no-context)")
         raise_failed([
@@ -80,7 +81,15 @@ class PhraseBertTrainingConfig:
              f"alpha must be in [0, 1], got {self.alpha}"),
             (bool(self.alphas) and all(0 <= a <= 1 for a in self.alphas),
              f"alphas must be a non-empty list of values in [0, 1], got {self.alphas}"),
+            (self.use_paraphrase or not self.source_repeat,
+             "source_repeat repeats paraphrase sources, and use_paraphrase is off"),
+            (self.use_paraphrase or self.max_paraphrase is None,
+             "max_paraphrase limits the paraphrase triplets, and use_paraphrase is off"),
+            (self.use_context or self.max_context is None,
+             "max_context limits the context triplets, and use_context is off"),
         ])
+        if not check_data:
+            return
         for use, name in ((self.use_paraphrase, PARAPHRASE_FILE),
                           (self.use_context, CONTEXT_FILE)):
             if use and not (Path(self.data_dir) / name).is_file():
