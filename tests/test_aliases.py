@@ -179,8 +179,11 @@ def test_alias_term_trains_and_is_recorded(tmp_path):
     report = train_pearl(cfg)
     assert report["history"][-1]["alias"] > 0
     assert report["settings"]["alias_weight"] == 0.5
-    with pytest.raises(ValueError, match="alias_weight needs"):
+    with pytest.raises(ValueError, match=r"alias_file .*no not found"):
         train_pearl(PearlTrainingConfig(**{**cfg.__dict__, "alias_file": str(tmp_path / "no")}))
+    with pytest.raises(ValueError, match="alias_weight needs"):  # the data folder has none
+        train_pearl(PearlTrainingConfig(**{**cfg.__dict__, "data_dir": str(tmp_path / "run"),
+                                           "alias_file": None}))
 
 
 def test_pearl_data_writes_the_alias_file(tmp_path, shared_data):

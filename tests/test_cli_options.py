@@ -138,6 +138,7 @@ def test_train_pearl_defaults_are_the_config_defaults(monkeypatch, tmp_path):
     import torch  # --device is checked before the run: a GPU is mocked for this call
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     res = runner.invoke(app, [*map(str, args), "--teachers", "mpnet,minilm", "--distill-weight",
                               "1", "--precision", "bf16", "--device", "cuda", "-q"])
     assert res.exit_code == 0, res.output
@@ -155,10 +156,13 @@ def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_pat
     expected = PhraseBertTrainingConfig(data_dir=str(tmp_path), out_dir=str(tmp_path / "o"),
                                         show_progress=False)
     assert seen == [expected]
-    res = runner.invoke(app, [*args, "--no-paraphrase", "--repeat-source", "ppdb=2"])
+    res = runner.invoke(app, [*args, "--repeat-source", "ppdb=2", "--no-context"])
     assert res.exit_code == 0, res.output
-    assert seen[1] == dataclasses.replace(expected, use_paraphrase=False,
+    assert seen[1] == dataclasses.replace(expected, use_context=False,
                                           source_repeat={"ppdb": 2})
+    res = runner.invoke(app, [*args, "--no-paraphrase", "--repeat-source", "ppdb=2"])
+    assert res.exit_code == 2 and "use_paraphrase is off" in res.output  # before any data
+    assert len(seen) == 2
 
 
 @pytest.mark.parametrize(("command", "fn", "config", "extra"), [

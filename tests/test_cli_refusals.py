@@ -97,6 +97,8 @@ CASES = [
      r"teachers need distill_weight > 0"),
     (["train", "phrase-bert", "--data", "corpus", "-o", "r", "-q", "--no-paraphrase",
       "--max-paraphrase", "5"], r"max_paraphrase limits the paraphrase triplets"),
+    (["train", "subtst", "--task", "msrp", "-o", "run2", "-q"],
+     r"run2 holds other files but no phrasekit manifest"),
     (["train", "pearl-reaverage", "-m", "corpus", "-o", "r", "-q", "--aliases", "nope"],
      r"--aliases nope: no alias file there"),
     (["keyphrases", "-q", "kempt.jsonl", "-o", "k.jsonl"],

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from phrasekit.artifacts import check_output_folder
 from phrasekit.cli import train_options as opts
 from phrasekit.cli.common import BadInputError, Quiet, Verbose, command, existing_corpus
 from phrasekit.cli.options import parse_list, with_config
@@ -21,6 +22,7 @@ from phrasekit.encoders.subtst_config import SubTSTConfig
 from phrasekit.eval.aliases import alias_file
 from phrasekit.eval.pairs import load_pair_task, task_kind
 from phrasekit.io import read_corpus, write_json
+from phrasekit.models.folders import MODEL_KIND
 from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
 from phrasekit.training.facets.config import FacetTrainingConfig
@@ -245,6 +247,7 @@ def train_subtst_cmd(
     """
     from phrasekit.training.subtst.task import prepare_features, train_subtst
 
+    check_output_folder(out, MODEL_KIND)  # a folder of the user's: refused before training
     config = SubTSTConfig(kind=task_kind(task), **model_settings)
     optimisation = SubTSTTrainingConfig(**training)
     data = load_pair_task(task, data_dir or default_data_dir())
