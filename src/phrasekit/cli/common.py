@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import inspect
 import json
 import logging
 import math
@@ -21,6 +20,7 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable, check_run_folder
+from phrasekit.cli.options import option_flags
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
 from phrasekit.paths import check_output, is_inside, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
@@ -103,6 +103,10 @@ def unwind_on_sigterm() -> None:
 FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separated text",
                    ".parquet": "Parquet", ".pq": "Parquet", ".json": "JSON", ".jsonl": "JSON lines",
                    ".xlsx": "an Excel workbook", ".txt": "text"}
+#: Suffixes of files, refused as the name of a new output folder (a name never lies; a folder
+#: of Parquet files may be named .parquet, as Arrow and Spark datasets are).
+FILE_SUFFIXES = (*(s for s in FORMAT_SUFFIXES if s not in (".parquet", ".pq")), ".npz",
+                 ".safetensors", ".md", ".html", ".gz", ".zip")
 #: Formats that may go to stdout (``--out -``).
 TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
 
@@ -144,11 +148,6 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
         raise BadInputError(f"{out}: this command writes {', '.join(names)}, not {what}; name "
                             f"the output {' or '.join(suffixes)}")
     return suffix
-
-
-def parameter_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
-    """A command function's parameter defaults: what tells an option the user set."""
-    return {name: p.default for name, p in inspect.signature(fn).parameters.items()}
 
 
 def echo_json(obj: Any) -> None:
@@ -318,23 +317,6 @@ def check_numbers(kwargs: dict[str, Any], flags: dict[str, str] | None = None) -
                                 f"{high}, got {value}")
 
 
-def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
-    """Each option parameter of a typer command function and its long flag
-    (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another)."""
-    try:
-        params = inspect.signature(fn, eval_str=True).parameters
-    except (NameError, TypeError):
-        return {}
-    flags: dict[str, str] = {}
-    for name, param in params.items():
-        for meta in getattr(param.annotation, "__metadata__", ()):
-            decls = (getattr(meta, "default", None), *(getattr(meta, "param_decls", ()) or ()))
-            long = [d for d in decls if isinstance(d, str) and d.startswith("--")]
-            if long:
-                flags[name] = long[0]
-    return flags
-
-
 def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
     """Validate a command's ``--out``/``--output`` path (``out_kind`` "file", "folder" or
     "run": a training run's folder, :func:`~phrasekit.artifacts.check_run_folder`)
@@ -357,6 +339,9 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
         return
     inputs = _input_paths(kwargs, name)
     if out_kind in ("folder", "run"):
+        if out.suffix.lower() in FILE_SUFFIXES and not out.is_dir():
+            raise BadInputError(f"--{name} {out}: this command writes a folder, and the name "
+                                f"ends in {out.suffix} as a file's would; name it without it")
         check_folder_path(out, inputs)
         if out_kind == "run":
             check_run_folder(out)

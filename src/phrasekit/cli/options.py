@@ -167,3 +167,25 @@ def _cli_type(annotation: Any) -> tuple[Any, type | None] | None:
             and args[0] in _ITEMS:
         return str | None, args[0]
     return None
+
+
+def parameter_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
+    """A command function's parameter defaults: what tells an option the user set."""
+    return {name: p.default for name, p in inspect.signature(fn).parameters.items()}
+
+
+def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
+    """Each option parameter of a typer command function and its long flag
+    (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another)."""
+    try:
+        params = inspect.signature(fn, eval_str=True).parameters
+    except (NameError, TypeError):
+        return {}
+    flags: dict[str, str] = {}
+    for name, param in params.items():
+        for meta in getattr(param.annotation, "__metadata__", ()):
+            decls = (getattr(meta, "default", None), *(getattr(meta, "param_decls", ()) or ()))
+            long = [d for d in decls if isinstance(d, str) and d.startswith("--")]
+            if long:
+                flags[name] = long[0]
+    return flags

@@ -28,12 +28,11 @@ from phrasekit.cli.common import (
     file_path,
     finish_run,
     logger,
-    parameter_defaults,
     resolve_workers,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
-from phrasekit.cli.options import with_config
+from phrasekit.cli.options import parameter_defaults, with_config
 from phrasekit.cli.topics_checks import (
     check_topics_options,
     slice_options,

@@ -46,6 +46,8 @@ class SubTSTConfig:
             raise ValueError(f"n_topics must be 0 (no topics) or >= 2, got {self.n_topics}")
         if self.trainable_layers < 0:
             raise ValueError(f"trainable_layers must be >= 0, got {self.trainable_layers}")
+        if self.topic_trainable and self.n_topics == 0:
+            raise ValueError("topic_trainable trains the topic matrix, and n_topics 0 has none")
         if self.kind == "classification" and self.num_labels < 2:
             raise ValueError(f"classification needs num_labels >= 2, got {self.num_labels}")
 

@@ -271,8 +271,12 @@ def prepare_features(task: str, data: dict[str, list[PairExample]], config: SubT
 
     Returns the features and the seconds spent computing them (0 when all came from the cache).
     """
-    features = TokenFeatures(config.backbone, layer=-config.trainable_layers or None,
-                             max_seq_length=config.max_seq_length)
+    try:
+        features = TokenFeatures(config.backbone, layer=-config.trainable_layers or None,
+                                 max_seq_length=config.max_seq_length)
+    except ValueError as exc:  # TokenFeatures' layer is minus the trainable layers
+        raise ValueError(f"trainable_layers {config.trainable_layers}: at most the backbone's "
+                         f"layers ({exc})") from None
     path = feature_cache_path(cache_dir, features, task) if cache_dir else None
     if path is not None and path.is_file():
         try:
