@@ -261,3 +261,36 @@ def test_kill_9_of_a_command_leaves_no_spacy_worker_behind(tmp_path):
     for w in alive:
         os.kill(w, signal.SIGKILL)
     assert alive == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_sigterm_while_spacy_workers_parse_ends_the_command_at_once(tmp_path):
+    """SIGTERM mid-parse: exit 143 without waiting for the workers' shares, none left."""
+    corpus = tmp_path / "big.jsonl"
+    docs = CORPUS.read_text(encoding="utf-8").splitlines()
+    corpus.write_text("".join(json.dumps({"id": f"{r}-{i}", "text": json.loads(d)["text"]})
+                              + "\n" for r in range(8) for i, d in enumerate(docs)),
+                      encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "phrasekit", "phrases", str(corpus), "-o",
+                             str(tmp_path / "p.json"), "-q", "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline, workers = time.monotonic() + 120, []
+    while proc.poll() is None and not workers and time.monotonic() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.05)
+    if not workers:
+        proc.wait(timeout=120)
+        pytest.skip("the command finished before its workers could be seen")
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - t0
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [w for w in workers if Path(f"/proc/{w}").exists()]
+    for w in alive:
+        os.kill(w, signal.SIGKILL)
+    assert proc.returncode == 143 and b"terminated" in err, err[-300:]
+    assert alive == [] and waited < 5, (alive, waited)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl"]

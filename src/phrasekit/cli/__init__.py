@@ -9,11 +9,14 @@ data), 1 other errors.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import typer
@@ -183,9 +186,24 @@ def root(debug: bool = typer.Option(
 
 
 def main() -> None:
-    """Console-script entry point (SIGTERM unwinds the run, so no temporary output is left)."""
+    """Console-script entry point. SIGTERM unwinds the run as Ctrl-C does, so no temporary
+    output is left; then the process ends at once, without waiting for worker pools' threads
+    (Python's own exit would wait for the shares they were parsing)."""
     unwind_on_sigterm()
     try:
         app()
     except Terminated:  # outside a command's body (loading, parsing options)
-        sys.exit(128 + signal.SIGTERM)
+        _leave(128 + signal.SIGTERM)
+    except SystemExit as exc:
+        if exc.code in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+            _leave(exc.code)
+        raise
+
+
+def _leave(code: int) -> NoReturn:
+    """End an interrupted run now: its outputs are already cleaned up by the unwinding."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

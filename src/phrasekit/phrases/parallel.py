@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 from phrasekit.encoders.allocator import keep_freed_memory
@@ -63,16 +63,32 @@ def pooled(owner: Any, tasks: Sequence[T], work: Callable[[Any, T], R], n_proces
     # garbage collector, nor their pages copied for it: 1,000 bbc_news articles, 4% less CPU
     # (benchmarks/speed/keyphrase_candidates_speed.py).
     gc.freeze()
+    pool = ProcessPoolExecutor(n_process, mp_context=ctx, initializer=_worker_start,
+                               initargs=(os.getpid(),))
     try:
-        with ProcessPoolExecutor(n_process, mp_context=ctx, initializer=_worker_start,
-                                 initargs=(os.getpid(),)) as pool:
-            futures = [pool.submit(work, owner, task) for task in tasks]
-            if meanwhile is not None:
-                meanwhile()
-            for future in as_completed(futures):
+        futures = [pool.submit(work, owner, task) for task in tasks]
+        if meanwhile is not None:
+            meanwhile()
+        pending = set(futures)
+        while pending:  # woken twice a second, so that Ctrl-C and SIGTERM are seen at once
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in done:
                 yield future.result()
+    except BaseException:  # Ctrl-C, SIGTERM, an error: leave now, not after the whole parse
+        _stop(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
     finally:
         gc.unfreeze()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Cancel a pool's pending shares and end its workers now (the pool offers no public way
+    to end the running ones, which shutting down would wait for)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _worker_start(parent: int) -> None:
