@@ -238,29 +238,40 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-def test_kill_9_of_a_command_leaves_no_spacy_worker_behind(tmp_path):
-    """The forked spaCy workers die with the command instead of waiting on their task queue."""
-    proc = subprocess.Popen([sys.executable, "-m", "phrasekit", "topics", str(CORPUS), "-m",
-                             "string", "-k", "4", "--min-df", "2", "--out", str(tmp_path / "t"),
-                             "-q", "--workers", "2"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+def _with_workers(args: list[str]) -> tuple[subprocess.Popen, list[int]]:
+    """``phrasekit ARGS`` started, once its worker processes are seen (skips if never)."""
+    proc = subprocess.Popen([sys.executable, "-m", "phrasekit", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline, workers = time.monotonic() + 120, []
     while proc.poll() is None and not workers and time.monotonic() < deadline:
         workers = _children(proc.pid)
         time.sleep(0.05)
     if not workers:
-        proc.wait(timeout=120)
+        proc.communicate(timeout=120)
         pytest.skip("the command finished before its workers could be seen")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    return proc, workers
+
+
+def _left_alive(workers: list[int]) -> list[int]:
+    """The ``workers`` still alive after up to 20 s (then killed, so no test leaks them)."""
     deadline = time.monotonic() + 20
     while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     alive = [w for w in workers if Path(f"/proc/{w}").exists()]
     for w in alive:
         os.kill(w, signal.SIGKILL)
-    assert alive == []
+    return alive
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_kill_9_of_a_command_leaves_no_spacy_worker_behind(tmp_path):
+    """The forked spaCy workers die with the command instead of waiting on their task queue."""
+    proc, workers = _with_workers(["topics", str(CORPUS), "-m", "string", "-k", "4",
+                                   "--min-df", "2", "--out", str(tmp_path / "t"), "-q",
+                                   "--workers", "2"])
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert _left_alive(workers) == []
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -271,26 +282,12 @@ def test_sigterm_while_spacy_workers_parse_ends_the_command_at_once(tmp_path):
     corpus.write_text("".join(json.dumps({"id": f"{r}-{i}", "text": json.loads(d)["text"]})
                               + "\n" for r in range(8) for i, d in enumerate(docs)),
                       encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "phrasekit", "phrases", str(corpus), "-o",
-                             str(tmp_path / "p.json"), "-q", "--workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline, workers = time.monotonic() + 120, []
-    while proc.poll() is None and not workers and time.monotonic() < deadline:
-        workers = _children(proc.pid)
-        time.sleep(0.05)
-    if not workers:
-        proc.wait(timeout=120)
-        pytest.skip("the command finished before its workers could be seen")
+    proc, workers = _with_workers(["phrases", str(corpus), "-o", str(tmp_path / "p.json"),
+                                   "-q", "--workers", "2"])
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     waited = time.monotonic() - t0
-    deadline = time.monotonic() + 20
-    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    alive = [w for w in workers if Path(f"/proc/{w}").exists()]
-    for w in alive:
-        os.kill(w, signal.SIGKILL)
     assert proc.returncode == 143 and b"terminated" in err, err[-300:]
-    assert alive == [] and waited < 5, (alive, waited)
+    assert _left_alive(workers) == [] and waited < 5, waited
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl"]
