@@ -73,7 +73,7 @@ CASES = [
     (f"{TOPICS} -k 2 --sentences 5", r"--sentences applies to the pntm method, not documents"),
     (f"{TOPICS} -k 2 --ccl-steps 3", r"--ccl-steps applies to the ccl method"),
     (f"{TOPICS} --method ccl --min-df 2",
-     r"--min-df applies to the documents and clusters and pntm methods, not ccl"),
+     r"--min-df applies to the documents, clusters and pntm methods, not ccl"),
     (f"{TOPICS} --method pntm --k-min 3", r"--k-min applies to .*, not pntm"),
     (f"{TOPICS} -k 2 --k-min 3", r"-k fixes the number of topics"),
     (f"{TOPICS} --max-phrases 0", r"--max-phrases must be at least 1"),
@@ -91,7 +91,7 @@ CASES = [
      r"--dtype sets the vectors' number type, and -m none"),
     ("phrases docs.jsonl -o p.json --worker-cpus 2 -q", r"--worker-cpus needs --engine ray"),
     ("phrases docs.jsonl -o p.json --min-df 1000 -q --workers 1",
-     r"docs\.jsonl: no phrase found in its 12 documents that is in 1000 or more"),
+     r"docs\.jsonl: no phrase found in 12 documents with --min-df 1000"),
     ("facets 'real property' -m facets-phrase-k3 -k 10 -q",
      r"-k and --sentence pick a packaged facet model; --model names one"),
     ("train pearl --data corpus -o r -q --max-minutes nan", r"--max-minutes must be between"),
@@ -128,3 +128,18 @@ def test_a_number_cell_that_is_not_one_is_named_by_its_line(tmp_path):
     rows = read_tsv(path, header=("a", "b", "score"))
     with pytest.raises(ValueError, match=r"bird\.tsv:4: 'abc' is not a number"):
         numbers(rows, 2, path)
+
+
+def test_a_work_dir_may_hold_the_runs_caches_and_a_rerun_resumes(tmp_path, monkeypatch):
+    """Not refused: a phrase cache inside --work-dir, on the first run and the rerun."""
+    from phrasekit.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path)
+    corpus = Path(__file__).parent / "fixtures" / "corpus_small.jsonl"
+    args = shlex.split(f"topics {corpus} -o t -m glove-50d -q --no-cache -k 3 --min-df 2 "
+                       "--no-report --work-dir wd --phrase-cache wd/phrases.json.gz")
+    for _ in range(2):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+    assert (tmp_path / "wd" / "phrases.json.gz").is_file()

@@ -44,6 +44,8 @@ def test_json_lines_are_no_table_and_a_blank_line_of_one_column_is_an_empty_cell
     with pytest.raises(TableError, match=r"one\.csv:3: empty 'name' cell \(skip_empty=True"):
         column_values(table, "name")
     assert column_values(table, "name", skip_empty=True) == [(0, "foo"), (2, "bar")]
+    (tmp_path / "end.csv").write_text("name\r\nfoo\r\n\r\n\r\n", encoding="utf-8")
+    assert column_values(read_table(tmp_path / "end.csv"), "name") == [(0, "foo")]  # the end
     (tmp_path / "two.csv").write_text("name,id\nfoo,1\n\nbar,2\n", encoding="utf-8")
     assert column_values(read_table(tmp_path / "two.csv"), "name") == [(0, "foo"), (2, "bar")]
 

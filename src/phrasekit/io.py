@@ -406,7 +406,7 @@ def _corpus_files(path: Path) -> tuple[list[Path], str]:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes[-1:] == [".parquet"]:
         return [path], "parquet"
-    is_jsonl = ".jsonl" in suffixes or ".json" in suffixes
+    is_jsonl = bool({".jsonl", ".json", ".ndjson"} & set(suffixes))
     return [path], "jsonl" if is_jsonl else "text"
 
 

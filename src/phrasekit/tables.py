@@ -190,7 +190,7 @@ class Table:
     rows: list[tuple[int, int, list[Any]]] = field(default_factory=list)
     """``(data row number, file line, fields)``; row numbers are 0-based, header excluded (a
     blank line takes a number but is no row; in a one-column table it is a row with an empty
-    cell). Parquet rows' "line" is their row number + 1, a
+    cell, unless only blank lines follow it). Parquet rows' "line" is their row number + 1, a
     data frame's its position."""
     by_row: bool = False
     """Whether rows are named by number (Parquet, data frames) rather than by file line."""
@@ -264,10 +264,14 @@ def read_table(path: str | Path) -> Table:
             table = Table(path, _check_header(path, [h.strip().lstrip("\ufeff")
                                                      for h in header]))
             _warn_other_separator(path, table.header, delimiter)
+            blanks: list[tuple[int, int]] = []  # a one-column table's blank lines so far
             for row_no, row in enumerate(reader):
-                if not row and len(header) > 1:  # a blank line is no row of several fields
+                if not row:  # no row of several fields; in one column an empty cell, unless
+                    if len(header) == 1:  # only blank lines follow (the file's end)
+                        blanks.append((row_no, reader.line_num))
                     continue
-                row = row or [""]  # ... but one empty cell of a single column
+                table.rows.extend((n, line, [""]) for n, line in blanks)
+                blanks.clear()
                 if len(row) != len(header):
                     raise TableError(f"{path}:{reader.line_num}: {len(row)} fields where the "
                                      f"header has {len(header)}")

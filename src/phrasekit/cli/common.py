@@ -328,8 +328,9 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
             raise BadInputError(f"--{option.replace('_', '-')} {folder} is a file, not a folder")
     name = "out" if "out" in kwargs else "output"
     out = kwargs.get(name)
-    if isinstance(kwargs.get("work_dir"), Path):
-        _check_work_dir(kwargs["work_dir"], _input_paths(kwargs, "work_dir"), out)
+    if isinstance(kwargs.get("work_dir"), Path):  # caches may live in it: they are kept too
+        data = {k: v for k, v in kwargs.items() if k not in ("cache_dir", "phrase_cache")}
+        _check_work_dir(kwargs["work_dir"], _input_paths(data, "work_dir"), out)
     if out_kind is None or not isinstance(out, Path):
         return
     if is_stdout(out):

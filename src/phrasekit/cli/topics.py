@@ -189,8 +189,10 @@ def phrases_cmd(
         vocab = extractor_for(sharded, extractor).extract(docs, show_progress=not quiet)
     vocab = vocab.filter(min_df=min_df, max_phrases=max_phrases)
     if not len(vocab):  # an empty vocabulary is of no use to `neighbors` or a cache
-        raise BadInputError(f"{corpus}: no phrase found in its {len(docs)} documents" + (
-            f" that is in {min_df} or more of them; lower --min-df" if min_df > 1 else ""))
+        where = f"{len(docs)} document{'s' if len(docs) != 1 else ''}"
+        raise BadInputError(f"{corpus}: no phrase found in {where}" + (
+            f" with --min-df {min_df} (a phrase must be in that many); lower it"
+            if min_df > 1 else ""))
     vocab.to_json(out)
     logger.info("wrote %s: %d phrases from %d documents", out, len(vocab), len(docs))
 

@@ -38,7 +38,9 @@ def check_method_options(method: str, n_topics: int | None, values: Mapping[str,
     for name in given:
         flag, methods = METHOD_ONLY[name]
         if method not in methods:
-            raise BadInputError(f"{flag} applies to the {' and '.join(methods)} method"
+            names = ", ".join(methods[:-1]) + " and " + methods[-1] if len(methods) > 1 \
+                else methods[0]
+            raise BadInputError(f"{flag} applies to the {names} method"
                                 f"{'s' if len(methods) > 1 else ''}, not {method}")
     if n_topics is not None and {"k_min", "k_max"} & set(given):
         raise BadInputError("-k fixes the number of topics and --k-min/--k-max choose it from "

@@ -21,7 +21,7 @@ from phrasekit.datasets import resolve_corpus
 from phrasekit.encoders.subtst_config import SubTSTConfig
 from phrasekit.eval.aliases import alias_file
 from phrasekit.eval.pairs import load_pair_task, task_kind
-from phrasekit.io import read_corpus, write_json
+from phrasekit.io import read_corpus
 from phrasekit.models.folders import MODEL_KIND
 from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
@@ -255,8 +255,7 @@ def train_subtst_cmd(
     features, _ = prepare_features(task, data, config, cache_dir, show_progress=not quiet)
     model, report = train_subtst(task, data, config, optimisation, features=features,
                                  show_progress=not quiet, lda_extra_texts=extra)
-    model.save_pretrained(out)
-    write_json(out / "report.json", report)
+    model.save_pretrained(out, report=report)
     test = ", ".join(f"{k} {v:.2f}" for k, v in report.get("test", {}).items())
     typer.echo(f"{config.variant} on {task}: best epoch {report['best_epoch']}, test {test}, "
                f"train {report['seconds']['train']:.0f} s -> {out}")

@@ -320,8 +320,9 @@ class SubTST(Encoder):
     # ---- persistence -------------------------------------------------------------------------
 
     @saves_model_folder
-    def save_pretrained(self, out_dir: str | Path) -> Path:
-        """Write config.json + model.safetensors (trained modules + LDA) atomically."""
+    def save_pretrained(self, out_dir: str | Path, report: dict[str, Any] | None = None) -> Path:
+        """Write config.json + model.safetensors (trained modules + LDA) atomically, and the
+        training ``report`` as report.json in the same set (listed in its manifest)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         tensors: dict[str, torch.Tensor] = {}
@@ -338,6 +339,8 @@ class SubTST(Encoder):
             "feature_layer": self.features.layer, "subtst": self.config.to_dict(),
             "training": self.training_report,
         })
+        if report is not None:
+            write_json(out / "report.json", report)
         return out
 
     @classmethod

@@ -123,8 +123,10 @@ def _read_lines(path: Path, what: str) -> list[str]:
     """One name per line of a text file; a blank line is refused with its number."""
     with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is no name
         names = [line.strip() for line in fh]
+    while names and not names[-1]:  # blank lines at the end hold no place
+        names.pop()
     if not any(names):
-        why = "only blank lines" if names else "empty file"
+        why = "only blank lines" if path.stat().st_size else "empty file"
         raise EntityIndexError(f"{path}: no names ({why}); a {what} holds one name per line")
     if "" in names:
         raise EntityIndexError(f"{path}:{names.index('') + 1}: blank line (every line of a "
