@@ -76,6 +76,7 @@ CASES = [
      r"--min-df applies to the documents, clusters and pntm methods, not ccl"),
     (f"{TOPICS} --method pntm --k-min 3", r"--k-min applies to .*, not pntm"),
     (f"{TOPICS} -k 2 --k-min 3", r"-k fixes the number of topics"),
+    (f"{TOPICS} --k-max 3", r"--k-max 3 is below the smallest K the documents method tries"),
     (f"{TOPICS} --max-phrases 0", r"--max-phrases must be at least 1"),
     ("topics docs.jsonl -o t.json -m glove-50d -q",
      r"--out t\.json: this command writes a folder, and the name ends in \.json"),

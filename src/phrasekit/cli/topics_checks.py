@@ -78,6 +78,10 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
     lo, hi = k_min if k_min is not None else 2, k_max if k_max is not None else 10**9
     if lo < 2 or hi < lo:
         raise BadInputError(f"need 2 <= --k-min <= --k-max, got {k_min}..{k_max}")
+    smallest = _smallest_k(method) if k_min is None and k_max is not None else None
+    if smallest is not None and k_max < smallest:
+        raise BadInputError(f"--k-max {k_max} is below the smallest K the {method} method "
+                            f"tries ({smallest}); give --k-min too")
     if n_topics is not None and n_topics < 2:
         raise BadInputError(f"-k must be at least 2, got {n_topics}")
     if min_df is not None and min_df < 1:
@@ -95,6 +99,14 @@ def check_topics_options(*, method: str, label_view: str, n_topics: int | None,
     check_topics_out(out, caches=caches)
     if save is not None:
         check_save_model(save[0], method, save[1], out)
+
+
+def _smallest_k(method: str) -> int | None:
+    """The default smallest K a method tries (None: it fixes K, as pntm does)."""
+    from phrasekit.topics import UCTopicModel
+    from phrasekit.topics.pipeline import TOPIC_MODELS
+    models = {**TOPIC_MODELS, "ccl": UCTopicModel}
+    return int(models[method]().k_range[0]) if method in models else None
 
 
 def check_save_model(save_model: Path | None, method: str, corpus: str, out: Path) -> None:
