@@ -372,21 +372,6 @@ def document_location(path: str | Path, n: int) -> str:
         return f"{files[0]}:{next(islice(texts, n, None), '?')}"
 
 
-def corpus_line(path: str | Path, position: int) -> str | None:
-    """``file:line`` of a JSONL or text corpus' ``position``-th document (0-based; blank lines
-    hold none), read again only to place an error; None for Parquet or past the end."""
-    files, kind = _corpus_files(Path(path))
-    if kind == "parquet":
-        return None
-    with _open_text(files[0]) as fh:
-        seen = -1
-        for lineno, line in enumerate(fh, start=1):
-            seen += bool(line.strip())
-            if seen == position:
-                return f"{files[0]}:{lineno}"
-    return None
-
-
 def _corpus_files(path: Path) -> tuple[list[Path], str]:
     """The files of a corpus path and their kind (``parquet``, ``jsonl`` or ``text``)."""
     if path.is_dir():

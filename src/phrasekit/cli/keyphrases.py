@@ -34,7 +34,7 @@ from phrasekit.cli.options import with_config
 from phrasekit.cli.topics import TextField
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases
-from phrasekit.io import Document, corpus_line, read_corpus
+from phrasekit.io import Document, document_location, read_corpus
 from phrasekit.phrases.keyphrases import CANDIDATE_KINDS, KeyphraseExtractor, Keyphrases
 from phrasekit.pipeline import sharded_keyphrases
 from phrasekit.registry import KEYPHRASES_MODEL
@@ -96,7 +96,7 @@ def read_documents(corpus: str, text_field: str, split: str | None) -> list[Docu
     empty = next((i for i, d in enumerate(docs) if not d.text.strip()), None)
     if empty is not None:
         if not is_stdout(corpus) and split is None:
-            where = corpus_line(resolve_corpus(corpus), empty) or where
+            where = document_location(resolve_corpus(corpus), empty)
         raise BadInputError(f"{where}: document {docs[empty].id!r} has an empty "
                             f"{text_field!r}")
     return docs
