@@ -175,10 +175,14 @@ def write_vector_table(path: str | Path, texts: Iterable[str], chunks: Iterable[
     return written
 
 
+#: What a file's suffix names, as messages say it: every reader and writer's one table.
+FORMAT_NAMES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separated text",
+                ".parquet": "Parquet", ".pq": "Parquet", ".json": "JSON",
+                ".jsonl": "JSON lines", ".ndjson": "JSON lines", ".xlsx": "an Excel workbook",
+                ".xls": "an Excel workbook", ".txt": "text", ".gz": "a compressed file",
+                ".zip": "a zip archive"}
 #: Suffixes of files that are not tables (read as CSV they would give one odd column).
-NOT_TABLES = {".jsonl": "JSON lines", ".ndjson": "JSON lines", ".json": "JSON",
-              ".xlsx": "an Excel workbook", ".xls": "an Excel workbook", ".npy": "a NumPy array",
-              ".gz": "a compressed file", ".zip": "a zip archive"}
+NOT_TABLES = (".jsonl", ".ndjson", ".json", ".xlsx", ".xls", ".npy", ".gz", ".zip")
 
 
 @dataclass
@@ -251,7 +255,7 @@ def read_table(path: str | Path) -> Table:
     if path.suffix.lower() in (".parquet", ".pq"):
         return _read_parquet(path)
     if path.suffix.lower() in NOT_TABLES:
-        raise TableError(f"{path}: {NOT_TABLES[path.suffix.lower()]} is not a table format "
+        raise TableError(f"{path}: {FORMAT_NAMES[path.suffix.lower()]} is not a table format "
                          "phrasekit reads; give CSV, .tsv or .parquet (with a header row)")
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     reader: Any = None

@@ -24,7 +24,7 @@ from phrasekit.cli.options import option_flags
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
 from phrasekit.paths import check_output, is_inside, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
-from phrasekit.tables import is_stdout
+from phrasekit.tables import FORMAT_NAMES, is_stdout
 
 logger = logging.getLogger("phrasekit")
 
@@ -99,14 +99,10 @@ def unwind_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
-#: Output suffixes naming a format other than the one a command writes.
-FORMAT_SUFFIXES = {".npy": "a NumPy matrix", ".csv": "CSV", ".tsv": "tab-separated text",
-                   ".parquet": "Parquet", ".pq": "Parquet", ".json": "JSON", ".jsonl": "JSON lines",
-                   ".xlsx": "an Excel workbook", ".txt": "text"}
 #: Suffixes of files, refused as the name of a new output folder (a name never lies; a folder
 #: of Parquet files may be named .parquet, as Arrow and Spark datasets are).
-FILE_SUFFIXES = (*(s for s in FORMAT_SUFFIXES if s not in (".parquet", ".pq")), ".npz",
-                 ".safetensors", ".md", ".html", ".gz", ".zip")
+FILE_SUFFIXES = (*(s for s in FORMAT_NAMES if s not in (".parquet", ".pq")), ".npz",
+                 ".safetensors", ".md", ".html")
 #: Formats that may go to stdout (``--out -``).
 TEXT_SUFFIXES = (".csv", ".tsv", ".jsonl", ".txt")
 
@@ -135,16 +131,16 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
     if is_stdout(out):
         text = [w for w in writes if w in TEXT_SUFFIXES]
         if not text:
-            raise BadInputError(f"--out -: this command writes {FORMAT_SUFFIXES[writes[0]]}, "
+            raise BadInputError(f"--out -: this command writes {FORMAT_NAMES[writes[0]]}, "
                                 "which is not sent to stdout; name an output file")
         return text[0]
     suffix = out.suffix.lower()
     if not suffix:
         return writes[0]
     if suffix not in writes:
-        kinds = {FORMAT_SUFFIXES[w]: w for w in reversed(writes)}  # one suffix per format
+        kinds = {FORMAT_NAMES[w]: w for w in reversed(writes)}  # one suffix per format
         names, suffixes = list(reversed(kinds)), list(reversed(kinds.values()))
-        what = FORMAT_SUFFIXES.get(suffix, f"a {suffix} file")
+        what = FORMAT_NAMES.get(suffix, f"a {suffix} file")
         raise BadInputError(f"{out}: this command writes {', '.join(names)}, not {what}; name "
                             f"the output {' or '.join(suffixes)}")
     return suffix

@@ -63,7 +63,14 @@ from phrasekit.similarity.index import (
     check_rows,
     resolve_kind,
 )
-from phrasekit.tables import TableError, is_missing, load_npy, only_column, read_table
+from phrasekit.tables import (
+    NOT_TABLES,
+    TableError,
+    is_missing,
+    load_npy,
+    only_column,
+    read_table,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +113,7 @@ def read_names(
         raise EntityIndexError(problem)
     suffix = path.suffix.lower()
     try:
-        if suffix in (".parquet", ".pq", ".jsonl", ".json", ".xlsx", ".npy"):
+        if suffix in (".parquet", ".pq", *NOT_TABLES):
             raise EntityIndexError(f"{path}: a {what} is plain text (one name per line) or a "
                                    f".csv / .tsv table with a header row, not {suffix}")
         if suffix not in (".csv", ".tsv"):
