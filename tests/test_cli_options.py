@@ -161,7 +161,8 @@ def test_train_phrase_bert_defaults_are_the_config_defaults(monkeypatch, tmp_pat
     assert seen[1] == dataclasses.replace(expected, use_context=False,
                                           source_repeat={"ppdb": 2})
     res = runner.invoke(app, [*args, "--no-paraphrase", "--repeat-source", "ppdb=2"])
-    assert res.exit_code == 2 and "use_paraphrase is off" in res.output  # before any data
+    assert res.exit_code == 2, res.output  # before any data, the options named as flags
+    assert "--repeat-source repeats paraphrase sources, and --paraphrase is off" in res.output
     assert len(seen) == 2
 
 
@@ -184,3 +185,16 @@ def test_train_facets_and_uctopic_options(monkeypatch, tmp_path, command, fn, co
     values = {changed[k]: type(getattr(expected, changed[k]))(v)
               for k, v in zip(extra[::2], extra[1::2], strict=True)}
     assert seen[1] == dataclasses.replace(expected, **values)
+
+
+def test_library_messages_name_the_flags():
+    from phrasekit.cli.options import name_flags
+
+    flags = {"hard_negatives": "--hard-negatives", "alpha": "--alpha", "alphas": "--alphas",
+             "alpha_proj": "--alpha-proj", "use_char": "--char-encoder"}
+    assert name_flags("hard_negatives must be >= 0", flags) == "--hard-negatives must be >= 0"
+    # single words only where they are a config's fields; paths and longer words untouched
+    text = "alpha and alphas: give one (alpha_proj too; see runs/alpha_proj/x, use_char.)"
+    assert name_flags(text, flags) == ("alpha and alphas: give one (--alpha-proj too; see "
+                                       "runs/alpha_proj/x, --char-encoder.)")
+    assert name_flags(text, flags, {"alpha", "alphas"}).startswith("--alpha and --alphas:")

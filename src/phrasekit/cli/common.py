@@ -20,7 +20,7 @@ import typer
 from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable, check_run_folder
-from phrasekit.cli.options import option_flags
+from phrasekit.cli.options import name_flags, option_flags
 from phrasekit.io import CorpusError, Document, line_documents, writable_target
 from phrasekit.paths import check_output, is_inside, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
@@ -407,7 +407,8 @@ def command(group: typer.Typer, name: str, out: str | None = None, cls: type | N
     ``cls``: the click command class (default typer's)."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        flags = option_flags(fn)
+        flags = {**option_flags(fn), **getattr(fn, "config_flags", {})}
+        words = getattr(fn, "config_fields", frozenset())
 
         @functools.wraps(fn)
         def wrapper(**kwargs: Any) -> Any:
@@ -419,7 +420,13 @@ def command(group: typer.Typer, name: str, out: str | None = None, cls: type | N
                 command_threads(kwargs.get("threads", kwargs.get("num_threads")))
                 check_paths(kwargs, out)
                 with command_device(kwargs.get("device")):
-                    return fn(**kwargs)
+                    try:
+                        return fn(**kwargs)
+                    except (ValueError, TypeError) as exc:  # settings named as flags
+                        named = name_flags(str(exc), flags, words)
+                        if named == str(exc):
+                            raise
+                        raise BadInputError(named) from exc
 
             return run_command(body, kwargs.get("out", kwargs.get("output")))
 

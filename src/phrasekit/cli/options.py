@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 import sys
 import types
 from collections.abc import Callable, Collection, Mapping
@@ -70,14 +71,17 @@ class ConfigOptions:
 
     ``help`` maps field -> help text; ``exclude`` names fields that are not options;
     ``rename`` maps field -> option declaration (``"--char-encoder"``, ``"-k"``,
-    ``"--train-topics/--freeze-topics"``). Fields whose type cannot be an option (dicts,
-    unions of several types, ...) are skipped, so new fields never break the command line.
+    ``"--train-topics/--freeze-topics"``); ``named`` maps an excluded field that the command
+    sets from an option of its own to that option (for messages about the field). Fields
+    whose type cannot be an option (dicts, unions of several types, ...) are skipped, so new
+    fields never break the command line.
     """
 
     source: Any
     help: Mapping[str, str]
     exclude: Collection[str] = ()
     rename: Mapping[str, str] = field(default_factory=dict)
+    named: Mapping[str, str] = field(default_factory=dict)
 
     def specs(self) -> list[OptionSpec]:
         """The options, in field order."""
@@ -126,6 +130,8 @@ def with_config(**groups: ConfigOptions) -> Callable[[Callable[..., Any]], Calla
             return fn(**kwargs)
 
         wrapper.__signature__ = sig.replace(parameters=[*own[:at], *generated, *own[at:]])
+        wrapper.config_fields = frozenset(s.name for g in groups.values() for s in g.specs())
+        wrapper.config_flags = {k: v for g in groups.values() for k, v in g.named.items()}
         return wrapper
 
     return decorate
@@ -175,8 +181,8 @@ def parameter_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
 
 
 def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
-    """Each option parameter of a typer command function and its long flag
-    (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another)."""
+    """Each option parameter of a typer command function and its long flag, else its short
+    one (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another)."""
     try:
         params = inspect.signature(fn, eval_str=True).parameters
     except (NameError, TypeError):
@@ -185,7 +191,19 @@ def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
     for name, param in params.items():
         for meta in getattr(param.annotation, "__metadata__", ()):
             decls = (getattr(meta, "default", None), *(getattr(meta, "param_decls", ()) or ()))
-            long = [d for d in decls if isinstance(d, str) and d.startswith("--")]
+            named = [d for d in decls if isinstance(d, str) and d.startswith("-")]
+            long = [d for d in named if d.startswith("--")] or named
             if long:
-                flags[name] = long[0]
+                flags[name] = long[0].split("/")[0]  # "--x/--no-x" -> "--x"
     return flags
+
+
+def name_flags(message: str, flags: Mapping[str, str], words: Collection[str] = ()) -> str:
+    """A library message with the settings it names written as the command's flags
+    (``hard_negatives must be >= 0`` -> ``--hard-negatives must be >= 0``). Names with an
+    underscore are replaced wherever they stand as a word; single-word names only when in
+    ``words`` (a config's fields, which its messages name as such)."""
+    for name, flag in sorted(flags.items(), key=lambda item: -len(item[0])):
+        if "_" in name or name in words:
+            message = re.sub(rf"(?<![\w./-]){re.escape(name)}(?![\w/-]|\.\w)", flag, message)
+    return message

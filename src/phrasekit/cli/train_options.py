@@ -132,6 +132,7 @@ PHRASE_BERT = ConfigOptions(
              "freeze_embeddings", "alphas", "dev_data_dir", "show_progress"},
     rename={"use_paraphrase": "--paraphrase", "use_context": "--context",
             "num_threads": "--threads"},
+    named={"source_repeat": "--repeat-source"},
 )
 
 PHRASE_BERT_DATA = ConfigOptions(

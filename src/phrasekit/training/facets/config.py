@@ -56,6 +56,8 @@ class FacetTrainingConfig:
         raise_failed([
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
                            self.checkpoint_every),
+            (1 <= self.n_facets <= 256, f"n_facets must be in [1, 256], got {self.n_facets}"),
+            (0 <= self.dropout < 1, f"dropout must be in [0, 1), got {self.dropout}"),
             (self.weight_decay >= 0, "weight_decay must be >= 0"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
             (self.decay_steps is None or self.decay_steps >= 1, "decay_steps must be >= 1"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +120,12 @@ class PearlTrainingConfig:
         weights with another data seed can be averaged (a weight soup)."""
         return self.seed if self.data_seed is None else self.data_seed
 
+    @property
+    def backbone_layers(self) -> int:
+        """Transformer layers of the backbone (a large number for an unknown one, which
+        ``validate`` refuses by itself)."""
+        return BACKBONE_LAYERS.get(self.backbone, 10**9)
+
     def fingerprint(self) -> str:
         """Hash of the settings that change the training trajectory (for safe resuming)."""
         extra = {k: getattr(self, k) for k in _ALIAS_TRAJECTORY} if self.alias_weight else {}
@@ -170,14 +176,19 @@ class PearlTrainingConfig:
              f"alias_kinds must be among {', '.join(KINDS)}, got {', '.join(self.alias_kinds)}"),
             (not self.alias_weight or alias_path(self).is_file(),
              f"alias_weight needs {alias_path(self)} (train pearl-data --redirects FILE)"),
-            (self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}"),
+            (self.precision in PRECISIONS,
+             f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"),
             *device_checks(self.device),
             (not self.char_pretrain_steps or self.use_char,
              "char_pretrain_steps needs the char encoder (use_char)"),
             (self.char_aug or self.token_aug or self.phrase_aug,
-             "enable at least one augmentation level"),
+             "enable at least one augmentation level: char_aug, token_aug or phrase_aug"),
             *((v is None or 0 <= v <= 1, f"{k} must be in [0, 1], got {v}")
               for k, v in (("alpha", self.alpha), ("alpha_proj", self.alpha_proj))),
+            (self.train_layers is None or self.train_layers <= self.backbone_layers,
+             f"train_layers is {self.train_layers}, but {self.backbone} has only "
+             f"{self.backbone_layers} layers"),
+            *unused_settings(self),
         ])
         if self.cliff_margin:
             CliffGuard(margin=self.cliff_margin)  # validates
@@ -186,6 +197,36 @@ class PearlTrainingConfig:
                 raise FileNotFoundError(
                     f"{Path(self.data_dir) / name} missing: build the dataset first "
                     "(phrasekit train pearl-data --out DIR)")
+
+
+#: Transformer layers of each packaged backbone (``train_layers`` is checked against them
+#: before a model is built).
+BACKBONE_LAYERS = {"minilm": 6, "mpnet": 12}
+
+#: Settings that only a switched-on part of the recipe reads: (fields, the field that must be
+#: on for them, how to turn it on).
+_PART_SETTINGS = (
+    (("alias_batch", "alias_negatives", "alias_kinds"), "alias_weight", "alias_weight > 0"),
+    (("distill_batch", "distill_phrases", "distill_names"), "distill_weight",
+     "distill_weight > 0"),
+    (("type_weight", "type_head_on"), "use_type", "use_type"),
+    (("lr_char",), "use_char", "use_char"),
+)
+
+
+def unused_settings(cfg: PearlTrainingConfig) -> list[tuple[bool, str]]:
+    """Checks that no setting is changed from its default where the run would ignore it: a
+    part's settings with the part off, and a grid of ``alphas`` beside a fixed ``alpha``."""
+    defaults = {f.name: f.default for f in fields(cfg)}
+    changed = {k for k in defaults if getattr(cfg, k) != defaults[k]}
+    checks = [(cfg.alpha is None or "alphas" not in changed,
+               "alpha fixes the averaging coefficient and alphas lists those tried on dev: "
+               "give one")]
+    for names, switch, how in _PART_SETTINGS:
+        for name in (n for n in names if n in changed):
+            checks.append((bool(getattr(cfg, switch)),
+                           f"{name} is read only with {how}, which this run leaves off"))
+    return checks
 
 
 def alias_path(cfg: PearlTrainingConfig) -> Path:
@@ -231,7 +272,7 @@ def freeze_lower_layers(backbone: torch.nn.Module, train_layers: int) -> None:
     lower layers keep the backbone's surface-form knowledge and need no backward pass."""
     layers = backbone.encoder.layer
     if train_layers > len(layers):
-        raise ValueError(f"train_layers is {train_layers}, but the backbone has only "
+        raise ValueError(f"train_layers is {train_layers}, but the model has only "
                          f"{len(layers)} layers")
     backbone.embeddings.requires_grad_(False)
     for layer in layers[: len(layers) - train_layers]:

@@ -87,6 +87,9 @@ class PhraseBertTrainingConfig:
              "max_paraphrase limits the paraphrase triplets, and use_paraphrase is off"),
             (self.use_context or self.max_context is None,
              "max_context limits the context triplets, and use_context is off"),
+            ((self.use_paraphrase and self.max_paraphrase != 0)
+             or (self.use_context and self.max_context != 0),
+             "max_paraphrase and max_context leave no triplet to train on"),
         ])
         if not check_data:
             return

@@ -15,6 +15,9 @@ from typing import Any
 
 from phrasekit.training.core.config import budget_checks, raise_failed
 
+#: Token positions of the packaged backbones (BERT-style, 512).
+MAX_POSITIONS = 512
+
 
 @dataclass
 class UCTopicConfig:
@@ -51,7 +54,9 @@ class UCTopicConfig:
                            self.checkpoint_every),
             (self.temperature > 0, f"temperature must be > 0, got {self.temperature}"),
             (0 <= self.keep_prob <= 1, f"keep_prob must be in [0, 1], got {self.keep_prob}"),
-            (self.max_length >= 8, f"max_length must be >= 8, got {self.max_length}"),
+            (8 <= self.max_length <= MAX_POSITIONS,
+             f"max_length must be in [8, {MAX_POSITIONS}] (the backbone's positions), got "
+             f"{self.max_length}"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
             (self.log_every >= 1, "log_every must be >= 1"),
             (self.max_pairs is None or self.max_pairs >= 2, "max_pairs must be >= 2"),
