@@ -54,7 +54,7 @@ CASES = [
     ("train uctopic --data corpus -o run1 -q --max-steps 1",
      r"--out run1 holds only a report\.json"),
     ("train pearl --data corpus -o run2 -q",
-     r"run2/notes\.txt, which no phrasekit training run writes"),
+     r"run2/notes\.txt, which a phrasekit training run does not write"),
     ("encode -m glove-50d -q ws.txt -o e.npy --skip-blank",
      r"ws\.txt: no lines to read \(only 2 blank lines\)"),
     ("pairs -m no-such-model p.tsv -o x.parquet",
@@ -111,6 +111,8 @@ CASES = [
      r"--type-weight is read only with --type-loss"),
     ("train pearl --data corpus -o r -q --train-layers 99", r"--train-layers is 99, but minilm"),
     ("train pearl --data corpus -o r -q --hard-negatives -1", r"--hard-negatives must be >= 0"),
+    *((f"train {cmd} -o run2 -q", rf"run2/notes\.txt, which `train {cmd}` does not write")
+      for cmd in ("pearl-data", "phrase-bert-data", "uctopic-data", "facets-data")),
     ("train facets --data corpus -o r -q -k 0", r"-k must be in \[1, 256\], got 0"),
     ("train uctopic --data corpus -o r -q --max-length 100000",
      r"--max-length must be in \[8, 512\]"),

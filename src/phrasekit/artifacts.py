@@ -261,19 +261,30 @@ RUN_NAMES = frozenset({"checkpoint.safetensors", "model", "report.json", "data",
                        "char_mimicry", "shards"})
 
 
+def check_own_names(path: Path, names: frozenset[str] | set[str], writer: str,
+                    option: str = "--out") -> set[str]:
+    """The names in folder ``path`` (hidden ones aside), after refusing (``ValueError``) one
+    that ``writer`` never writes there: a folder it rewrites holds nothing of the user's."""
+    if not path.is_dir():
+        return set()
+    found = {p.name for p in path.iterdir() if not p.name.startswith(".")}
+    foreign = sorted(found - names)
+    if foreign:
+        raise ValueError(f"{option} {path} holds {path / foreign[0]}, which {writer} does "
+                         f"not write; choose a new or empty folder (or one {writer} wrote "
+                         "before)")
+    return found
+
+
 def check_run_folder(path: str | Path, option: str = "--out") -> None:
     """Raise ``ValueError`` unless ``path`` is absent, empty or an earlier run's folder (only
     names a run writes, a checkpoint or model beside a report, and a ``model/`` that is an
     earlier phrasekit set): a run resumes there and replaces its own files, so a user's file
     among them is refused before any work, never overwritten after hours of training."""
     path = Path(path)
-    if not path.is_dir() or not any(path.iterdir()):
+    names = check_own_names(path, RUN_NAMES, "a phrasekit training run", option)
+    if not names:
         return
-    names = {p.name for p in path.iterdir() if not p.name.startswith(".")}
-    foreign = sorted(names - RUN_NAMES)
-    if foreign:
-        raise ValueError(f"{option} {path} holds {path / foreign[0]}, which no phrasekit "
-                         "training run writes; choose a new or empty folder (or an earlier run's)")
     if names == {"report.json"}:
         raise ValueError(f"{option} {path} holds only a report.json, no checkpoint or model of "
                          "an earlier run; choose a new or empty folder")

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from phrasekit.artifacts import check_output_folder
+from phrasekit.artifacts import check_output_folder, check_own_names
 from phrasekit.cli import train_options as opts
 from phrasekit.cli.common import BadInputError, Quiet, Verbose, command, existing_corpus
 from phrasekit.cli.options import parse_list, with_config
@@ -26,6 +26,7 @@ from phrasekit.models.folders import MODEL_KIND
 from phrasekit.settings import data_dir as default_data_dir
 from phrasekit.settings import shared_dir
 from phrasekit.training.facets.config import FacetTrainingConfig
+from phrasekit.training.facets.data import OUTPUT_NAMES as FACET_DATA_NAMES
 from phrasekit.training.facets.data import FacetDataConfig, build_facet_dataset, corpus_specs
 from phrasekit.training.pearl.config import PearlTrainingConfig
 from phrasekit.training.pearl.redirects import (
@@ -41,8 +42,10 @@ from phrasekit.training.phrase_bert.data import (
     PARAPHRASE_SOURCES,
     build_phrase_bert_dataset,
 )
+from phrasekit.training.phrase_bert.data import OUTPUT_FILES as PHRASE_BERT_FILES
 from phrasekit.training.subtst.config import SubTSTTrainingConfig
 from phrasekit.training.uctopic.config import UCTopicConfig
+from phrasekit.training.uctopic.data import OUTPUT_NAMES as UCTOPIC_NAMES
 from phrasekit.training.uctopic.data import build_uctopic_dataset
 
 app = typer.Typer(help="Train phrasekit's models (CPU, resumable).", no_args_is_help=True)
@@ -85,8 +88,12 @@ def train_pearl_data_cmd(
     Example: phrasekit train pearl-data --out runs/pearl-data --shared ../shared \\
                --redirects redirects.tsv.gz --related-corpus ../shared/corpora/bbc_news
     """
-    from phrasekit.training.pearl.data import build_pearl_dataset
+    from phrasekit.eval.relatedness import RELATED_FILE
+    from phrasekit.training.pearl.data import OUTPUT_FILES, build_pearl_dataset
+    from phrasekit.training.pearl.related import RELATED_REPORT
 
+    check_own_names(out, {*OUTPUT_FILES, ALIAS_FILE, ALIAS_REPORT, RELATED_FILE,
+                          RELATED_REPORT}, "`train pearl-data`")
     if aliases_only and redirects is None and related_corpus is None:
         raise BadInputError("--aliases-only needs --redirects FILE or --related-corpus DIR")
     if redirects is not None:
@@ -103,7 +110,7 @@ def train_pearl_data_cmd(
         typer.echo(f"aliases -> {out / ALIAS_FILE} ({aliases['pairs']} pairs; canonicals "
                    f"{splits}; counts in {ALIAS_REPORT})")
     if related_corpus is not None:
-        from phrasekit.training.pearl.related import RELATED_REPORT, build_related_dataset
+        from phrasekit.training.pearl.related import build_related_dataset
 
         related = build_related_dataset(related_corpus, out, root / "data",
                                         show_progress=not quiet)
@@ -294,6 +301,7 @@ def train_phrase_bert_data_cmd(
 
     Example: phrasekit train phrase-bert-data --out runs/phrase-bert-data
     """
+    check_own_names(out, set(PHRASE_BERT_FILES), "`train phrase-bert-data`")
     report = build_phrase_bert_dataset(
         out, shared_dir=shared, corpora=corpus or None,
         phrase_vocabs=_phrase_vocabs(phrase_vocab or []), **settings, show_progress=not quiet)
@@ -376,6 +384,7 @@ def train_facets_data_cmd(
 
     Example: phrasekit train facets-data --granularity sentence --out runs/facets/data-sentence
     """
+    check_own_names(out, set(FACET_DATA_NAMES), "`train facets-data`")
     extra = {"corpora": corpus_specs(corpus)} if corpus else {}
     cfg = FacetDataConfig(out_dir=str(out), **settings, show_progress=not quiet, **extra)
     cfg.validate()
@@ -433,6 +442,7 @@ def train_uctopic_data_cmd(
 
     Example: phrasekit train uctopic-data --out runs/uctopic/data
     """
+    check_own_names(out, set(UCTOPIC_NAMES), "`train uctopic-data`")
     report = build_uctopic_dataset(out, corpora=corpus, shared_dir=shared, **settings,
                                    show_progress=not quiet)
     typer.echo(f"{report['counts']['pairs']} pairs -> {out}")

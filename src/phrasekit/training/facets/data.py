@@ -90,6 +90,10 @@ DATASET_KIND = "facet-dataset"
 FORMAT_VERSION = 1
 GRANULARITIES = ("phrase", "sentence")
 ARRAYS = ("inputs", "input_offsets", "targets", "target_offsets", "split")
+#: Everything a build writes into its folder: the arrays, meta.json, the manifest, the
+#: per-corpus shards and phrase caches (a rerun reuses and replaces them).
+OUTPUT_NAMES = (*(f"{n}.npy" for n in (*ARRAYS, "word_counts")), "meta.json",
+                "manifest.json", "shards", "phrases")
 
 #: Corpora that must not be trained on, with the reason.
 REFUSED_CORPORA = {
@@ -249,7 +253,7 @@ class FacetDataset:
         ``load`` checks."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        for name in (*ARRAYS, "word_counts"):
+        for name in (*ARRAYS, "word_counts"):  # OUTPUT_NAMES lists them
             with atomic_write(out / f"{name}.npy", mode="wb") as fh:
                 np.save(fh, getattr(self, name), allow_pickle=False)
         write_json(out / "meta.json", self.meta)

@@ -63,6 +63,8 @@ MENTIONS_FILE = "mentions.jsonl.gz"
 PAIRS_FILE = "pairs.jsonl.gz"
 REPORT_FILE = "report.json"
 CACHE_DIR = "cache"
+#: Everything a build writes into its folder (a rerun replaces them; nothing else is there).
+OUTPUT_NAMES = (SENTENCES_FILE, MENTIONS_FILE, PAIRS_FILE, REPORT_FILE, CACHE_DIR)
 
 #: Corpus words parsed by default (spaCy parses ~2-5k words/s on two busy cores).
 DEFAULT_MAX_WORDS = 600_000
