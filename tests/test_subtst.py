@@ -255,6 +255,12 @@ def test_cli_train_and_score(tmp_path):
     pairs.write_text("a\tb\nc\td\textra\n", encoding="utf-8")  # a third field is refused
     res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
     assert res.exit_code == 2 and "pairs.tsv:2:" in res.output and "3 field" in res.output
+    pairs.write_text("a\tb\n\nc\td\n", encoding="utf-8")  # a blank line inside: refused
+    res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
+    assert res.exit_code == 2 and "pairs.tsv:2: blank line" in res.output
+    pairs.write_text("a\tb\nc\td\n\n", encoding="utf-8")  # at the end: ignored
+    res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs), "--quiet"])
+    assert res.exit_code == 0 and len(res.output.strip().splitlines()) == 2, res.output
     pairs.write_bytes(b"a\tb\ncaf\xe9\tx\n")
     res = runner.invoke(app, ["pairs", "--model", str(out), str(pairs)])
     assert res.exit_code == 2 and "pairs.tsv:2: not valid UTF-8" in res.output

@@ -182,13 +182,18 @@ def pairs_cmd(
     t0 = time.perf_counter()
     try:
         with open(input, encoding="utf-8-sig", newline="") as fh:
-            rows = [r for r in csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE) if r]
+            rows = list(csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
     except UnicodeDecodeError as exc:
         raise BadInputError(utf8_problem(str(input), exc, input)) from None
+    while rows and not rows[-1]:  # blank lines at the end only
+        rows.pop()
     if not rows:
         raise BadInputError(f"{input}: no sentence pairs (expected sentence A, a tab, "
                             "sentence B per line)")
-    for i, r in enumerate(rows, start=1):
+    for i, r in enumerate(rows, start=1):  # one row per line (no quoting)
+        if not r:
+            raise BadInputError(f"{input}:{i}: blank line (every line holds sentence A, a "
+                                "tab, sentence B, and the output keeps the lines' order)")
         if len(r) != 2 or not r[0].strip() or not r[1].strip():
             raise BadInputError(f"{input}:{i}: expected two non-empty tab-separated sentences"
                                 f", found {len(r)} field(s)")

@@ -407,9 +407,10 @@ def _n_documents(tm: Any) -> int | None:
 @command(app, "facets")
 def facets_cmd(
     texts: Annotated[list[str], typer.Argument(help="One or more phrases or sentences.")],
-    k: Annotated[int, typer.Option(
+    k: Annotated[int | None, typer.Option(
         "-k", help="Facets K: picks the packaged model facets-phrase-kK (or "
-                   "facets-sentence-kK with --sentence) when --model is not given.")] = 3,
+                   "facets-sentence-kK with --sentence) when --model is not given "
+                   "[default: 3].")] = None,
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="A facet model folder (from `train facets`) or registered "
                               "name.")] = None,
@@ -432,10 +433,10 @@ def facets_cmd(
         raise BadInputError(f"-n must be at least 1, got {n}")
     if any(not t.strip() for t in texts):
         raise BadInputError("empty text given")
-    if model is not None and (sentence or k != parameter_defaults(facets_cmd)["k"]):
+    if model is not None and (sentence or k is not None):
         raise BadInputError("-k and --sentence pick a packaged facet model; --model names "
                             "one: give either")
-    name = model or f"facets-{'sentence' if sentence else 'phrase'}-k{k}"
+    name = model or f"facets-{'sentence' if sentence else 'phrase'}-k{3 if k is None else k}"
     if model is None and name not in available_models():
         raise BadInputError(f"no packaged facet model {name!r}; train one with "
                             f"`phrasekit train facets` and pass --model DIR")
