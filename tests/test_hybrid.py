@@ -256,3 +256,25 @@ def test_char_ngrams_equal_scikit_learns_char_wb_tfidf():
     for got, expected in ((ours.left_, want), (ours.transform(queries), ref.transform(queries))):
         assert got.dtype == expected.dtype == np.float32
         assert abs(got - expected).max() <= 1e-7
+
+
+def test_repeated_left_values_share_one_score(minilm):
+    once = fuzzy_join(["Los Angeles", "Rome"], ["Los Angeles CA"], minilm, threshold=None)
+    twice = fuzzy_join(["Rome", "Los Angeles", "Los Angeles"], ["Los Angeles CA"], minilm,
+                       k=3, threshold=None)
+    assert [(m.left_row, m.rank) for m in twice] == [(1, 1), (2, 2), (0, 3)]
+    assert twice[0].score == twice[1].score == pytest.approx(once[0].score, abs=1e-5)
+    homonyms = EntityIndex.build(["Los Angeles", "Los Angeles", "Rome"], minilm,
+                                 ids=["city", "county", "r"]).query(["Los Angeles CA"], k=2)[0]
+    assert [i for _, i, _ in homonyms] == ["city", "county"]
+    assert homonyms[0][2] == homonyms[1][2] == pytest.approx(once[0].score, abs=1e-5)
+
+
+def test_a_one_value_left_table_is_weighed_against_unrelated_names(minilm):
+    matches = fuzzy_join(["Paris"], ["Tokyo", "banana bread", "Paris, France"], minilm,
+                         threshold=None)
+    score = {m.right_value: m.score for m in matches}
+    assert score["Paris, France"] > 0.5 > max(score["Tokyo"], score["banana bread"])
+    assert {m.left_value for m in matches} == {"Paris"}  # the background names never return
+    kept = fuzzy_join(["Paris"], ["Tokyo", "Paris, France"], minilm)  # the default threshold
+    assert [m.right_value for m in kept] == ["Paris, France"]

@@ -12,7 +12,8 @@ them into the probability that the candidate is the query's match.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -37,6 +38,14 @@ K_EMBED = 10
 K_CHAR = 10
 #: Right rows scored at a time (bounds the memory of the candidates' features).
 CHUNK = 20_000
+#: Unrelated names scored beside a left table of one distinct value, and never returned: the
+#: combiner weighs a candidate against the query's other candidates (rank, margin), which such
+#: a table lacks, so without them any right value would look like its sure match.
+BACKGROUND = ("Lake Victoria", "Johann Sebastian Bach", "Toyota Corolla", "photosynthesis",
+              "Mount Kilimanjaro", "Brazilian real", "The Great Gatsby", "Apollo 11",
+              "Siemens AG", "Queensland", "red panda", "World Health Organization",
+              "Harvard University", "Sydney Opera House", "Premier League", "insulin",
+              "Vincent van Gogh", "Boeing 747", "Danube", "Nobel Prize in Physics")
 
 
 @dataclass
@@ -103,25 +112,82 @@ def top_by_probability(
 
 @dataclass
 class LeftSide:
-    """What the hybrid scorer learns of the left values once: n-gram tf-idf and word idf."""
+    """What the hybrid scorer learns of the left values once: their distinct texts (a value
+    that repeats, such as a homonym's name, is one candidate, scored once for all its rows),
+    n-gram tf-idf and word idf."""
 
     texts: list[str]
     ngrams: CharNgrams
     idf: dict[str, float]
+    value_of: np.ndarray  # left row -> its value in ``texts``
 
     @classmethod
     def fit(cls, texts: list[str]) -> LeftSide:
-        """Fit both on ``texts`` (in Unicode's composed form, as encoders read them)."""
-        texts = nfc(list(texts))
-        return cls(texts, CharNgrams().fit(texts), token_idf(texts))
+        """Fit both on the distinct ``texts`` (in Unicode's composed form, as encoders read
+        them)."""
+        ids: dict[str, int] = {}
+        rows = nfc(list(texts))
+        value_of = np.fromiter((ids.setdefault(t, len(ids)) for t in rows), np.int64,
+                               count=len(rows))
+        values = list(ids)
+        return cls(values, CharNgrams().fit(values), token_idf(values), value_of)
+
+    def first_rows(self) -> np.ndarray:
+        """Each value's first left row."""
+        first = np.empty(len(self.texts), dtype=np.int64)
+        first[self.value_of[::-1]] = np.arange(len(self.value_of))[::-1]
+        return first
+
+    def rows_of(self, probs: np.ndarray, values: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's ``k`` best (probability, left row) from its best values (``values``:
+        (n, k) ids, -1 for none): a repeated value gives each of its rows in order."""
+        if len(self.texts) == len(self.value_of):
+            rows = np.where(values >= 0, self.first_rows()[values.clip(0)], -1)
+            return probs, rows
+        order = np.argsort(self.value_of, kind="stable")  # rows grouped by value
+        counts = np.bincount(self.value_of, minlength=len(self.texts))
+        starts = np.cumsum(counts) - counts
+        valid = values >= 0
+        query = np.repeat(np.arange(len(values)), values.shape[1]).reshape(values.shape)[valid]
+        value, prob = values[valid], probs[valid]
+        reps = np.minimum(counts[value], k)
+        query, prob = np.repeat(query, reps), np.repeat(prob, reps)
+        offsets = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+        rows = order[np.repeat(starts[value], reps) + offsets]
+        first = np.r_[0, np.flatnonzero(np.diff(query)) + 1]
+        pos = np.arange(len(query)) - np.repeat(first, np.diff(np.r_[first, len(query)]))
+        keep = pos < k
+        out_p = np.zeros((len(values), k), dtype=np.float32)
+        out_r = np.full((len(values), k), -1, dtype=np.int64)
+        out_p[query[keep], pos[keep]] = prob[keep]
+        out_r[query[keep], pos[keep]] = rows[keep]
+        return out_p, out_r
+
+
+def _with_background(side: LeftSide, value_vecs: np.ndarray, emb_values: np.ndarray,
+                     encode: Callable[[list[str]], np.ndarray]
+                     ) -> tuple[LeftSide, np.ndarray, np.ndarray]:
+    """``side`` of one value padded with :data:`BACKGROUND` names (every query's candidates
+    too); the values past the real ones are to be dropped from the results."""
+    extra = [t for t in BACKGROUND if t not in side.texts]
+    texts = side.texts + extra
+    vecs = np.vstack([value_vecs, np.asarray(encode(extra), dtype=value_vecs.dtype)])
+    ids = np.arange(len(side.texts), len(texts))
+    emb_values = np.hstack([emb_values, np.broadcast_to(ids, (len(emb_values), len(ids)))])
+    padded = replace(side, texts=texts, ngrams=CharNgrams().fit(texts), idf=token_idf(texts))
+    return padded, vecs, emb_values
 
 
 def hybrid_top_k(
     left: list[str] | LeftSide, right: list[str], left_vecs: np.ndarray, right_vecs: np.ndarray,
     emb_ids: np.ndarray, k: int, combiner: Combiner, show_progress: bool = False,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, left ids) of each right value's ``k`` most probable matches among the
-    embedding's candidates ``emb_ids`` and the character n-grams', in chunks of right rows."""
+    embedding's candidates ``emb_ids`` and the character n-grams', in chunks of right rows.
+    ``encode`` (the encoder's): a left side of one distinct value is scored beside
+    :data:`BACKGROUND` names."""
     if isinstance(left, LeftSide):
         side = left
     else:  # about 40 s for 1M values, before the first chunk's bar
@@ -129,13 +195,21 @@ def hybrid_top_k(
                     len(left))
         side = LeftSide.fit(left)
     right = nfc(list(right))
+    value_vecs = left_vecs[side.first_rows()]
+    emb_values = np.where(emb_ids >= 0, side.value_of[emb_ids.clip(0)], -1)
+    scored = side
+    if len(side.texts) == 1 and encode is not None:
+        scored, value_vecs, emb_values = _with_background(side, value_vecs, emb_values, encode)
     probs = np.zeros((len(right), k), dtype=np.float32)
     ids = np.full((len(right), k), -1, dtype=np.int64)
     for s in tqdm(range(0, len(right), CHUNK), desc="score[hybrid]", unit="chunk",
                   disable=not show_progress, leave=False):
         e = min(s + CHUNK, len(right))
-        cands = find_candidates(side.texts, right[s:e], left_vecs, right_vecs[s:e],
-                                emb_ids[s:e], ngrams=side.ngrams, idf=side.idf)
-        probs[s:e], ids[s:e] = top_by_probability(cands, combiner.predict(cands.features),
-                                                  e - s, k)
+        cands = find_candidates(scored.texts, right[s:e], value_vecs, right_vecs[s:e],
+                                emb_values[s:e], ngrams=scored.ngrams, idf=scored.idf)
+        prob = combiner.predict(cands.features)
+        real = cands.left < len(side.texts)
+        cands = Candidates(cands.query[real], cands.left[real], cands.features[real])
+        probs[s:e], ids[s:e] = side.rows_of(*top_by_probability(cands, prob[real], e - s, k),
+                                            k)
     return probs, ids

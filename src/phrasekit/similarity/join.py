@@ -236,7 +236,8 @@ def fuzzy_join(
     if scorer == "hybrid":
         scores, ids = hybrid_top_k(
             [v for _, v in left], [v for _, v in right], left_vecs, right_vecs, ids, k,
-            combiner or _combiner_for(encoder), show_progress=show_progress)
+            combiner or _combiner_for(encoder), show_progress=show_progress,
+            encode=encoder.encode)
         unknown = np.zeros(len(right), dtype=bool)
     else:
         unknown = _unknown(encoder, right, right_vecs)

@@ -335,7 +335,7 @@ class EntityIndex:
                 self._left_side = LeftSide.fit(self.names)
             scores, idx = hybrid_top_k(self._left_side, texts, self.vectors, vecs,
                                        emb_ids, k, shipped_combiner(str(self.encoder.name)),
-                                       show_progress=show_progress)
+                                       show_progress=show_progress, encode=self.encoder.encode)
         return [
             [(self.names[j], self.ids[j], float(s)) for s, j in zip(row_s, row_i, strict=True)
              if j >= 0]
