@@ -134,3 +134,17 @@ def test_documents_that_are_not_text_and_bad_settings_are_refused() -> None:
                              ({"repeat_gap": -1}, "repeat_gap")):
         with pytest.raises(ValueError, match=message):
             PhraseVectorizer(**setting).fit_transform(docs)
+
+
+def test_words_of_any_script_stay_whole():
+    from phrasekit.integrations import PhraseVectorizer
+    from phrasekit.text import tokenize
+
+    assert tokenize("Die Zentralbank erhöht die Zinsen in Zürich") == [
+        "die", "zentralbank", "erhöht", "die", "zinsen", "in", "zürich"]
+    assert tokenize("cafe\u0301 Центральный банк") == ["café", "центральный", "банк"]
+    names = PhraseVectorizer(min_df=1).fit(
+        ["Die Zentralbank erhöht die Zinsen für Verbraucher."] * 3).get_feature_names_out()
+    assert {"erhöht", "für", "verbraucher"} <= set(names) and "erh" not in names
+    assert "банк" in PhraseVectorizer(min_df=1).fit(
+        ["Центральный банк повысил ставку."] * 3).get_feature_names_out()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -14,12 +15,17 @@ from itertools import pairwise
 
 import numpy as np
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
+#: Letters and digits of any script (``zürich``, ``банк``), with inner hyphens and apostrophes.
+TOKEN_PATTERN = r"[^\W_]+(?:['\-][^\W_]+)*"
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (hyphen / apostrophe compounds kept, possessive ``'s`` cut)."""
+    """Lower-cased word tokens of any script (hyphen / apostrophe compounds kept, possessive
+    ``'s`` cut); accents composed first, so that a decomposed ``é`` stays inside its word."""
     text = text.lower().replace("\u2019", "'")
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
     out = []
     for tok in _TOKEN_RE.findall(text):
         if tok.endswith("'s"):

@@ -34,7 +34,7 @@ from phrasekit.errors import check_float, check_int
 from phrasekit.integrations.phrases import PHRASE_WORDS, SentencePhrases, phrase_key
 from phrasekit.io import LONE_SURROGATE
 from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL
-from phrasekit.text import stop_words, tokenize
+from phrasekit.text import TOKEN_PATTERN, stop_words, tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +64,6 @@ PHRASE_REPEAT_GAP = 200
 #: what names it, so then one is enough.
 PHRASE_MIN_DF = 2
 AUTO_MIN_DF_TEXTS = 20
-#: The token pattern of the plain ``CountVectorizer`` BERTopic rebuilds on load: phrasekit's
-#: ``tokenize`` (lower-case letters and digits, inner hyphens and apostrophes).
-TOKEN_PATTERN = r"[a-z0-9]+(?:['\-][a-z0-9]+)*"
 
 
 def _is_word(token: str) -> bool:

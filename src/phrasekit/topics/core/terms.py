@@ -28,7 +28,7 @@ from phrasekit.phrases import PhraseVocabulary
 from phrasekit.phrases.keyphrase_candidates import brackets_balanced
 from phrasekit.text import TokenDocs, stop_words, tokenize
 
-_HAS_LETTER = re.compile(r"[a-z]")
+_HAS_LETTER = re.compile(r"[^\W\d_]")  # a letter of any script
 #: Quote marks a corpus may leave on a span's edges (``LaTeX'', "straight", ‘curly’, «French»).
 _EDGE_QUOTES = re.compile(r"""^(?:``|''|["'`‘’“”«»])+\s*|\s*(?:``|''|["'`‘’“”«»])+$""")
 
@@ -37,7 +37,7 @@ def shown_form(text: str) -> str:
     """A phrase as shown to users: without quote marks left on its edges (``The Government
     -> The Government); the text itself when nothing else would remain."""
     return _EDGE_QUOTES.sub("", text).strip() or text
-_TWO_LETTERS = re.compile(r"[a-z].*[a-z]")
+_TWO_LETTERS = re.compile(r"[^\W\d_].*[^\W\d_]")
 
 
 def _wordy(tokens: Sequence[str]) -> bool:
