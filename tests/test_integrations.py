@@ -147,6 +147,17 @@ def test_a_failed_save_leaves_nothing(docs: list[str], tmp_path) -> None:
     with pytest.raises(KeyError):
         save_topic_model(model, tmp_path / "m.pickle", serialization="pickle")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="serialization must be one of pickle, safetensors"):
+        save_topic_model(model, tmp_path / "j", serialization="json")  # BERTopic writes nothing
+    (tmp_path / "d").mkdir()
+    with pytest.raises(ValueError, match="is a folder, and a pickle save is one file"):
+        save_topic_model(model, tmp_path / "d", serialization="pickle")
+    from bertopic import BERTopic
+
+    with pytest.raises(ValueError, match="not fitted"):
+        save_topic_model(BERTopic(), tmp_path / "u", serialization="safetensors")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+    assert not any((tmp_path / "d").iterdir())
 
 
 def test_plugins_refuse_bad_settings_and_take_blank_and_missing_documents(docs: list[str]

@@ -106,13 +106,26 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: BERTopic's ``save`` formats: one pickle file, or a folder.
+SERIALIZATIONS = ("pickle", "safetensors", "pytorch")
+
+
 def save_topic_model(topic_model: Any, path: str | Path, **kwargs: Any) -> Path:
     """``topic_model.save(path, **kwargs)`` (BERTopic's arguments), whole or not at all: written
     beside ``path`` and moved into place when complete, so a failed save leaves nothing (and
     an earlier save at ``path`` as it was). A folder (safetensors, pytorch) gets phrasekit's
     manifest and replaces only a folder written by this function; a pickle is one file."""
     path = Path(path)
-    if kwargs.get("serialization", "pickle") == "pickle":
+    serialization = kwargs.get("serialization", "pickle")
+    if serialization not in SERIALIZATIONS:  # BERTopic would write nothing, without a word
+        raise ValueError(f"serialization must be one of {', '.join(SERIALIZATIONS)}, got "
+                         f"{serialization!r}")
+    if getattr(topic_model, "topic_representations_", None) is None:
+        raise ValueError("the topic model is not fitted: fit it before saving it")
+    if serialization == "pickle":
+        if path.is_dir():
+            raise ValueError(f"{path} is a folder, and a pickle save is one file: name a file "
+                             "(or save with serialization='safetensors' into a folder)")
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
