@@ -189,3 +189,29 @@ def test_carried_columns_keep_their_types_and_odd_column_names_are_named() -> No
         with pytest.raises(ValueError, match=message):
             phrasekit.join_frames(bad, right, left_on="name", right_on="title",
                                   model="glove-50d")
+
+
+def test_result_types_hold_whether_or_not_anything_matched() -> None:
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+
+    left = pd.DataFrame({"name": ["Paris", "Rome"]})
+    none = phrasekit.join_frames(left, pd.DataFrame({"name": ["zzz"]}), "name", model="string",
+                                 threshold=0.9)
+    assert len(none) == 0 and none["left_row"].dtype == "int64"
+    assert none["rank"].dtype == "int64" and none["score"].dtype == "float64"
+    some = phrasekit.join_frames(left, pd.DataFrame({"name": ["zzz", "paris"]}), "name",
+                                 model="string", threshold=0.9, how="left")
+    assert str(some["left_row"].dtype) == "Int64" and str(some["rank"].dtype) == "Int64"
+    assert some["left_row"].isna().sum() == 1 and some["score"].dtype == "float64"
+
+
+def test_a_flag_cell_or_a_flag_for_a_number_is_refused() -> None:
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+
+    with pytest.raises(ValueError, match=r"left row 1: 'name' holds a bool \(True\), not text"):
+        phrasekit.join_frames(pd.DataFrame({"name": ["Paris", True]}),
+                              pd.DataFrame({"name": ["x"]}), "name", model="string")
+    with pytest.raises(TypeError, match="threshold is a number"):
+        phrasekit.fuzzy_join(["Paris"], ["paris"], "string", threshold=True)
+    with pytest.raises(TypeError, match="one_to_one is True or False"):
+        phrasekit.fuzzy_join(["Paris"], ["paris"], "string", one_to_one="no")

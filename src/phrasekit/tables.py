@@ -308,7 +308,7 @@ def column_values(table: Table, column: str, skip_empty: bool = False,
     skipped = 0
     for row_no, line, row in table.rows:
         cell = row[col]
-        if isinstance(cell, list | tuple | dict | bytes | bytearray):  # Parquet / frame cells
+        if isinstance(cell, bool | list | tuple | dict | bytes | bytearray):  # Parquet / frames
             raise TableError(f"{table.where(line)}: {column!r} holds a {type(cell).__name__} "
                              f"({cell!r:.40}), not text")
         value = "" if is_missing(cell) else str(cell).strip()  # numbers (ids) read as text

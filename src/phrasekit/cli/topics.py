@@ -410,7 +410,7 @@ def facets_cmd(
     k: Annotated[int | None, typer.Option(
         "-k", help="Facets K: picks the packaged model facets-phrase-kK (or "
                    "facets-sentence-kK with --sentence) when --model is not given "
-                   "[default: 3].")] = None,
+                   "(default: 3).")] = None,
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="A facet model folder (from `train facets`) or registered "
                               "name.")] = None,

@@ -105,14 +105,24 @@ def join_frames(
                          show_progress=show_progress, scorer=scorer)
     header = carried_columns(left_table, left_on, right_table, right_on)
     rows = list(joined_rows(matches, left_table, left_on, right_table, right_on, how=how))
+    n = len(MATCH_COLUMNS)
     carried = _carried(left_frame, left_on, right_frame, right_on, rows)
     if carried is None:  # a column Arrow cannot hold (mixed types): built from the values
-        return _like(arrow_columns(header, rows), right_frame)
-    n = len(MATCH_COLUMNS)
-    table = arrow_columns(header[:n], [row[:n] for row in rows])
+        carried = arrow_columns(header[n:], [row[n:] for row in rows]).columns
+    table = _match_table([row[:n] for row in rows])
     for name, column in zip(header[n:], carried, strict=True):
         table = table.append_column(name, column)
     return _like(table, right_frame)
+
+
+def _match_table(rows: list[list[Any]]) -> Any:
+    """The :data:`MATCH_COLUMNS` as an Arrow table of fixed types: integers and floats
+    whether or not anything matched (null where a ``how="left"`` row has no match)."""
+    import pyarrow as pa
+
+    types = (pa.int64(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.float64())
+    return pa.Table.from_arrays([pa.array([row[i] for row in rows], type=kind)
+                                 for i, kind in enumerate(types)], names=list(MATCH_COLUMNS))
 
 
 def _carried(left: Any, left_on: str, right: Any, right_on: str, rows: list[list[Any]]

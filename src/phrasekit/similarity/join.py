@@ -64,6 +64,8 @@ def resolve_threshold(threshold: float | str | None, model: Any, scorer: str = "
         name = model if isinstance(model, str | Path) else getattr(model, "name", None)
         name = Path(name).name if isinstance(name, Path) or Path(str(name)).is_dir() else name
         return default_threshold(str(name), scorer) if name is not None else None
+    if isinstance(threshold, bool) or not (threshold is None or isinstance(threshold, int | float)):
+        raise TypeError(f"threshold is a number, 'default' or None, got {threshold!r}")
     return threshold
 
 
@@ -212,6 +214,8 @@ def fuzzy_join(
     encoder = as_encoder(encoder)
     left, right = join_values(left, "left"), join_values(right, "right")
     check_int("k", k, 1)
+    if not isinstance(one_to_one, bool | np.bool_):
+        raise TypeError(f"one_to_one is True or False, got {one_to_one!r}")
     if combiner is not None and not callable(getattr(combiner, "predict", None)):
         raise TypeError(f"combiner must be a fitted combiner (with predict), got "
                         f"{type(combiner).__name__}")
