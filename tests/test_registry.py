@@ -136,3 +136,11 @@ def test_a_precision_beside_a_name_carrying_another_is_refused(tmp_path):
     assert res.exit_code == 2 and res.output.count("\n") == 1
     assert "--precision bf16 contradicts the model name 'minilm@int8'" in res.output
     assert not (tmp_path / "e.npy").exists()
+
+
+def test_a_precision_in_the_name_and_as_an_argument():
+    assert phrasekit.load("glove-50d", precision=None).name == "glove-50d"  # None: the default
+    with pytest.raises(ValueError, match="contradicts the model name 'minilm@bf16'"):
+        phrasekit.load("minilm@bf16", precision="fp32")
+    with pytest.raises(ValueError, match="has no precision 'fp8'; its precisions: fp32, bf16"):
+        phrasekit.load("minilm", precision="fp8")

@@ -259,15 +259,24 @@ def _resolve(name_or_path: str | Path, kwargs: dict[str, Any]) -> tuple[str, dic
         raise ValueError(f"model name must be a non-empty string, got {name_or_path!r}")
     key = str(name_or_path)
     base, sep, precision = key.rpartition("@")
-    if sep and base in _REGISTRY and "precision" not in kwargs:
+    if sep and base in _REGISTRY and "precision" in kwargs:
+        if kwargs["precision"] not in (None, precision):
+            raise ValueError(f"precision={kwargs['precision']!r} contradicts the model name "
+                             f"{key!r}, which carries its own precision: give one of them")
+        kwargs = {k: v for k, v in kwargs.items() if k != "precision"}
+    if sep and base in _REGISTRY:
         key, kwargs = base, {**kwargs, "precision": precision}
     if key in _REGISTRY:
+        if "precision" in kwargs and kwargs["precision"] is None:  # None: the model's default
+            kwargs = {k: v for k, v in kwargs.items() if k != "precision"}
         precision = kwargs.get("precision")
-        if precision is not None and precision not in _REGISTRY[key].precisions:
-            takes = ", ".join(_REGISTRY[key].precisions) or "none"
-            raise ValueError(f"model {key!r} takes no precision {precision!r} ({key}@{precision}"
-                             f"; its precisions: {takes}); transformer models such as "
-                             "minilm@bf16 do")
+        takes = _REGISTRY[key].precisions
+        if precision is not None and precision not in takes:
+            raise ValueError(
+                f"model {key!r} has no precision {precision!r}; its precisions: "
+                f"{', '.join(takes)}" if takes else
+                f"model {key!r} takes no precision ({key}@{precision}); transformer models such "
+                "as minilm@bf16 do")
         return key, kwargs
     path = Path(key).expanduser()
     if _is_model_folder(path):
