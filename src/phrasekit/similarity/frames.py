@@ -5,7 +5,8 @@ names no data-frame library itself.
 ``join_frames`` writes the columns of ``phrasekit join`` (right_row, right_value, left_row,
 left_value, rank, score, then ``left_<name>`` and ``right_<name>`` for the other columns);
 ``encode_frame`` adds a column of L2-normalised vectors (a fixed-size list in Arrow and Polars,
-arrays in pandas). A frame is rebuilt through Arrow, so a pandas index is not kept.
+arrays in pandas) and keeps the frame's pandas index; a joined frame is a new one, numbered
+from 0.
 """
 
 from __future__ import annotations
