@@ -54,6 +54,13 @@ def test_wrapped_errors_name_the_text() -> None:
     with pytest.raises(ValueError, match="text 1 \\('bad'\\)"):
         phrasekit.load(Zero()).encode(["good", "bad"])
 
+    class Ragged(Plain):
+        def encode(self, texts):
+            return [[1.0, 0.0, 0.0] if t == "good" else [1.0] for t in texts]
+
+    with pytest.raises(ValueError, match="rows of different lengths"):
+        phrasekit.load(Ragged()).encode(["good", "bad"])
+
 
 def test_encoders_take_sentence_transformers_keywords(minilm) -> None:
     texts = ["neural network", "interest rate"]

@@ -58,7 +58,11 @@ class ExternalEncoder(Encoder):
             out = self.model.encode(list(texts))
         if hasattr(out, "detach"):
             out = out.detach().float().cpu().numpy()
-        rows = np.asarray(out, dtype=np.float32)
+        try:
+            rows = np.asarray(out, dtype=np.float32)
+        except (ValueError, TypeError):
+            raise ValueError(f"{self.name}.encode returned rows that are not one (n, dim) "
+                             "array of numbers (rows of different lengths?)") from None
         if rows.ndim != 2 or rows.shape[0] != len(texts):
             raise ValueError(f"{self.name}.encode returned shape {rows.shape} for "
                              f"{len(texts)} texts: need one row per text")
