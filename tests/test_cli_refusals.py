@@ -113,6 +113,12 @@ CASES = [
     ("train pearl --data corpus -o r -q --hard-negatives -1", r"--hard-negatives must be >= 0"),
     *((f"train {cmd} -o run2 -q", rf"run2/notes\.txt, which `train {cmd}` does not write")
       for cmd in ("pearl-data", "phrase-bert-data", "uctopic-data", "facets-data")),
+    ("keyphrases corpus -o corpus/documents.jsonl -q",
+     r"--out corpus/documents\.jsonl would be read as part of the corpus folder corpus"),
+    ("mentions corpus -o corpus/new.parquet -m none -q",
+     r"--out corpus/new\.parquet would be read as part of the corpus folder corpus"),
+    ("eval -m glove-50d --tasks bird --json -", r"--json -: the table goes to stdout"),
+    ("eval -m glove-50d --tasks bird --json x.csv", r"x\.csv: this command writes JSON, not CSV"),
     ("train facets --data corpus -o r -q -k 0", r"-k must be in \[1, 256\], got 0"),
     ("train uctopic --data corpus -o r -q --max-length 100000",
      r"--max-length must be in \[8, 512\]"),

@@ -197,3 +197,18 @@ def test_a_document_keeps_an_integer_id_as_its_text_and_refuses_other_ids() -> N
                          ("d", b"bytes")):
         with pytest.raises(TypeError, match="string or integer id and a string text"):
             Document(doc_id, text, {})
+
+
+def test_what_a_corpus_folder_would_read_back(tmp_path):
+    from phrasekit.io import read_with_folder
+
+    corp = tmp_path / "corp"
+    corp.mkdir()
+    (corp / "documents.jsonl").write_text('{"text": "a"}\n', encoding="utf-8")
+    (tmp_path / "link.jsonl").symlink_to(corp / "documents.jsonl")
+    assert read_with_folder(corp, corp / "documents.jsonl")
+    assert read_with_folder(corp, tmp_path / "link.jsonl")  # judged by its target
+    assert read_with_folder(corp, corp / "new.parquet")  # a shard a later read would take
+    assert not read_with_folder(corp, corp / "keyphrases.jsonl")
+    assert not read_with_folder(corp, corp / "out" / "documents.jsonl")
+    assert not read_with_folder(tmp_path / "none", corp / "documents.jsonl")

@@ -372,10 +372,24 @@ def document_location(path: str | Path, n: int) -> str:
         return f"{files[0]}:{next(islice(texts, n, None), '?')}"
 
 
+#: The files a corpus folder is read from: the first of these, else its ``*.parquet`` shards.
+CORPUS_FOLDER_FILES = ("documents.jsonl", "documents.jsonl.gz")
+
+
+def read_with_folder(folder: Path, path: Path) -> bool:
+    """Whether ``path`` (a file or folder about to be written) would be read as part of the
+    corpus folder ``folder``: one of :data:`CORPUS_FOLDER_FILES` or a ``.parquet`` entry right
+    inside it (a symlink judged by its target)."""
+    target = real(path) if path.is_symlink() else Path(os.path.abspath(path))
+    name = target.name
+    return folder.is_dir() and real(target.parent) == real(folder) and (
+        name in CORPUS_FOLDER_FILES or name.endswith(".parquet"))
+
+
 def _corpus_files(path: Path) -> tuple[list[Path], str]:
     """The files of a corpus path and their kind (``parquet``, ``jsonl`` or ``text``)."""
     if path.is_dir():
-        for name in ("documents.jsonl", "documents.jsonl.gz"):
+        for name in CORPUS_FOLDER_FILES:
             if (path / name).is_file():
                 path = path / name
                 break

@@ -21,7 +21,7 @@ from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable, check_run_folder
 from phrasekit.cli.options import name_flags, option_flags
-from phrasekit.io import CorpusError, Document, line_documents, writable_target
+from phrasekit.io import CorpusError, Document, line_documents, read_with_folder, writable_target
 from phrasekit.paths import check_output, is_inside, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import FORMAT_NAMES, is_stdout
@@ -335,6 +335,11 @@ def check_paths(kwargs: dict[str, Any], out_kind: str | None) -> None:
                                 "to stdout; name the output")
         return
     inputs = _input_paths(kwargs, name)
+    for folder in (Path(p) for p in inputs if Path(p).is_dir()):
+        if read_with_folder(folder, out):
+            raise BadInputError(f"--{name} {out} would be read as part of the corpus folder "
+                                f"{folder} (its documents file or Parquet shards); write "
+                                "elsewhere")
     if out_kind in ("folder", "run"):
         if out.suffix.lower() in FILE_SUFFIXES and not out.is_dir():
             raise BadInputError(f"--{name} {out}: this command writes a folder, and the name "

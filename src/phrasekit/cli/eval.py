@@ -13,6 +13,7 @@ from phrasekit.cli.common import (
     Quiet,
     Threads,
     Verbose,
+    check_out_format,
     check_output_file,
     command,
     file_path,
@@ -67,6 +68,11 @@ def eval_cmd(
     parse_tasks(task_list)  # a bad task name fails before any model runs
     if json_out is not None:  # never into the benchmark's own files, checked before the run
         from phrasekit.paths import is_inside
+
+        if str(json_out) == "-":
+            raise BadInputError("--json -: the table goes to stdout, so --json names a file "
+                                "(e.g. --json results.json)")
+        check_out_format(json_out, (".json",))
         from phrasekit.settings import data_dir as default_data_dir
 
         data = data_dir if data_dir is not None else default_data_dir(required=False)
