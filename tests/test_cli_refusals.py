@@ -117,6 +117,8 @@ CASES = [
      r"--out corpus/documents\.jsonl would be read as part of the corpus folder corpus"),
     ("mentions corpus -o corpus/new.parquet -m none -q",
      r"--out corpus/new\.parquet would be read as part of the corpus folder corpus"),
+    ("neighbors bank --vocab docs.jsonl -m glove-50d -q --no-cache",
+     r"docs\.jsonl: a vocabulary is plain text .* not JSON lines"),
     ("eval -m glove-50d --tasks bird --json -", r"--json -: the table goes to stdout"),
     ("eval -m glove-50d --tasks bird --json x.csv", r"x\.csv: this command writes JSON, not CSV"),
     ("train facets --data corpus -o r -q -k 0", r"-k must be in \[1, 256\], got 0"),

@@ -209,6 +209,14 @@ def test_cli_build_and_query(tmp_path):
     lines = res.stdout.strip().splitlines()  # the fallback combiner warns once per process
     assert lines[0] == "query\trank\tname\tid\tscore" and len(lines) == 5
     assert lines[1].split("\t")[:3] == ["Messier 82", "1", "Messier 82"]
+    res = runner.invoke(app, ["index", "query", str(out), "Messier\t82"])
+    assert res.exit_code == 2 and "query 1 holds a tab or a line break" in res.output
+    plain = tmp_path / "dup.txt"
+    plain.write_text("Foo\nFoo\nBar\n", encoding="utf-8")
+    res = runner.invoke(app, ["index", "build", str(plain), "--out", str(tmp_path / "i2"),
+                              "--model", "string", "--quiet"])
+    assert res.exit_code == 0 and "indexed 2 names" in res.output, res.output
+    assert "1 repeated entry kept once" in res.output
     queries = tmp_path / "q.txt"
     queries.write_text("\n".join(_yago()[0]) + "\n", encoding="utf-8")
     res = runner.invoke(app, ["index", "query", str(out), "--queries", str(queries), "-k", "3",

@@ -373,7 +373,11 @@ def index_build_cmd(
         encoder = model if sharded is None else encoder_for(sharded, model)
         ent = EntityIndex.build(names, encoder, ids=ids, index=index, show_progress=not quiet)
     ent.save(out)
-    typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}) -> {out}")
+    dropped = len(names) - len(ent)  # a name repeated without ids is kept once
+    note = f"; {dropped} repeated {'entry' if dropped == 1 else 'entries'} kept once" \
+        if dropped else ""
+    typer.echo(f"indexed {len(ent)} names ({ent.kind}, {ent.dim}d, {ent.model}{note}) -> "
+               f"{out}")
 
 
 @command(index_app, "query", out="stream")
@@ -421,6 +425,11 @@ def index_query_cmd(
     blank = next((i for i, q in enumerate(texts or []) if not q.strip()), None)
     if blank is not None:  # before the index and its model load
         raise BadInputError(f"query {blank + 1} is empty: give a name to look up")
+    broken = next((i for i, q in enumerate(texts or []) if any(c in q for c in "\t\r\n")),
+                  None)
+    if broken is not None:  # a name is one line; the table on stdout is tab-separated
+        raise BadInputError(f"query {broken + 1} holds a tab or a line break: give one name "
+                            "per argument")
     ent = EntityIndex.load(directory)
     results = ent.query(items, k=k, show_progress=not quiet, scorer=scorer)
     rows = [(i, q, rank, name, ident, f"{score:.6f}")
@@ -433,10 +442,12 @@ def index_query_cmd(
             for i, (q, hits) in enumerate(zip(items, results, strict=True))])
         return
     header = ("query_row", "query", "rank", "name", "id", "score")
-    if out is None or is_stdout(out):
-        typer.echo("\t".join(header[1:]))
-        for row in rows:
-            typer.echo("\t".join(str(x) for x in row[1:]))
+    if out is None or is_stdout(out):  # tab-separated, quoted where a name holds a tab
+        buf = io.StringIO()
+        writer = SafeWriter(buf, csv_safe, delimiter="\t", lineterminator="\n")
+        writer.writerow(header[1:])
+        writer.writerows(row[1:] for row in rows)
+        typer.echo(buf.getvalue(), nl=False)
         return
     with atomic_write(out, newline="") as fh:
         writer = SafeWriter(fh, csv_safe)

@@ -50,6 +50,7 @@ from phrasekit.io import Document, input_problem
 from phrasekit.paths import utf8_problem
 from phrasekit.phrases import PhraseVocabulary, frequent_ngrams
 from phrasekit.similarity.index import VectorIndex
+from phrasekit.tables import FORMAT_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -348,6 +349,11 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
     if max_entries is not None and max_entries < 1:
         raise ValueError(f"max_entries must be >= 1, got {max_entries}")
     name = path.name.lower()
+    plain = name.removesuffix(".gz")
+    kind = Path(plain).suffix
+    if kind in FORMAT_NAMES and kind not in (".json", ".txt", ".gz"):
+        raise ValueError(f"{path}: a vocabulary is plain text (one entry per line) or a phrase "
+                         f"vocabulary JSON from `phrasekit phrases`, not {FORMAT_NAMES[kind]}")
     try:
         if name.endswith((".json", ".json.gz")):
             try:
