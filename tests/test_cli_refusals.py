@@ -119,6 +119,16 @@ CASES = [
      r"--out corpus/new\.parquet would be read as part of the corpus folder corpus"),
     ("neighbors bank --vocab docs.jsonl -m glove-50d -q --no-cache",
      r"docs\.jsonl: a vocabulary is plain text .* not JSON lines"),
+    ("eval -m glove-50d --tasks bird --alias-split test", r"--alias-split chooses the split"),
+    ("train subtst --task msrp -o s --topics 0 --lda-corpus docs.jsonl -q",
+     r"--lda-corpus adds documents to the topics' LDA, and --topics 0 trains none"),
+    ("topics docs.jsonl -o t -m glove-50d -q --time-bins year", r"--time-bins bins the dates"),
+    ("topics docs.jsonl -o t -m glove-50d -q --method clusters --cache-dir cd",
+     r"--cache-dir applies to the documents and pntm methods, not clusters"),
+    ("keyphrases docs.jsonl -o k.jsonl --no-csv-safe -q",
+     r"--no-csv-safe applies to CSV and tab-separated outputs, not JSON lines"),
+    ("train pearl --data corpus -o r -q --teachers nope --distill-weight 1",
+     r"--teachers: unknown model 'nope'"),
     ("eval -m glove-50d --tasks bird --json -", r"--json -: the table goes to stdout"),
     ("eval -m glove-50d --tasks bird --json x.csv", r"x\.csv: this command writes JSON, not CSV"),
     ("train facets --data corpus -o r -q -k 0", r"-k must be in \[1, 256\], got 0"),
@@ -169,3 +179,15 @@ def test_a_work_dir_may_hold_the_runs_caches_and_a_rerun_resumes(tmp_path, monke
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
     assert (tmp_path / "wd" / "phrases.json.gz").is_file()
+
+
+@pytest.mark.parametrize("cmd", ["facets-data", "uctopic-data"])
+def test_a_data_build_of_a_missing_corpus_creates_no_folder(cmd, tmp_path, monkeypatch):
+    from phrasekit.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpora").mkdir()
+    monkeypatch.setenv("PHRASEKIT_SHARED", str(tmp_path))
+    res = runner.invoke(app, ["train", cmd, "-o", "deep/out", "--corpus", "nope", "-q"])
+    assert res.exit_code == 2 and "'nope' not found" in res.stderr, res.output
+    assert not (tmp_path / "deep").exists()

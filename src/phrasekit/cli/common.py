@@ -146,6 +146,17 @@ def check_out_format(out: Path, writes: tuple[str, ...]) -> str:
     return suffix
 
 
+#: Output formats whose text cells ``--csv-safe`` guards (what a spreadsheet opens).
+CSV_SAFE_FORMATS = (".csv", ".tsv", ".txt")
+
+
+def check_csv_safe(csv_safe: bool, fmt: str) -> None:
+    """``--no-csv-safe`` with an output format it does not touch is refused (ignored else)."""
+    if not csv_safe and fmt not in CSV_SAFE_FORMATS:
+        raise BadInputError(f"--no-csv-safe applies to CSV and tab-separated outputs, not "
+                            f"{FORMAT_NAMES.get(fmt, fmt)}")
+
+
 def echo_json(obj: Any) -> None:
     """Print ``obj`` as indented UTF-8 JSON on stdout: what every ``--json`` option writes."""
     typer.echo(json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False))

@@ -83,6 +83,8 @@ def eval_cmd(
                                 ", whose files are the benchmark's; write elsewhere")
     if alias_split not in ("dev", "test"):
         raise BadInputError(f"--alias-split must be dev or test, got {alias_split!r}")
+    if alias_split != "dev" and aliases is None:
+        raise BadInputError("--alias-split chooses the split of --aliases: give the file")
     if aliases is not None:
         if json_out is not None and tasks is None:
             raise BadInputError("--json records the benchmark tasks: add --tasks, or print the "

@@ -20,6 +20,7 @@ from phrasekit.cli.common import (
     VectorCache,
     Verbose,
     Workers,
+    check_csv_safe,
     check_out_format,
     check_summary_out,
     command,
@@ -165,6 +166,7 @@ def keyphrases_cmd(
                         --gold-field keyphrases --out dev.jsonl
     """
     fmt = ".jsonl" if out is None else check_out_format(out, KEYPHRASE_WRITES)
+    check_csv_safe(csv_safe, fmt)
     check_summary_out(as_json, out)
     if candidates is not None and candidates not in CANDIDATE_KINDS:
         raise BadInputError(f"--candidates must be one of {', '.join(CANDIDATE_KINDS)}, got "

@@ -24,6 +24,7 @@ from phrasekit.cli.common import (
     Quiet,
     SummaryFlag,
     Verbose,
+    check_csv_safe,
     check_out_format,
     check_summary_out,
     command,
@@ -283,7 +284,7 @@ def join_cmd(
     Example: phrasekit join left.csv right.csv --left-on title --right-on title --out matches.csv
     """
     check_model_name(model)
-    check_out_format(out, JOIN_WRITES)
+    check_csv_safe(csv_safe, check_out_format(out, JOIN_WRITES))
     check_summary_out(as_json, out)
     t0 = time.perf_counter()
     threshold, options = (join_threshold(model, scorer, threshold, no_threshold, how, index),
@@ -415,6 +416,8 @@ def index_query_cmd(
         raise BadInputError("--json prints to stdout and --out writes CSV: give one")
     if out is not None:
         check_out_format(out, QUERY_WRITES)
+    if as_json:
+        check_csv_safe(csv_safe, ".json")
     if column is not None and queries is None:
         raise BadInputError("--column names the query column of --queries FILE; give the file")
     items = list(texts or [])

@@ -34,6 +34,8 @@ from phrasekit.cli.common import (
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, encoder_for, open_run
 from phrasekit.cli.options import parameter_defaults, with_config
 from phrasekit.cli.topics_checks import (
+    DEFAULT_TIME_BINS,
+    check_method_options,
     check_topics_options,
     slice_options,
 )
@@ -334,7 +336,7 @@ def topics_cmd(
     fit_docs: FitDocs = None,
     time_field: TimeField = None,
     class_field: ClassField = None,
-    time_bins: TimeBins = "month",
+    time_bins: TimeBins = DEFAULT_TIME_BINS,
     csv_safe: CsvSafe = True,
     save_model: SaveModel = None,
     text_field: TextField = "text",
@@ -357,13 +359,14 @@ def topics_cmd(
               phrasekit topics corpus.jsonl --method pntm -k 50 --sentences 5 --out runs/pntm
               phrasekit topics reviews.jsonl --method ccl --out runs/ccl
     """
-    cache_dir = vector_cache(cache_dir, cache)
+    given_cache, cache_dir = cache_dir, vector_cache(cache_dir, cache)
     check_topics_options(
         method=method, label_view=label_view, n_topics=n_topics, k_min=k_min, k_max=k_max,
         min_df=min_df, max_phrases=max_phrases, sentences=sentences, grounding=grounding,
         fit_docs=fit_docs, ccl_steps=ccl_steps, max_instances=max_instances, out=out, run=run,
         caches=(phrase_cache, cache_dir), defaults=parameter_defaults(topics_cmd), save=(
             save_model, corpus))
+    check_method_options(method, None, {"cache_dir": given_cache}, {"cache_dir": None})
     common = {"quiet": quiet, "text_field": text_field, "random_state": seed, "report": report,
               "workers": resolve_workers(workers), "path": existing_corpus(corpus),
               **slice_options(method, time_field, class_field, time_bins, csv_safe, text_field)}

@@ -26,7 +26,10 @@ METHOD_ONLY = {
     "ccl_steps": ("--ccl-steps", ("ccl",)),
     "max_instances": ("--max-instances", ("ccl",)),
     "label_view": ("--label-view", ("ccl",)),
+    "cache_dir": ("--cache-dir", ("documents", "pntm")),
 }
+#: ``--time-bins`` when not given.
+DEFAULT_TIME_BINS = "month"
 
 
 def check_method_options(method: str, n_topics: int | None, values: Mapping[str, Any],
@@ -130,6 +133,8 @@ def slice_options(method: str, time_field: str | None, class_field: str | None,
     """``run_topics``' slice settings from ``--time-field``, ``--class-field`` and
     ``--time-bins`` (``BadInputError`` for a bad one; none without a field)."""
     from phrasekit.topics.exploration.slices import check_bins
+    if time_bins != DEFAULT_TIME_BINS and not time_field:
+        raise BadInputError("--time-bins bins the dates of --time-field: give the field")
     if (time_field or class_field) and method != "documents":
         raise BadInputError(f"--time-field and --class-field slice the documents method, "
                             f"not {method}")

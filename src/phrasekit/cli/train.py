@@ -256,6 +256,9 @@ def train_subtst_cmd(
 
     check_output_folder(out, MODEL_KIND)  # a folder of the user's: refused before training
     config = SubTSTConfig(kind=task_kind(task), **model_settings)
+    if lda_corpus is not None and not config.n_topics:
+        raise BadInputError("--lda-corpus adds documents to the topics' LDA, and --topics 0 "
+                            "trains none")
     optimisation = SubTSTTrainingConfig(**training)
     data = load_pair_task(task, data_dir or default_data_dir())
     extra = [d.text for d in read_corpus(resolve_corpus(lda_corpus))] if lda_corpus else []

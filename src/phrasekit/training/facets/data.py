@@ -385,6 +385,8 @@ def build_facet_dataset(cfg: FacetDataConfig) -> FacetDataset:
     """
     cfg.validate()
     corpora = Path(cfg.corpora_dir) if cfg.corpora_dir else default_corpora()
+    for spec in cfg.corpora:  # a missing corpus fails before any folder or word space
+        _corpus_file(corpora, spec.name)
     out = Path(cfg.out_dir)
     (out / "shards").mkdir(parents=True, exist_ok=True)
     word_space = load_word_space(cfg.word_space)

@@ -189,6 +189,7 @@ class PearlTrainingConfig:
              f"train_layers is {self.train_layers}, but {self.backbone} has only "
              f"{self.backbone_layers} layers"),
             *unused_settings(self),
+            *teacher_checks(self.teachers),
         ])
         if self.cliff_margin:
             CliffGuard(margin=self.cliff_margin)  # validates
@@ -226,6 +227,19 @@ def unused_settings(cfg: PearlTrainingConfig) -> list[tuple[bool, str]]:
         for name in (n for n in names if n in changed):
             checks.append((bool(getattr(cfg, switch)),
                            f"{name} is read only with {how}, which this run leaves off"))
+    return checks
+
+
+def teacher_checks(teachers: tuple[str, ...]) -> list[tuple[bool, str]]:
+    """Each distillation teacher is a model ``phrasekit.load`` finds (nothing is loaded)."""
+    from phrasekit.registry import check_model_name
+
+    checks = []
+    for teacher in teachers:
+        try:
+            check_model_name(teacher)
+        except ValueError as exc:
+            checks.append((False, f"teachers: {exc}"))
     return checks
 
 

@@ -294,12 +294,12 @@ def build_uctopic_dataset(
     show_progress: bool = True,
 ) -> dict[str, Any]:
     """Build the pre-training pairs into ``out_dir`` (see the module docstring); the report."""
-    if max_words < 1 or max_sentence_words < MIN_SENTENCE_WORDS:
-        raise ValueError(f"max_words must be >= 1 and max_sentence_words >= "
-                         f"{MIN_SENTENCE_WORDS}")
+    if max_words < 1:
+        raise ValueError(f"max_words must be >= 1, got {max_words}")
+    if max_sentence_words < MIN_SENTENCE_WORDS:
+        raise ValueError(f"max_sentence_words must be >= {MIN_SENTENCE_WORDS}")
     t0 = time.time()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     root = Path(shared_dir) if shared_dir else find_shared(required=False)
     corpora_root = root / "corpora" if root and (root / "corpora").is_dir() else None
     data_root = root / "data" if root and (root / "data").is_dir() else None
@@ -309,6 +309,7 @@ def build_uctopic_dataset(
     pieces, corpus_stats = corpus_sample(names, corpora_root, max_words, seed)
     if not pieces:
         raise ValueError(f"the corpora {names} gave no text")
+    out.mkdir(parents=True, exist_ok=True)  # once the corpora are read: no folder on an error
     settings = {"corpora": [str(c) for c in names], "max_words": max_words, "seed": seed,
                 "max_sentence_words": max_sentence_words,
                 "spacy_model": spacy_model or "default", "format": 1}
