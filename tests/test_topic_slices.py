@@ -140,9 +140,9 @@ def test_cli_writes_slice_tables(small_corpus: list[Document], tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("drop", "args", "message"), [
-    (40, ["--time-field", "date"], "dated.jsonl:42: field 'date' missing"),
+    (40, ["--time-field", "date"], "dated.jsonl:42: no field 'date'"),
     (None, ["--time-field", "label"], "dated.jsonl:1: field 'label': 'math' is not"),
-    (None, ["--class-field", "nothing"], "dated.jsonl:1: field 'nothing' missing"),
+    (None, ["--class-field", "nothing"], "dated.jsonl:1: no field 'nothing'"),
     (None, ["--time-field", "date", "--time-bins", "0"], "--time-bins"),
     (None, ["--class-field", "label", "--method", "pntm"], "documents method"),
     (None, ["--time-field", "date", "--time-bins", "100000000"],

@@ -234,6 +234,11 @@ def _unlisted(path: Path, listed: set[str]) -> str | None:
     return None
 
 
+def _kind_name(kind: str) -> str:
+    """A set's kind as messages name it: ``phrasekit <kind>`` (once)."""
+    return kind if kind.startswith("phrasekit") else f"phrasekit {kind}"
+
+
 def check_replaceable(path: Path, kind: str) -> None:
     """Raise ``ValueError`` unless an existing folder ``path`` may be replaced by a new ``kind``
     set: it is empty, or holds exactly one earlier ``kind`` set and nothing its manifest does
@@ -243,9 +248,9 @@ def check_replaceable(path: Path, kind: str) -> None:
     manifest = read_manifest(path)
     if manifest is None:
         raise ValueError(f"{path} holds other files but no phrasekit manifest (not an earlier "
-                         f"phrasekit {kind}); not replacing it: choose a new or empty folder")
+                         f"{_kind_name(kind)}); not replacing it: choose a new or empty folder")
     if manifest.get("kind") != kind:
-        raise ValueError(f"{path} holds a {manifest.get('kind')!r} set, not a phrasekit {kind}; "
+        raise ValueError(f"{path} holds a {manifest.get('kind')!r} set, not a {_kind_name(kind)}; "
                          "not replacing it: choose a new or empty folder")
     listed = {str(n) for n in manifest["files"]} | {MANIFEST, DATASET_MANIFEST}
     extra = _unlisted(path, listed)

@@ -152,6 +152,8 @@ def input_problem(path: str | Path, what: str = "file") -> str | None:
     if path.is_file():  # False for a FIFO, a device or a socket
         return None
     if not os.path.lexists(path):
+        if str(path) == "-":
+            return f"- (stdin) is not read here: give the {what} by its path"
         return f"{what} not found: {path}"
     return f"{path} is {what_is(path)}, not a {what} (give a regular file)"
 

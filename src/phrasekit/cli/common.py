@@ -458,7 +458,8 @@ def existing_corpus(corpus: str) -> Path:
 
     path = resolve_corpus(corpus)
     if not path.exists():
-        raise BadInputError(f"corpus not found: {corpus}")
+        raise BadInputError("- (stdin) is not read here: give the corpus by its path"
+                            if corpus == "-" else f"corpus not found: {corpus}")
     return path
 
 

@@ -68,8 +68,8 @@ def check_engine(engine: str, address: str | None, worker_cpus: float) -> None:
     if worker_cpus <= 0:
         raise BadInputError(f"--worker-cpus must be positive, got {worker_cpus}")
     if worker_cpus != EngineSettings.worker_cpus and engine != "ray":
-        raise BadInputError("--worker-cpus needs --engine ray (the local engine computes on "
-                            "--threads)")
+        raise BadInputError("--worker-cpus sets the CPUs of each Ray worker: it needs --engine "
+                            "ray")
 
 
 @contextlib.contextmanager

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from phrasekit.models.backbones import BACKBONE_LAYERS
+
 #: How token vectors become a sentence vector (Eqs. 5-6).
 POOLINGS = ("mean", "max")
 #: The pair head: a softmax classifier (paraphrase) or cosine + MSE (graded similarity).
@@ -44,8 +46,10 @@ class SubTSTConfig:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.n_topics < 0 or self.n_topics == 1:
             raise ValueError(f"n_topics must be 0 (no topics) or >= 2, got {self.n_topics}")
-        if self.trainable_layers < 0:
-            raise ValueError(f"trainable_layers must be >= 0, got {self.trainable_layers}")
+        layers = BACKBONE_LAYERS.get(self.backbone, 10**9)
+        if not 0 <= self.trainable_layers <= layers:
+            raise ValueError(f"trainable_layers must be in [0, {layers}] ({self.backbone}'s "
+                             f"layers), got {self.trainable_layers}")
         if self.topic_trainable and self.n_topics == 0:
             raise ValueError("topic_trainable trains the topic matrix, and n_topics 0 has none")
         if self.kind == "classification" and self.num_labels < 2:

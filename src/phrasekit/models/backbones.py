@@ -19,6 +19,9 @@ import numpy as np
 #: Registry names of the backbones that fine-tuned model folders may be stored against
 #: (``mpnet`` needs the ``phrasekit[mpnet]`` extra).
 BACKBONES = ("minilm", "mpnet")
+#: Transformer layers of each packaged backbone (settings that name layers are checked against
+#: them before a model is built).
+BACKBONE_LAYERS = {"minilm": 6, "mpnet": 12}
 
 
 def minilm_path() -> Path:

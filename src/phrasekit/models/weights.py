@@ -166,7 +166,13 @@ def quantize_model_folder(src: str | Path, dst: str | Path) -> dict[str, Any]:
     misreading."""
     if Path(src).resolve() == Path(dst).resolve():
         raise ValueError("quantize into another folder (the source stays as the reference)")
-    read_model_config(src, str(model_folder_format(src)), "fine-tuned")
+    if not Path(src).is_dir():
+        raise FileNotFoundError(f"{src}: no such model folder")
+    fmt = model_folder_format(src)
+    if fmt is None:
+        raise ValueError(f"{src} is not a phrasekit fine-tuned model folder (PEARL, Phrase-BERT "
+                         "or UCTopic, with backbone deltas); nothing to quantize")
+    read_model_config(src, str(fmt), "fine-tuned")
     return _write_quantized(src, dst)
 
 

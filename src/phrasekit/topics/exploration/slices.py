@@ -239,9 +239,12 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
     for n, doc in enumerate(docs):
         for field in (time_field, class_field):
             if field is not None and doc.meta.get(field) in (None, ""):
+                if field in doc.meta:
+                    raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is "
+                                      "empty (null or \"\")")
                 others = ", ".join(sorted(doc.meta)) or "none besides its id and text"
-                raise CorpusError(f"{document_location(corpus, n)}: field {field!r} missing or "
-                                  f"empty (its other fields: {others})")
+                raise CorpusError(f"{document_location(corpus, n)}: no field {field!r} (its "
+                                  f"fields: {others})")
         if time_field is not None:
             try:
                 stamps.append(parse_timestamp(doc.meta[time_field]))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from phrasekit.encoders.pearl_config import TYPE_HEAD_INPUTS, CharCNNConfig, PearlConfig
 from phrasekit.eval.aliases import ALIAS_FILE
-from phrasekit.models.backbones import BACKBONES
+from phrasekit.models.backbones import BACKBONE_LAYERS, BACKBONES
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.training.core.cliff_guard import CliffGuard
@@ -199,10 +199,6 @@ class PearlTrainingConfig:
                     f"{Path(self.data_dir) / name} missing: build the dataset first "
                     "(phrasekit train pearl-data --out DIR)")
 
-
-#: Transformer layers of each packaged backbone (``train_layers`` is checked against them
-#: before a model is built).
-BACKBONE_LAYERS = {"minilm": 6, "mpnet": 12}
 
 #: Settings that only a switched-on part of the recipe reads: (fields, the field that must be
 #: on for them, how to turn it on).
