@@ -323,7 +323,8 @@ def test_eval_json_is_checked_before_the_run_and_never_into_the_data(tmp_path):
     bird = next(data.glob("bird/*"))
     before = bird.read_bytes()
     for target, fragment in ((bird / "x.json", "is a file"),
-                             (bird, "inside the benchmark data folder")):
+                             (data / "r.json", "inside the benchmark data folder"),
+                             (bird, "writes JSON, not tab-separated text")):
         res = invoke("eval", "--model", "string", "--tasks", "bird", "--data-dir", data,
                      "--json", target, "--quiet")
         assert res.exit_code == 2 and fragment in res.output, res.output

@@ -116,8 +116,6 @@ CASES = [
       for cmd in ("pearl-data", "phrase-bert-data", "uctopic-data", "facets-data")),
     ("keyphrases corpus -o corpus/documents.jsonl -q",
      r"--out corpus/documents\.jsonl would be read as part of the corpus folder corpus"),
-    ("mentions corpus -o corpus/new.parquet -m none -q",
-     r"--out corpus/new\.parquet would be read as part of the corpus folder corpus"),
     ("neighbors bank --vocab docs.jsonl -m glove-50d -q --no-cache",
      r"docs\.jsonl: a vocabulary is plain text .* not JSON lines"),
     ("eval -m glove-50d --tasks bird --alias-split test", r"--alias-split chooses the split"),

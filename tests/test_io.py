@@ -208,7 +208,12 @@ def test_what_a_corpus_folder_would_read_back(tmp_path):
     (tmp_path / "link.jsonl").symlink_to(corp / "documents.jsonl")
     assert read_with_folder(corp, corp / "documents.jsonl")
     assert read_with_folder(corp, tmp_path / "link.jsonl")  # judged by its target
-    assert read_with_folder(corp, corp / "new.parquet")  # a shard a later read would take
+    assert not read_with_folder(corp, corp / "new.parquet")  # documents.jsonl is what is read
     assert not read_with_folder(corp, corp / "keyphrases.jsonl")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "part-0.parquet").write_bytes(b"PAR1")
+    assert read_with_folder(shards, shards / "new.parquet")  # a shard a later read would take
+    assert read_with_folder(shards, shards / "documents.jsonl")  # it would replace the shards
     assert not read_with_folder(corp, corp / "out" / "documents.jsonl")
     assert not read_with_folder(tmp_path / "none", corp / "documents.jsonl")

@@ -380,12 +380,14 @@ CORPUS_FOLDER_FILES = ("documents.jsonl", "documents.jsonl.gz")
 
 def read_with_folder(folder: Path, path: Path) -> bool:
     """Whether ``path`` (a file or folder about to be written) would be read as part of the
-    corpus folder ``folder``: one of :data:`CORPUS_FOLDER_FILES` or a ``.parquet`` entry right
-    inside it (a symlink judged by its target)."""
+    corpus folder ``folder``: one of :data:`CORPUS_FOLDER_FILES`, or, in a folder of Parquet
+    shards (no documents file), a ``.parquet`` entry right inside it (a symlink judged by its
+    target)."""
     target = real(path) if path.is_symlink() else Path(os.path.abspath(path))
-    name = target.name
-    return folder.is_dir() and real(target.parent) == real(folder) and (
-        name in CORPUS_FOLDER_FILES or name.endswith(".parquet"))
+    if not folder.is_dir() or real(target.parent) != real(folder):
+        return False
+    shards = not any((folder / name).is_file() for name in CORPUS_FOLDER_FILES)
+    return target.name in CORPUS_FOLDER_FILES or (shards and target.name.endswith(".parquet"))
 
 
 def _corpus_files(path: Path) -> tuple[list[Path], str]:
