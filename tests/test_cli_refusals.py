@@ -122,6 +122,8 @@ CASES = [
     ("train subtst --task msrp -o s --topics 0 --lda-corpus docs.jsonl -q",
      r"--lda-corpus adds documents to the topics' LDA, and --topics 0 trains none"),
     ("topics docs.jsonl -o t -m glove-50d -q --time-bins year", r"--time-bins bins the dates"),
+    ("topics docs.jsonl -o t -m glove-50d -q --k-max 500",
+     r"docs\.jsonl: --k-max 500 is above the corpus' 12 documents"),
     ("topics docs.jsonl -o t -m glove-50d -q --method clusters --cache-dir cd",
      r"--cache-dir applies to the documents and pntm methods, not clusters"),
     ("keyphrases docs.jsonl -o k.jsonl --no-csv-safe -q",

@@ -182,7 +182,8 @@ def parameter_defaults(fn: Callable[..., Any]) -> dict[str, Any]:
 
 def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
     """Each option parameter of a typer command function and its long flag, else its short
-    one (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another)."""
+    one (``max_minutes`` -> ``--max-minutes`` in one command, ``--minutes`` in another); an
+    option declared without names has typer's, ``--`` and the name with dashes."""
     try:
         params = inspect.signature(fn, eval_str=True).parameters
     except (NameError, TypeError):
@@ -195,6 +196,8 @@ def option_flags(fn: Callable[..., Any]) -> dict[str, str]:
             long = [d for d in named if d.startswith("--")] or named
             if long:
                 flags[name] = long[0].split("/")[0]  # "--x/--no-x" -> "--x"
+            elif isinstance(meta, typer.models.OptionInfo):
+                flags[name] = "--" + name.replace("_", "-")
     return flags
 
 

@@ -98,6 +98,7 @@ def run_topics(
         logger.info("read %d documents from %s", len(docs), corpus)
     if (time_field or class_field) and method != "documents":
         raise ValueError(f"time and class fields slice the documents method, not {method}")
+    _check_k_max(k_max, docs, corpus)
     fields = read_slice_fields(docs, corpus, time_field, class_field, time_bins)
     vocabulary = None
     t0 = time.perf_counter()
@@ -141,6 +142,17 @@ def apply_topics(
     paths = write_topic_outputs(applied, docs, out_dir, report=report,
                                 title=_title(corpus, "document topics of a saved model"))
     return applied, paths
+
+
+def _check_k_max(k_max: int | None, docs: Any, corpus: str | Path) -> None:
+    """A ``k_max`` given above the corpus' documents is refused before the fit (a range of
+    that many K would be searched one K at a time); the default range is cut to the corpus."""
+    if k_max is None:
+        return
+    n = docs.count() if isinstance(docs, StreamedCorpus) else len(docs)
+    if k_max > n:
+        raise TooFewDocumentsError(f"{corpus}: k_max {k_max} is above the corpus' {n} "
+                                   "documents: give a smaller k_max")
 
 
 def _fit(estimator: Any, docs: Any, corpus: str | Path, vocabulary: Any, quiet: bool) -> None:
