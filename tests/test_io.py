@@ -200,7 +200,7 @@ def test_a_document_keeps_an_integer_id_as_its_text_and_refuses_other_ids() -> N
 
 
 def test_what_a_corpus_folder_would_read_back(tmp_path):
-    from phrasekit.io import read_with_folder
+    from phrasekit.paths import read_with_folder
 
     corp = tmp_path / "corp"
     corp.mkdir()

@@ -18,7 +18,14 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from phrasekit.paths import own_siblings, real, stem, utf8_problem, what_is
+from phrasekit.paths import (
+    CORPUS_FOLDER_FILES,
+    own_siblings,
+    real,
+    stem,
+    utf8_problem,
+    what_is,
+)
 
 
 def umask() -> int:
@@ -372,22 +379,6 @@ def document_location(path: str | Path, n: int) -> str:
     with _open_text(files[0]) as fh:
         texts = (lineno for lineno, line in enumerate(fh, start=1) if line.strip())
         return f"{files[0]}:{next(islice(texts, n, None), '?')}"
-
-
-#: The files a corpus folder is read from: the first of these, else its ``*.parquet`` shards.
-CORPUS_FOLDER_FILES = ("documents.jsonl", "documents.jsonl.gz")
-
-
-def read_with_folder(folder: Path, path: Path) -> bool:
-    """Whether ``path`` (a file or folder about to be written) would be read as part of the
-    corpus folder ``folder``: one of :data:`CORPUS_FOLDER_FILES`, or, in a folder of Parquet
-    shards (no documents file), a ``.parquet`` entry right inside it (a symlink judged by its
-    target)."""
-    target = real(path) if path.is_symlink() else Path(os.path.abspath(path))
-    if not folder.is_dir() or real(target.parent) != real(folder):
-        return False
-    shards = not any((folder / name).is_file() for name in CORPUS_FOLDER_FILES)
-    return target.name in CORPUS_FOLDER_FILES or (shards and target.name.endswith(".parquet"))
 
 
 def _corpus_files(path: Path) -> tuple[list[Path], str]:

@@ -225,3 +225,19 @@ def _decodes(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+#: The files a corpus folder is read from: the first of these, else its ``*.parquet`` shards.
+CORPUS_FOLDER_FILES = ("documents.jsonl", "documents.jsonl.gz")
+
+
+def read_with_folder(folder: Path, path: Path) -> bool:
+    """Whether ``path`` (a file or folder about to be written) would be read as part of the
+    corpus folder ``folder``: one of :data:`CORPUS_FOLDER_FILES`, or, in a folder of Parquet
+    shards (no documents file), a ``.parquet`` entry right inside it (a symlink judged by its
+    target)."""
+    target = real(path) if path.is_symlink() else Path(os.path.abspath(path))
+    if not folder.is_dir() or real(target.parent) != real(folder):
+        return False
+    shards = not any((folder / name).is_file() for name in CORPUS_FOLDER_FILES)
+    return target.name in CORPUS_FOLDER_FILES or (shards and target.name.endswith(".parquet"))

@@ -21,8 +21,8 @@ from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable, check_run_folder
 from phrasekit.cli.options import name_flags, option_flags
-from phrasekit.io import CorpusError, Document, line_documents, read_with_folder, writable_target
-from phrasekit.paths import check_output, is_inside, utf8_problem
+from phrasekit.io import CorpusError, Document, line_documents, writable_target
+from phrasekit.paths import check_output, is_inside, read_with_folder, utf8_problem
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import FORMAT_NAMES, is_stdout
 

@@ -96,9 +96,7 @@ def run_topics(
     else:
         docs = read_corpus(corpus, text_field=text_field, id_field=id_field)
         logger.info("read %d documents from %s", len(docs), corpus)
-    if (time_field or class_field) and method != "documents":
-        raise ValueError(f"time and class fields slice the documents method, not {method}")
-    _check_k_max(k_max, docs, corpus)
+    _check_read_options(method, time_field or class_field, k_max, docs, corpus)
     fields = read_slice_fields(docs, corpus, time_field, class_field, time_bins)
     vocabulary = None
     t0 = time.perf_counter()
@@ -144,9 +142,14 @@ def apply_topics(
     return applied, paths
 
 
-def _check_k_max(k_max: int | None, docs: Any, corpus: str | Path) -> None:
-    """A ``k_max`` given above the corpus' documents is refused before the fit (a range of
-    that many K would be searched one K at a time); the default range is cut to the corpus."""
+def _check_read_options(method: str, sliced: str | None, k_max: int | None, docs: Any,
+                        corpus: str | Path) -> None:
+    """Settings checked once the corpus is open, before the fit: slices (``sliced``: a time or
+    class field) only for the documents method, and a ``k_max`` given above the corpus'
+    documents (a range of that many K would be searched one K at a time; the default range is
+    cut to the corpus)."""
+    if sliced and method != "documents":
+        raise ValueError(f"time and class fields slice the documents method, not {method}")
     if k_max is None:
         return
     n = docs.count() if isinstance(docs, StreamedCorpus) else len(docs)
