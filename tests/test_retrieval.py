@@ -288,3 +288,19 @@ def test_missing_ids_are_refused_and_whole_float_ids_read_as_integers(string_enc
     for missing in (None, float("nan")):
         with pytest.raises(EntityIndexError, match=r"ids\[1\] is missing"):
             EntityIndex.build(["a b", "c d"], string_enc, ids=[10, missing])
+
+
+def test_cli_query_prints_names_and_scores_as_they_are(tmp_path):
+    names = tmp_path / "n.csv"
+    names.write_text('name,id\nThe "Big" Apple,a1\n-ABC corp,a2\n', encoding="utf-8")
+    runner = CliRunner()
+    res = runner.invoke(app, ["index", "build", str(names), "--column", "name", "--id-column",
+                              "id", "--out", str(tmp_path / "i"), "--model", "string", "-q"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["index", "query", str(tmp_path / "i"), "big apple", "-k", "2",
+                              "--scorer", "cosine", "-q"])
+    rows = [line.split("\t") for line in res.stdout.strip().splitlines()[1:]]
+    assert [r[2] for r in rows] == ['The "Big" Apple', "-ABC corp"]  # no quoting, no prefix
+    assert all(float(r[4]) <= 1.0 for r in rows)
+    res = runner.invoke(app, ["index", "query", str(tmp_path / "i"), "x", "--no-csv-safe"])
+    assert res.exit_code == 2 and "not the printed table" in res.output

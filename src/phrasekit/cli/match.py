@@ -416,8 +416,8 @@ def index_query_cmd(
         raise BadInputError("--json prints to stdout and --out writes CSV: give one")
     if out is not None:
         check_out_format(out, QUERY_WRITES)
-    if as_json:
-        check_csv_safe(csv_safe, ".json")
+    printed = out is None or is_stdout(out)  # JSON, or a plain table to read
+    check_csv_safe(csv_safe, ".json" if as_json else "the printed table" if printed else ".csv")
     if column is not None and queries is None:
         raise BadInputError("--column names the query column of --queries FILE; give the file")
     items = list(texts or [])
@@ -435,7 +435,7 @@ def index_query_cmd(
                             "per argument")
     ent = EntityIndex.load(directory)
     results = ent.query(items, k=k, show_progress=not quiet, scorer=scorer)
-    rows = [(i, q, rank, name, ident, f"{score:.6f}")
+    rows = [(i, q, rank, name, ident, round(float(score), 6))  # a number: never prefixed
             for i, (q, hits) in enumerate(zip(items, results, strict=True))
             for rank, (name, ident, score) in enumerate(hits, start=1)]
     if as_json:
@@ -445,12 +445,11 @@ def index_query_cmd(
             for i, (q, hits) in enumerate(zip(items, results, strict=True))])
         return
     header = ("query_row", "query", "rank", "name", "id", "score")
-    if out is None or is_stdout(out):  # tab-separated, quoted where a name holds a tab
-        buf = io.StringIO()
-        writer = SafeWriter(buf, csv_safe, delimiter="\t", lineterminator="\n")
-        writer.writerow(header[1:])
-        writer.writerows(row[1:] for row in rows)
-        typer.echo(buf.getvalue(), nl=False)
+    if out is None or is_stdout(out):  # a plain table to read; a tab or break in a name: a space
+        typer.echo("\t".join(header[1:]))
+        for row in rows:
+            typer.echo("\t".join(re.sub(r"[\t\r\n]", " ", f"{x:.6f}" if isinstance(x, float)
+                                       else str(x)) for x in row[1:]))
         return
     with atomic_write(out, newline="") as fh:
         writer = SafeWriter(fh, csv_safe)
