@@ -142,9 +142,8 @@ class LeftSide:
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Each query's ``k`` best (probability, left row) from its best values (``values``:
         (n, k) ids, -1 for none): a repeated value gives each of its rows in order."""
-        if len(self.texts) == len(self.value_of):
-            rows = np.where(values >= 0, self.first_rows()[values.clip(0)], -1)
-            return probs, rows
+        if len(self.texts) == len(self.value_of):  # no value repeats: value i is row i
+            return probs, values
         order = np.argsort(self.value_of, kind="stable")  # rows grouped by value
         counts = np.bincount(self.value_of, minlength=len(self.texts))
         starts = np.cumsum(counts) - counts
@@ -195,8 +194,10 @@ def hybrid_top_k(
                     len(left))
         side = LeftSide.fit(left)
     right = nfc(list(right))
-    value_vecs = left_vecs[side.first_rows()]
-    emb_values = np.where(emb_ids >= 0, side.value_of[emb_ids.clip(0)], -1)
+    repeats = len(side.texts) < len(side.value_of)  # else values are rows: no copy of vectors
+    value_vecs = left_vecs[side.first_rows()] if repeats else left_vecs
+    emb_values = np.where(emb_ids >= 0, side.value_of[emb_ids.clip(0)], -1) if repeats \
+        else emb_ids
     scored = side
     if len(side.texts) == 1 and encode is not None:
         scored, value_vecs, emb_values = _with_background(side, value_vecs, emb_values, encode)
