@@ -213,5 +213,6 @@ def test_a_flag_cell_or_a_flag_for_a_number_is_refused() -> None:
                               pd.DataFrame({"name": ["x"]}), "name", model="string")
     with pytest.raises(TypeError, match="threshold is a number"):
         phrasekit.fuzzy_join(["Paris"], ["paris"], "string", threshold=True)
+    assert phrasekit.fuzzy_join(["Paris"], ["paris"], "string", threshold=np.float32(0.2))
     with pytest.raises(TypeError, match="one_to_one is True or False"):
         phrasekit.fuzzy_join(["Paris"], ["paris"], "string", one_to_one="no")

@@ -124,7 +124,8 @@ class LeftSide:
     @classmethod
     def fit(cls, texts: list[str]) -> LeftSide:
         """Fit both on the distinct ``texts`` (in Unicode's composed form, as encoders read
-        them)."""
+        them), numbered in order of first appearance (not sorted, as ``encoders.base.distinct``
+        numbers them), so that without repeats value i is row i and nothing is re-mapped."""
         ids: dict[str, int] = {}
         rows = nfc(list(texts))
         value_of = np.fromiter((ids.setdefault(t, len(ids)) for t in rows), np.int64,
@@ -209,8 +210,9 @@ def hybrid_top_k(
         cands = find_candidates(scored.texts, right[s:e], value_vecs, right_vecs[s:e],
                                 emb_values[s:e], ngrams=scored.ngrams, idf=scored.idf)
         prob = combiner.predict(cands.features)
-        real = cands.left < len(side.texts)
-        cands = Candidates(cands.query[real], cands.left[real], cands.features[real])
-        probs[s:e], ids[s:e] = side.rows_of(*top_by_probability(cands, prob[real], e - s, k),
-                                            k)
+        if scored is not side:  # the background names are scored, never returned
+            real = cands.left < len(side.texts)
+            cands = Candidates(cands.query[real], cands.left[real], cands.features[real])
+            prob = prob[real]
+        probs[s:e], ids[s:e] = side.rows_of(*top_by_probability(cands, prob, e - s, k), k)
     return probs, ids

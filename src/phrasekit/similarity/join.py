@@ -15,6 +15,7 @@ AutoFJ (``benchmarks/matching/join_threshold_dev.py``).
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,8 @@ def resolve_threshold(threshold: float | str | None, model: Any, scorer: str = "
         name = model if isinstance(model, str | Path) else getattr(model, "name", None)
         name = Path(name).name if isinstance(name, Path) or Path(str(name)).is_dir() else name
         return default_threshold(str(name), scorer) if name is not None else None
-    if isinstance(threshold, bool) or not (threshold is None or isinstance(threshold, int | float)):
+    if isinstance(threshold, bool | np.bool_) or not (threshold is None
+                                                     or isinstance(threshold, numbers.Real)):
         raise TypeError(f"threshold is a number, 'default' or None, got {threshold!r}")
     return threshold
 
