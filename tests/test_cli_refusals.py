@@ -96,6 +96,7 @@ CASES = [
      r"docs\.jsonl: no phrase found in 12 documents with --min-df 1000"),
     ("facets 'real property' -m facets-phrase-k3 -k 10 -q",
      r"-k and --sentence pick a packaged facet model; --model names one"),
+    ("facets 'real property' -n 10000000 -q", r"-n must be in \[1, 50000\]"),
     ("train pearl --data corpus -o r -q --max-minutes nan", r"--max-minutes must be between"),
     ("train pearl --data corpus -o r -q --teachers mpnet", r"--teachers need --distill-weight > 0"),
     ("train phrase-bert --data corpus -o r -q --no-paraphrase --max-paraphrase 5",

@@ -431,9 +431,9 @@ def facets_cmd(
     Example: phrasekit facets "real property" -k 3
              phrasekit facets "the central bank raised interest rates" --sentence -k 10
     """
-    from phrasekit.encoders.facets.encoder import FacetEncoder, format_facet_table
-    if n < 1:
-        raise BadInputError(f"-n must be at least 1, got {n}")
+    from phrasekit.encoders.facets.encoder import NEAREST_VOCAB, FacetEncoder, format_facet_table
+    if not 1 <= n <= NEAREST_VOCAB:
+        raise BadInputError(f"-n must be in [1, {NEAREST_VOCAB}] (the words searched), got {n}")
     if any(not t.strip() for t in texts):
         raise BadInputError("empty text given")
     if model is not None and (sentence or k is not None):
