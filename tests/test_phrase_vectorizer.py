@@ -148,3 +148,27 @@ def test_words_of_any_script_stay_whole():
     assert {"erhöht", "für", "verbraucher"} <= set(names) and "erh" not in names
     assert "банк" in PhraseVectorizer(min_df=1).fit(
         ["Центральный банк повысил ставку."] * 3).get_feature_names_out()
+
+
+def test_fit_counts_as_transform_does_and_hands_out_copies() -> None:
+    """A phrase dropped by ``min_df`` ("deep neural network", in one text) had hidden the kept
+    "neural network" inside it in ``fit_transform`` alone; ``transform`` of the fitted texts
+    returned the very matrix BERTopic then normalises in place, whatever the settings since."""
+    import pytest
+
+    from phrasekit.integrations import PhraseVectorizer
+
+    texts = ["We train a deep neural network model.", "A neural network learns.",
+             "The neural network is big."] + ["Some other text about cats."] * 17
+    vec = PhraseVectorizer()
+    X = vec.fit_transform(texts)
+    fresh = pickle.loads(pickle.dumps(vec)).transform(texts)  # pickled: no cached matrix
+    assert (fresh != X).nnz == 0
+    assert X[0, vec.vocabulary_["neural network"]] == 1
+    X.data[:] = 0
+    assert vec.transform(texts).sum() > 0
+    vec = PhraseVectorizer(repeat_gap=None, min_phrase_count=1, max_weighted=None)
+    assert vec.fit_transform(texts).max() == 6
+    assert vec.set_params(phrase_weight=1.0).transform(texts).max() == 1
+    with pytest.raises(ValueError, match="the 3 texts are empty"):
+        PhraseVectorizer().fit_transform(["", " ", "\n"])

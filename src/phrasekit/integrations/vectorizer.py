@@ -221,6 +221,8 @@ class PhraseVectorizer(CountVectorizer):
         ``min_df``/``max_df`` (columns in term order, like ``CountVectorizer``)."""
         check_settings(self)
         texts = _texts(raw_documents)
+        if not any(t.strip() for t in texts):
+            raise ValueError(f"the {len(texts)} texts are empty: there is nothing to count")
         found = self._finder().vocabulary(texts, self.phrase_words, int(self.random_state))
         token_docs = [tokenize(t) for t in texts]
         keys = list(dict.fromkeys(k for k in map(phrase_key, found.phrases) if k))
@@ -233,9 +235,16 @@ class PhraseVectorizer(CountVectorizer):
             raise ValueError("no phrase or word is left: lower min_df or raise max_df")
         terms = sorted((" ".join(keys[j]), j) for j in kept)
         self.vocabulary_ = {t: i for i, (t, _) in enumerate(terms)}
-        cols = [j for _, j in terms]
-        X = self._weighted(X[:, cols].tocsr(), None if runs is None else runs[:, cols].tocsr())
-        self._last = (texts, X)
+        if any(len(k) > 1 for k in set(keys) - {keys[j] for j in kept}):
+            # a dropped phrase took its tokens from the phrases and words inside it: count
+            # again with the kept terms alone, as transform does
+            index = {tuple(t.split()): i for i, (t, _) in enumerate(terms)}
+            X, runs = self._count(token_docs, index, len(index))
+        else:
+            cols = [j for _, j in terms]
+            X, runs = X[:, cols].tocsr(), None if runs is None else runs[:, cols].tocsr()
+        X = self._weighted(X, runs)
+        self._last = (texts, self.get_params(deep=False), X)
         logger.info("PhraseVectorizer: %d terms (%d phrases) from %d phrases found in %d "
                     "sentences", len(terms), sum(" " in t for t, _ in terms), len(found),
                     len(found.doc_ids))
@@ -262,8 +271,8 @@ class PhraseVectorizer(CountVectorizer):
         self._check_vocabulary()
         texts = _texts(raw_documents)
         last = getattr(self, "_last", None)
-        if last is not None and last[0] == texts:
-            return last[1]
+        if last is not None and last[0] == texts and last[1] == self.get_params(deep=False):
+            return last[2].copy()  # the caller (BERTopic's c-TF-IDF) may scale it in place
         index = {tuple(t.split()): j for t, j in self.vocabulary_.items()}
         return self._weighted(*self._count((tokenize(t) for t in texts), index, len(index)))
 
