@@ -134,6 +134,16 @@ def test_choose_k_finds_separated_groups() -> None:
         assert k == 4, (criterion, scores)
 
 
+def test_stability_does_not_score_a_k_of_one_or_two_documents_a_topic() -> None:
+    """30 documents scored K = 29 (halves of all 30 documents, singletons that agree) at 1.0
+    and chose it; only K with about 6 documents a topic are scored now."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 16))
+    k, scores = choose_k(X, range(4, 30), "stability")
+    assert max(scores) == 5 and k <= 5
+    assert choose_k(X[:12], range(4, 30), "stability")[1].keys() == {4}  # k_min kept
+
+
 def test_fast_ari_is_scikit_learns() -> None:
     from sklearn.metrics import adjusted_rand_score
 
