@@ -284,15 +284,25 @@ def test_bad_params_raise(kwargs, error) -> None:
         KeyphraseExtractor(**kwargs)
 
 
-def test_set_params_and_repr(extractor: KeyphraseExtractor) -> None:
-    other = extractor.set_params(top_n=3, diversity=0.2, suppress_nested=False)
+def test_set_params_clone_and_repr(extractor: KeyphraseExtractor) -> None:
+    """scikit-learn's contract: ``clone`` copies the settings, ``set_params`` changes them in
+    place and returns the extractor (the loaded encoder kept)."""
+    from sklearn.base import clone
+
+    other = clone(extractor)
+    assert other.settings() == extractor.settings() and other is not extractor
+    other.encoder_  # noqa: B018 - loads it
+    loaded = other._encoder
+    assert other.set_params(top_n=3, diversity=0.2, suppress_nested=False) is other
     assert other.top_n == 3 and other.diversity == 0.2 and extractor.top_n == 10
     assert other.get_params()["suppress_nested"] is False
-    assert other.set_params(suppress_nested=True).suppress_nested is True
-    assert other.encoder_ is extractor.encoder_
-    assert "KeyphraseExtractor(" in repr(other)
+    assert other.encoder_ is loaded
+    assert "KeyphraseExtractor(" in repr(other) and other.settings()["top_n"] == 3
     with pytest.raises(ValueError, match="unknown"):
-        extractor.set_params(colour="red")
+        other.set_params(colour="red")
+    with pytest.raises(ValueError, match="diversity"):
+        other.set_params(diversity=3.0)
+    assert other.diversity == 0.2
 
 
 # ---------------------------------------------------------------------------- CLI

@@ -276,3 +276,24 @@ def test_pooled_runs_meanwhile_after_forking_and_unfreezes() -> None:
     assert got == [2, 4, 6]
     assert owner.seen == ["loaded"]
     assert gc.get_freeze_count() == 0
+
+
+def test_extractor_follows_scikit_learns_parameter_contract() -> None:
+    """A topic model given an extractor could not be cloned, nor its ``extractor__*``
+    parameters set: the extractor's ``get_params`` took no ``deep``."""
+    from sklearn.base import clone
+
+    from phrasekit.topics import DocumentTopicModel
+
+    model = DocumentTopicModel(extractor=PhraseExtractor(max_tokens=4))
+    copy = clone(model)
+    assert copy.extractor is not model.extractor
+    assert copy.extractor.get_params() == model.extractor.get_params()
+    assert model.set_params(extractor__max_tokens=3).extractor.max_tokens == 3
+    assert model.get_params()["extractor__max_tokens"] == 3
+    with pytest.raises(ValueError, match="max_tokens"):
+        PhraseExtractor().set_params(max_tokens=0)
+    with pytest.raises(ValueError, match="invalid parameter"):
+        PhraseExtractor().set_params(colour="red")
+    assert PhraseExtractor().set_params(reject_pattern=None)._reject is None
+    assert PhraseExtractor().settings()["max_tokens"] == 6

@@ -141,7 +141,7 @@ def main() -> None:
     plain = KeyphraseExtractor(encoder, top_n=top_n, candidates="noun_chunks",
                                sub_phrases=False, position_weight=0.0, frequency_weight=0.0,
                                diversity=0.0)
-    p = ours.get_params()
+    p = ours.settings()
     systems.append((f"phrasekit keyphrases (defaults: {p['candidates']}, sub-phrases "
                     f"{p['sub_phrases']}, position {p['position_weight']}, frequency "
                     f"{p['frequency_weight']}, MMR {p['diversity']})", ours))

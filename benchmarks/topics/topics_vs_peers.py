@@ -215,7 +215,7 @@ def phrase_vocabulary(docs: list, corpus: str, reuse: Path, out: Path, quiet: bo
     if shared.is_file():
         vocab = PhraseVocabulary.from_json(shared)
         if vocab.doc_ids == ids:
-            if vocab.params != PhraseExtractor().get_params():
+            if vocab.params != PhraseExtractor().settings():
                 log.warning("%s: phrase cache %s used other extractor settings than today's "
                             "defaults; using it anyway", corpus, shared)
             return vocab, {"phrase_source": str(shared)}

@@ -59,7 +59,7 @@ def keyphrases_for(run: Run | None, extractor: KeyphraseExtractor, docs: list[Do
     """``extractor``'s keyphrases of ``docs``, here or shard by shard on the run's engine."""
     if run is None:
         return extractor.extract(docs, show_progress=show_progress)
-    return sharded_keyphrases(extractor.get_params(), [d.text for d in docs], run.engine,
+    return sharded_keyphrases(extractor.settings(), [d.text for d in docs], run.engine,
                               run.store, show_progress=show_progress)
 
 

@@ -74,7 +74,7 @@ def load_or_extract_vocabulary(
     if vocab is not None:
         if vocab.doc_ids != [d.id for d in docs]:
             logger.warning("phrase cache %s is for other documents; re-extracting", cache)
-        elif vocab.params != extractor.get_params():
+        elif vocab.params != extractor.settings():
             logger.warning("phrase cache %s used other settings; re-extracting", cache)
         else:
             logger.info("phrases read from cache %s", cache)

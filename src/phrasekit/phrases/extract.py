@@ -174,6 +174,12 @@ def sample_by_words(docs: Sequence[Document], max_words: int | None, seed: int =
     return [docs[i] for i in sorted(order[:n].tolist())]
 
 
+#: The arguments of ``PhraseExtractor``, as ``get_params`` gives them.
+PARAMS = ("spacy_model", "noun_chunks", "entities", "chunker", "exclude_entity_types",
+          "lowercase", "strip_determiners", "strip_numbers", "max_tokens", "min_chars",
+          "reject_pattern", "batch_size", "n_process", "max_chars")
+
+
 class PhraseExtractor:
     """Extract noun-chunk and named-entity phrases from a corpus with spaCy.
 
@@ -244,8 +250,25 @@ class PhraseExtractor:
         self.n_process = int(n_process)
         self.max_chars = int(max_chars)
 
-    def get_params(self) -> dict[str, Any]:
-        """The settings, JSON-ready (stored in the vocabulary for cache checks)."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments as set (scikit-learn's ``clone`` and ``set_params``)."""
+        return {name: getattr(self, name) for name in PARAMS}
+
+    def set_params(self, **params: Any) -> PhraseExtractor:
+        """Change settings in place (checked as the constructor checks them); returns self."""
+        unknown = sorted(set(params) - set(PARAMS))
+        if unknown:
+            raise ValueError(f"invalid parameter(s) {', '.join(unknown)} for PhraseExtractor; "
+                             f"valid ones: {', '.join(PARAMS)}")
+        checked = PhraseExtractor(**{**self.get_params(), **params})
+        for name in PARAMS:
+            setattr(self, name, getattr(checked, name))
+        self._reject = checked._reject
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """The settings that shape the phrases, JSON-ready (stored in the vocabulary for cache
+        checks, sent to worker processes)."""
         model = self.spacy_model if isinstance(self.spacy_model, str) else repr(self.spacy_model)
         return {
             "spacy_model": model,
@@ -263,7 +286,7 @@ class PhraseExtractor:
         }
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
         return f"PhraseExtractor({args})"
 
     # ------------------------------------------------------------------ spaCy
@@ -319,7 +342,7 @@ class PhraseExtractor:
             raise ValueError("the corpus is empty: no documents to extract phrases from")
         vocab = PhraseVocabulary.from_occurrences(
             [d.id for d in documents], self.occurrences(documents, show_progress),
-            params=self.get_params()
+            params=self.settings()
         )
         logger.info("extracted %r", vocab)
         return vocab

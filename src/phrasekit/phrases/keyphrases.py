@@ -206,8 +206,12 @@ class KeyphraseExtractor:
         return state
 
     # ------------------------------------------------------------------ sklearn-style params
-    def get_params(self) -> dict[str, Any]:
-        """The settings, JSON-ready."""
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments as set (scikit-learn's ``clone`` and ``set_params``)."""
+        return {name: getattr(self, name) for name in self.settings()}
+
+    def settings(self) -> dict[str, Any]:
+        """The settings, JSON-ready (the encoder and spaCy pipeline by name)."""
         enc = self.encoder if isinstance(self.encoder, str) else self.encoder.name
         nlp = self.spacy_model if isinstance(self.spacy_model, str) else repr(self.spacy_model)
         return {
@@ -228,16 +232,19 @@ class KeyphraseExtractor:
         }
 
     def set_params(self, **params: Any) -> KeyphraseExtractor:
-        """A new extractor with some settings changed (validated; the encoder is shared)."""
-        unknown = set(params) - set(self.get_params())
+        """Change settings in place (checked as the constructor checks them; a loaded encoder
+        is kept unless ``encoder`` changes); returns self."""
+        unknown = set(params) - set(self.settings())
         if unknown:
             raise ValueError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-        encoder = self._encoder if self._encoder is not None else self.encoder
-        args = {**self.get_params(), "encoder": encoder, "spacy_model": self.spacy_model}
-        return KeyphraseExtractor(**{**args, **params})
+        checked = KeyphraseExtractor(**{**self.get_params(), **params})
+        if "encoder" not in params:
+            checked._encoder = self._encoder
+        self.__dict__.update(checked.__dict__)
+        return self
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
         return f"KeyphraseExtractor({args})"
 
     @property

@@ -209,7 +209,7 @@ def write_mentions(out_dir: str | Path, documents: Iterable[Document],
         raise TypeError("doc_vectors reads the documents twice: give a list or another "
                         "re-iterable collection, not an iterator")
     engine = engine or LocalEngine()
-    params = (extractor or PhraseExtractor()).get_params()
+    params = (extractor or PhraseExtractor()).settings()
     # in this process, one model serves both stages
     here = load(model) if engine.in_process and isinstance(model, (str, Path)) else None
     stages: list[Stage] = [MentionStage(params, model, dtype, encoder=here)]

@@ -124,12 +124,12 @@ class ShardedExtractor(PhraseExtractor):
     def like(cls, extractor: PhraseExtractor, engine: Engine,
              store: ShardStore | str | Path | None = None, **kwargs: Any) -> ShardedExtractor:
         """A sharded extractor with ``extractor``'s settings."""
-        return cls(engine, store, **kwargs, **extractor.get_params())
+        return cls(engine, store, **kwargs, **extractor.settings())
 
     def _parse(self, documents: Sequence[Document], show_progress: bool, positions: bool
                ) -> list[list[Any]]:
         """The spaCy pass of ``mentions`` and ``occurrences``, shard by shard on the engine."""
-        stage = ExtractStage(self.get_params())
+        stage = ExtractStage(self.settings())
         slices = _chunks(len(documents), self.shard_size)
         inputs = (pa.table({"id": [d.id for d in documents[s]],
                             "text": [d.text for d in documents[s]]}) for s in slices)

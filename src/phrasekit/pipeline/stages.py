@@ -76,7 +76,7 @@ class EncodeStage(ModelStage):
 
 class SettingsStage(Stage):
     """A stage whose worker object is rebuilt on each worker from JSON-ready settings (an
-    extractor's ``get_params()``), so nothing but settings travels to the workers."""
+    extractor's ``settings()``), so nothing but settings travels to the workers."""
 
     #: builds the worker object from the settings
     factory: Any = None

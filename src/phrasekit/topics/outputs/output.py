@@ -478,10 +478,10 @@ def json_params(model: Any) -> dict[str, Any]:
         if isinstance(value, Encoder):
             value = value.name
         elif isinstance(value, PhraseExtractor):
-            value = value.get_params()
+            value = value.settings()
         elif value is None and key == "extractor":
             default = getattr(model, "phrase_extractor", PhraseExtractor)
-            value = default().get_params()
+            value = default().settings()
         elif isinstance(value, tuple):
             value = list(value)
         elif isinstance(value, np.integer):
