@@ -74,6 +74,20 @@ def test_keyphrase_option_names_topics_by_keyphrases(docs: list[str]) -> None:
         assert all(name in members for name, _ in model.get_topic(topic))
 
 
+def test_keyphrase_option_leaves_a_topic_of_blank_documents_its_words(docs: list[str]) -> None:
+    """A topic holding only blank documents raised "docs[1] is empty" inside BERTopic's fit;
+    it keeps its c-TF-IDF words, as a topic without terms does."""
+    import pandas as pd
+
+    from phrasekit.integrations import KeyphraseRepresentation
+
+    frame = pd.DataFrame({"Document": [*docs[:6], "", " "], "Topic": [0] * 6 + [1, 1]})
+    words = {0: [("model", 0.5)], 1: [("blank", 0.1)]}
+    named = KeyphraseRepresentation(MODEL, top_n=3, keyphrases=True).extract_topics(
+        None, frame, None, words)
+    assert named[1] == [("blank", 0.1)] and len(named[0]) == 3
+
+
 def test_backends_need_their_library(monkeypatch) -> None:
     import sys
 

@@ -126,9 +126,11 @@ class TopicTerms:
     def _keyphrase_names(self, documents: Any, topics: Mapping[int, Any]) -> Named:
         """Each topic's keyphrases in the text of up to ``n_docs`` of its documents."""
         present = set(documents["Topic"])
-        ids = [t for t in topics if t in present]
-        texts = ["\n".join(document_texts(documents.loc[documents["Topic"] == t, "Document"]
-                                           .head(self.n_docs))) for t in ids]
+        named = {t: "\n".join(document_texts(documents.loc[documents["Topic"] == t, "Document"]
+                                             .head(self.n_docs))) for t in topics if t in present}
+        # a topic of blank documents has no keyphrases: it keeps its c-TF-IDF words
+        ids = [t for t, text in named.items() if text.strip()]
+        texts = [named[t] for t in ids]
         found = self.extractor().extract(texts) if texts else []
         return {t: [(p, float(s)) for p, s in phrases]
                 for t, phrases in zip(ids, found, strict=True)}
