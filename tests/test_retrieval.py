@@ -76,6 +76,17 @@ def test_duplicates_and_ids(string_enc):
     assert ents.query("londn", k=1) == [[("London", "Q84", pytest.approx(0.7, abs=0.3))]]
 
 
+def test_arrow_arrays_are_names_and_queries(string_enc):
+    """Arrow arrays, which ``encode`` and ``fuzzy_join`` take, were refused item by item
+    ("names[0] is StringScalar")."""
+    import pyarrow as pa
+
+    ents = EntityIndex.build(pa.chunked_array([["Paris", "London"]]), string_enc,
+                             ids=pa.array(["Q90", "Q84"]))
+    assert ents.names == ["Paris", "London"] and ents.ids == ["Q90", "Q84"]
+    assert ents.query(pa.array(["londn"]), k=1)[0][0][:2] == ("London", "Q84")
+
+
 @pytest.mark.parametrize(
     ("names", "ids", "fragment"),
     [([], None, "dictionary is empty"), (["a", "  "], None, r"names\[1\] is empty"),

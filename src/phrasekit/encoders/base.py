@@ -432,6 +432,8 @@ def as_text_list(texts: Any, name: str) -> list[Any]:
         return [texts]
     if texts is None or isinstance(texts, bytes) or not isinstance(texts, Iterable):
         raise TypeError(f"{name} must be a list of texts, got {type(texts).__name__}")
+    if callable(getattr(texts, "to_pylist", None)):  # a pyarrow Array or ChunkedArray
+        return texts.to_pylist()
     return list(texts)
 
 

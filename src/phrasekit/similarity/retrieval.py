@@ -183,11 +183,11 @@ def _entries(names: Sequence[str], ids: Sequence[Any] | None) -> tuple[list[str]
     """Validated, stripped, de-duplicated ``(names, ids)`` (see the module docstring)."""
     if isinstance(names, str):
         raise TypeError("names must be a list of strings, not a single string")
-    names = list(names)
+    names = as_text_list(names, "names")
     if not names:
         raise EntityIndexError("the dictionary is empty: give at least one name")
     if ids is not None:
-        ids = list(ids)
+        ids = as_text_list(ids, "ids")
         if len(ids) != len(names):
             raise EntityIndexError(f"{len(names)} names but {len(ids)} ids")
     out_names: list[str] = []
