@@ -216,3 +216,19 @@ def test_a_flag_cell_or_a_flag_for_a_number_is_refused() -> None:
     assert phrasekit.fuzzy_join(["Paris"], ["paris"], "string", threshold=np.float32(0.2))
     with pytest.raises(TypeError, match="one_to_one is True or False"):
         phrasekit.fuzzy_join(["Paris"], ["paris"], "string", one_to_one="no")
+
+
+def test_a_frame_without_rows_matches_nothing() -> None:
+    """An empty frame was refused ("no values in column"), even with ``how="left"``, where a
+    frame library's join keeps every right row."""
+    pd = pytest.importorskip("pandas")
+    left = pd.DataFrame({"name": ["Paris", "Rome"], "x": [1, 2]})
+    right = pd.DataFrame({"title": ["paris", "roma"], "y": [3.0, 4.0]})
+    for how in ("inner", "left"):
+        none = phrasekit.join_frames(left, right.iloc[:0], "name", "title", "string", how=how)
+        assert len(none) == 0 and list(none.columns)[-2:] == ["left_x", "right_y"]
+    assert len(phrasekit.join_frames(left.iloc[:0], right, "name", "title", "string")) == 0
+    kept = phrasekit.join_frames(left.iloc[:0], right, "name", "title", "string", how="left")
+    assert kept["right_value"].tolist() == ["paris", "roma"] and kept["score"].isna().all()
+    with pytest.raises(ValueError, match="no column 'nam'"):
+        phrasekit.join_frames(left.iloc[:0], right, "nam", "title", "string")

@@ -95,15 +95,22 @@ def join_frames(
     ``phrasekit join``: ``threshold="default"`` takes the model's and scorer's (0.34, a match
     probability, for the hybrid scorer), None keeps every candidate; an empty join cell raises
     ``ValueError``
-    naming its row unless ``skip_empty``.
+    naming its row unless ``skip_empty``. A frame without rows matches nothing, as in a
+    frame library's join: the result has no rows, or with ``how="left"`` and an empty
+    ``left``, every right row unmatched.
     """
     left_frame, right_frame = _frame(left, "left"), _frame(right, "right")
     left_table, right_table = _as_table(left_frame, "left"), _as_table(right_frame, "right")
     right_on = left_on if right_on is None else right_on
-    matches = fuzzy_join(column_values(left_table, left_on, skip_empty, "skip_empty=True"),
-                         column_values(right_table, right_on, skip_empty, "skip_empty=True"),
-                         model, k=k, threshold=threshold, one_to_one=one_to_one,
-                         show_progress=show_progress, scorer=scorer)
+    values = [column_values(table, on, skip_empty, "skip_empty=True") if table.rows else None
+              for table, on in ((left_table, left_on), (right_table, right_on))]
+    if values[0] is None or values[1] is None:
+        for table, on in ((left_table, left_on), (right_table, right_on)):
+            table.column(on)  # the join columns exist, rows or not
+        matches = []
+    else:
+        matches = fuzzy_join(values[0], values[1], model, k=k, threshold=threshold,
+                             one_to_one=one_to_one, show_progress=show_progress, scorer=scorer)
     header = carried_columns(left_table, left_on, right_table, right_on)
     rows = list(joined_rows(matches, left_table, left_on, right_table, right_on, how=how))
     n = len(MATCH_COLUMNS)
