@@ -64,6 +64,13 @@ def test_get_topic_and_representative_docs(fitted) -> None:
     assert set(docs) == {0, 1, 2, 3} and docs[1] == model.get_representative_docs(1)
     with pytest.raises(ValueError, match="does not exist"):
         model.get_topic(4)
+    # -1, BERTopic's outlier topic, is the documents without words: no terms, no typical
+    # documents, and its row (Count 0 here) when asked for, so a loop over topic ids holds
+    assert model.get_topic(-1) == [] and model.get_representative_docs(-1) == []
+    row = model.get_topic_info(-1)
+    assert row["Topic"].tolist() == [-1] and row["Count"].tolist() == [0]
+    with pytest.raises(ValueError, match="does not exist"):
+        model.get_topic(-2)
 
 
 def test_get_document_info_one_row_per_document(fitted, small_corpus: list[Document]) -> None:

@@ -45,11 +45,14 @@ class TopicVerbs:
         return [int(t) for t in self.doc_labels_], np.asarray(self.doc_topics_)
 
     def get_topic(self, topic: int, n: int | None = None) -> list[tuple[str, float]]:
-        """The topic's ``n`` (default ``top_n``) best terms, words and phrases, with scores."""
+        """The topic's ``n`` (default ``top_n``) best terms, words and phrases, with scores;
+        none for -1, the documents without words."""
         self._check_fitted()
-        t = self._topic_id(topic)
         if n is not None:
             check_int("n", n, 0)
+        if _is_unassigned(topic):
+            return []
+        t = self._topic_id(topic)
         return list(self.topics_[t][: self.top_n if n is None else int(n)])
 
     def get_topics(self) -> dict[int, list[tuple[str, float]]]:
@@ -64,6 +67,8 @@ class TopicVerbs:
         self._check_fitted()
         if topic is None:
             return {t: self.get_representative_docs(t) for t in range(self.n_topics_)}
+        if _is_unassigned(topic):
+            return []
         t = self._topic_id(topic)
         texts = (self._doc_text(d) for d, _ in self.typical_docs_[t])
         return [text for text in texts if text is not None]
@@ -73,11 +78,13 @@ class TopicVerbs:
         ``Topic``, ``Count`` (documents), ``Name`` (the label), ``Representation`` (best
         terms) and ``Representative_Docs``; only ``topic``'s row when given."""
         self._check_fitted()
-        topics = list(range(self.n_topics_)) if topic is None else [self._topic_id(topic)]
+        unassigned = _is_unassigned(topic)
+        topics = list(range(self.n_topics_)) if topic is None \
+            else [] if unassigned else [self._topic_id(topic)]
         rows: dict[str, list[Any]] = {"Topic": [], "Count": [], "Name": [],
                                       "Representation": [], "Representative_Docs": []}
         n_unassigned = int((np.asarray(self.doc_labels_) < 0).sum())
-        if topic is None and n_unassigned:
+        if (topic is None and n_unassigned) or unassigned:
             for key, value in zip(rows, (-1, n_unassigned, UNASSIGNED, [], []), strict=True):
                 rows[key].append(value)
         for t in topics:
@@ -132,3 +139,8 @@ class TopicVerbs:
             if pos < len(index) and index[pos] == row:
                 return texts[pos]
         return getattr(self, "typical_texts_", {}).get(int(row))
+
+
+def _is_unassigned(topic: Any) -> bool:
+    """Whether ``topic`` is -1, BERTopic's outlier topic: here the documents without words."""
+    return isinstance(topic, int | np.integer) and not isinstance(topic, bool) and topic == -1
