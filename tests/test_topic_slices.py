@@ -88,6 +88,10 @@ def test_topics_per_class(fitted: DocumentTopicModel, small_corpus: list[Documen
     assert back.topics_per_class(classes) == rows
     months = [_month(d) for d in small_corpus]
     assert back.topics_over_time(months) == fitted.topics_over_time(months)
+    # NumPy's integers are the ints they hold (a column of a frame mixes them with ints)
+    numbers = [i % 3 for i in range(len(classes))]
+    mixed = [np.int64(n) if i % 2 else n for i, n in enumerate(numbers)]
+    assert fitted.topics_per_class(mixed) == fitted.topics_per_class(numbers)
 
 
 def test_timestamps_and_bins() -> None:

@@ -142,6 +142,8 @@ class TopicSlicer:
         classes = self._check_sliceable(classes, "classes")
         seen: dict[str, Any] = {}
         for i, c in enumerate(classes):
+            if isinstance(c, np.generic):  # NumPy's int64 is the int it holds
+                c = c.item()
             if is_missing(c):
                 raise ValueError(f"classes[{i}] is missing ({c!r}); every document needs a class")
             first = seen.setdefault(str(c), c)
