@@ -107,3 +107,26 @@ def test_a_file_output_ending_in_a_separator_is_refused(args: tuple[str, ...], t
     res = invoke(*args, "newdir/", "-q")
     refused(res, "newdir/", "names a folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.txt"]
+
+
+@pytest.mark.parametrize("args", [("keyphrases", "-", "-o", "{f}", "-q"),
+                                  ("encode", "-", "-o", "{f}", "-m", "string", "-q"),
+                                  ("topics", "-", "-o", "{d}", "-q")])
+def test_an_output_that_is_the_file_stdin_reads_is_refused(args: tuple[str, ...],
+                                                           tmp_path: Path) -> None:
+    """``phrasekit keyphrases - -o c.jsonl < c.jsonl`` replaced the corpus with its keyphrases
+    (the same with /dev/stdin was refused)."""
+    corpus = tmp_path / "d" / "c.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text(CORPUS.read_text())
+    before = corpus.read_bytes()
+    saved = os.dup(0)
+    with corpus.open("rb") as fh:
+        os.dup2(fh.fileno(), 0)
+        try:
+            res = invoke(*(a.format(f=corpus, d=corpus.parent) for a in args))
+        finally:
+            os.dup2(saved, 0)
+            os.close(saved)
+    refused(res, "the file stdin reads ('-')")
+    assert corpus.read_bytes() == before

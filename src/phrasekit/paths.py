@@ -155,6 +155,9 @@ def check_output(out: str | Path, option: str, inputs: Iterable[str | Path] = ()
         raise ValueError(f"{option} {out} is the current folder or holds it, and an output "
                          "folder is replaced as a whole; give a new folder")
     for path in inputs:
+        if str(path) == "-":
+            _check_not_stdin(out, option, folder)
+            continue
         if not os.path.lexists(path):
             continue
         if same_path(out, path):
@@ -171,6 +174,29 @@ def check_output(out: str | Path, option: str, inputs: Iterable[str | Path] = ()
             raise ValueError(f"{option} {out} holds the input {path}, and an output folder is "
                              "replaced as a whole; write elsewhere")
     return out
+
+
+def _check_not_stdin(out: Path, option: str, folder: bool) -> None:
+    """Refuse an output that is (or, for a folder, holds) the file stdin is read from
+    (``cmd - -o f < f``)."""
+    try:
+        st = os.fstat(0)
+    except (OSError, ValueError):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    files = [out]
+    if folder and out.is_dir():
+        files = [Path(root, name) for root, _dirs, names in os.walk(out) for name in names]
+    for path in files:
+        try:
+            other = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            where = "is" if path == out else "holds"
+            raise ValueError(f"{option} {out} {where} the file stdin reads ('-'); it would be "
+                             "overwritten, so write elsewhere")
 
 
 def stem(name: str) -> str:

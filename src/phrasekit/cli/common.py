@@ -286,11 +286,14 @@ def run_command(body: Callable[[], Any], writing: object = None) -> Any:
 
 def _input_paths(kwargs: dict[str, Any], skip: str) -> tuple[str | Path, ...]:
     """Every argument of a command that names an existing path (corpus, tables, model or index
-    folders, caches): what its output must never overwrite."""
-    values = []
+    folders, caches), and ``-`` for stdin (which may be a redirected file): what its output
+    must never overwrite."""
+    values: list[str | Path] = []
     for key, value in kwargs.items():
         for item in value if isinstance(value, list | tuple) else (value,):
-            if key != skip and isinstance(item, str | Path) and str(item) not in ("", "-"):
+            if key != skip and isinstance(item, str | Path) and str(item) == "-":
+                values.append("-")
+            elif key != skip and isinstance(item, str | Path) and str(item) != "":
                 with contextlib.suppress(OSError, ValueError):
                     if os.path.lexists(item):
                         values.append(item)
