@@ -19,11 +19,11 @@ def test_read_parquet_file_and_shards(tmp_path):
     pq.write_table(pa.table({"id": ["a", "b"], "text": ["one", "two"], "split": ["x", "y"]}),
                    shards / "part-0.parquet")
     pq.write_table(pa.table({"id": ["c"], "text": ["three"], "split": ["x"]}),
-                   shards / "part-1.parquet")
+                   shards / "part-1.PARQUET")  # a suffix in any case (was skipped silently)
     docs = read_corpus(shards)
     assert [(d.id, d.text, d.meta) for d in docs] == [
         ("a", "one", {"split": "x"}), ("b", "two", {"split": "y"}), ("c", "three", {"split": "x"})]
-    assert [d.text for d in read_corpus(shards / "part-1.parquet")] == ["three"]
+    assert [d.text for d in read_corpus(shards / "part-1.PARQUET")] == ["three"]
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"body": ["no text column"]}), bad)
     with pytest.raises(CorpusError, match=r"bad.parquet: row 1: column 'text' missing"):

@@ -129,8 +129,10 @@ def test_json_round_trip(hand_vocab: PhraseVocabulary, tmp_path: Path) -> None:
     assert json.loads(text)["format"] == "phrasekit.phrase_vocabulary"
     back = PhraseVocabulary.from_json(text)
     assert back.to_dict() == hand_vocab.to_dict()
-    for name in ("vocab.json", "vocab.json.gz"):
+    for name in ("vocab.json", "vocab.json.gz", "V.JSON.GZ"):
         hand_vocab.to_json(tmp_path / name)
+        gzipped = (tmp_path / name).read_bytes()[:2] == b"\x1f\x8b"
+        assert gzipped == name.lower().endswith(".gz")  # "V.JSON.GZ" was plain JSON
         again = PhraseVocabulary.from_json(tmp_path / name)
         assert again.to_dict() == hand_vocab.to_dict()
         assert again.doc_phrases == hand_vocab.doc_phrases

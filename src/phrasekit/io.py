@@ -20,6 +20,7 @@ from typing import Any
 
 from phrasekit.paths import (
     CORPUS_FOLDER_FILES,
+    corpus_shards,
     own_siblings,
     real,
     stem,
@@ -389,7 +390,7 @@ def _corpus_files(path: Path) -> tuple[list[Path], str]:
                 path = path / name
                 break
         else:
-            shards = sorted(path.glob("*.parquet"))
+            shards = corpus_shards(path)
             if shards:
                 return shards, "parquet"
             raise CorpusError(f"{path} is a folder without documents.jsonl(.gz) or "

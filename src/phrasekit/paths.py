@@ -257,6 +257,16 @@ def _decodes(raw: bytes) -> bool:
 CORPUS_FOLDER_FILES = ("documents.jsonl", "documents.jsonl.gz")
 
 
+def is_shard_name(name: str) -> bool:
+    """Whether an entry of a corpus folder is a Parquet shard: ``.parquet`` in any case."""
+    return name.lower().endswith(".parquet")
+
+
+def corpus_shards(folder: Path) -> list[Path]:
+    """The Parquet shards of a corpus folder, in name order."""
+    return sorted(p for p in folder.iterdir() if is_shard_name(p.name))
+
+
 def read_with_folder(folder: Path, path: Path) -> bool:
     """Whether ``path`` (a file or folder about to be written) would be read as part of the
     corpus folder ``folder``: one of :data:`CORPUS_FOLDER_FILES`, or, in a folder of Parquet
@@ -266,4 +276,4 @@ def read_with_folder(folder: Path, path: Path) -> bool:
     if not folder.is_dir() or real(target.parent) != real(folder):
         return False
     shards = not any((folder / name).is_file() for name in CORPUS_FOLDER_FILES)
-    return target.name in CORPUS_FOLDER_FILES or (shards and target.name.endswith(".parquet"))
+    return target.name in CORPUS_FOLDER_FILES or (shards and is_shard_name(target.name))

@@ -45,7 +45,7 @@ def read_alias_split(path: str | Path, split: str) -> list[tuple[str, str, str]]
     """(alias, canonical, kind) rows of one split; a malformed file raises ValueError."""
     path = alias_file(path)
     rows: list[tuple[str, str, str]] = []
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8", newline="") as fh:
             reader = csv_reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)

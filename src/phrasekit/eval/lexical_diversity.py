@@ -361,7 +361,7 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
             except (json.JSONDecodeError, KeyError, TypeError, gzip.BadGzipFile, EOFError) as exc:
                 raise ValueError(f"{path}: not a phrase vocabulary JSON ({exc})") from exc
         else:
-            opener = gzip.open if name.endswith(".gz") else open
+            opener = gzip.open if name.lower().endswith(".gz") else open
             with opener(path, "rt", encoding="utf-8-sig") as fh:  # a BOM is not an entry
                 texts = [line.strip() for line in fh]
     except UnicodeDecodeError as exc:

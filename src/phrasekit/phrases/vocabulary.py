@@ -301,7 +301,7 @@ class PhraseVocabulary:
         if path is None:
             return text
         path = Path(path)
-        if path.suffix == ".gz":
+        if path.suffix.lower() == ".gz":
             with atomic_write(path, "wb") as fh:
                 fh.write(gzip.compress(text.encode("utf-8"), mtime=0))
         else:
@@ -342,7 +342,7 @@ def _read_json(source: str | Path, build: Callable[[dict[str, Any]], _T]) -> _T:
         return build(json_loads(source))
     path = Path(source)
     try:
-        opener = gzip.open if path.suffix == ".gz" else open
+        opener = gzip.open if path.suffix.lower() == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as fh:
             obj = json_loads(fh.read())
         if not isinstance(obj, dict):

@@ -89,7 +89,7 @@ def split_bounds(n: int) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------- files
 def open_text(path: Path) -> io.TextIOBase:
     """A UTF-8 text file, gzip-compressed when its name ends in ``.gz`` (CSV-ready)."""
-    if path.suffix == ".gz":
+    if path.suffix.lower() == ".gz":
         return gzip.open(path, "rt", encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
 
