@@ -97,6 +97,8 @@ CASES = [
     ("facets 'real property' -m facets-phrase-k3 -k 10 -q",
      r"-k and --sentence pick a packaged facet model; --model names one"),
     ("facets 'real property' -n 10000000 -q", r"-n must be in \[1, 50000\]"),
+    ("encode docs.jsonl -o v.npy -m string -q",
+     r"docs\.jsonl: encode reads a text file \(one phrase per line\) .* not JSON lines"),
     ("train pearl --data corpus -o r -q --max-minutes nan", r"--max-minutes must be between"),
     ("train pearl --data corpus -o r -q --teachers mpnet", r"--teachers need --distill-weight > 0"),
     ("train phrase-bert --data corpus -o r -q --no-paraphrase --max-paraphrase 5",

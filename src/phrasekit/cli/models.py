@@ -40,6 +40,8 @@ from phrasekit.registry import (
     precision_request,
 )
 from phrasekit.tables import (
+    FORMAT_NAMES,
+    NOT_TABLES,
     READ_SUFFIXES,
     VECTOR_DTYPES,
     column_values,
@@ -170,6 +172,11 @@ def encode_input(input_file: Path, column: str | None, skip_blank: bool
         return len(values), lambda: iter(values)
     if column is not None:
         raise BadInputError(f"{input_file}: --column needs a table input (.csv, .tsv, .parquet)")
+    suffix = input_file.suffix.lower()
+    if suffix in NOT_TABLES:  # read as lines, a JSON line would be embedded as one phrase
+        hint = f"; zcat {input_file} | phrasekit encode - ..." if suffix == ".gz" else ""
+        raise BadInputError(f"{input_file}: encode reads a text file (one phrase per line) or a "
+                            f"table (.csv, .tsv, .parquet), not {FORMAT_NAMES[suffix]}{hint}")
     n_lines, skipped = count_lines(input_file, skip_blank=skip_blank)
     if skipped:
         typer.echo(f"skipped {skipped} blank line(s) of {input_file}", err=True)

@@ -362,7 +362,7 @@ def read_vocabulary_file(path: str | Path, max_entries: int | None = None) -> li
                 raise ValueError(f"{path}: not a phrase vocabulary JSON ({exc})") from exc
         else:
             opener = gzip.open if name.lower().endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8-sig") as fh:  # a BOM is not an entry
+            with opener(path, "rt", encoding="utf-8-sig", newline="\n") as fh:  # BOM: no entry
                 texts = [line.strip() for line in fh]
     except UnicodeDecodeError as exc:
         raise ValueError(utf8_problem(str(path), exc, path)) from exc

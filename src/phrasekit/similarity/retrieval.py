@@ -128,7 +128,7 @@ def read_names(
 
 def _read_lines(path: Path, what: str) -> list[str]:
     """One name per line of a text file; a blank line is refused with its number."""
-    with open(path, encoding="utf-8-sig") as fh:  # a byte-order mark is no name
+    with open(path, encoding="utf-8-sig", newline="\n") as fh:  # a BOM is no name; \n only
         names = [line.strip() for line in fh]
     while names and not names[-1]:  # blank lines at the end hold no place
         names.pop()
