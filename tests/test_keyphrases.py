@@ -329,6 +329,15 @@ def test_cli_writes_jsonl_and_scores_gold(tmp_path) -> None:
     assert "2 documents" in res.output and "F1@10" in res.output
 
 
+def test_a_split_field_of_numbers_is_matched_as_text(tmp_path) -> None:
+    """--split 1 on a corpus whose split field is the number 1 said "no document has split
+    '1' (splits present: 1)"."""
+    corpus = _corpus(tmp_path, [ROBOT], split=1)
+    res = runner.invoke(app, ["keyphrases", str(corpus), "-n", "2", "--split", "1", "-q"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1])["id"] == "d0"
+
+
 def test_cli_stdout_without_out(tmp_path) -> None:
     corpus = tmp_path / "docs.txt"
     corpus.write_text(ROBOT.replace("\n", " ") + "\n", encoding="utf-8")

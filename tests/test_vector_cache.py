@@ -232,3 +232,34 @@ def test_other_settings_are_checked_before_work(name: str, value: str, tmp_path:
                                       str(tmp_path / "p.json"), "-q"])
     assert result.exit_code == 2 and name in result.output
     assert result.output.count("\n") == 1
+
+
+def test_a_cache_that_cannot_be_written_costs_the_cache_not_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file-size limit hit while writing the cache ended the run with "File too large
+    (writing <the output>)", and an unwritable PHRASEKIT_CACHE with a bare errno."""
+    import errno
+
+    import phrasekit.encoders.cache as cache_module
+
+    texts = ["alpha beta", "gamma"]
+    plain = Counting().encode(texts)
+
+    def full(*_a: object, **_k: object) -> None:
+        raise OSError(errno.EFBIG, "File too large")
+
+    with monkeypatch.context() as m:
+        m.setattr(cache_module, "atomic_write", full)
+        with caplog.at_level("WARNING"):
+            got = cached_encode(Counting(), texts, tmp_path / "c", "docs")
+    np.testing.assert_allclose(got, plain, atol=1e-6)
+    assert "not written (File too large)" in caplog.text
+    (tmp_path / "file").write_text("a user's file")
+    monkeypatch.setenv("PHRASEKIT_VECTOR_CACHE", str(tmp_path / "file" / "under"))
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        got = cached_encode(Counting(), texts, vector_cache_dir(), "docs")
+    np.testing.assert_allclose(got, plain, atol=1e-6)
+    assert "cannot be made" in caplog.text and "PHRASEKIT_CACHE" in caplog.text
+    assert (tmp_path / "file").read_text() == "a user's file"

@@ -89,7 +89,8 @@ def read_documents(corpus: str, text_field: str, split: str | None) -> list[Docu
         read_corpus(resolve_corpus(corpus), text_field=text_field)
     if split is not None:
         present = sorted({str(d.meta["split"]) for d in docs if d.meta.get("split") is not None})
-        docs = [d for d in docs if d.meta.get("split") == split]
+        docs = [d for d in docs  # a split field of numbers is matched as their text
+                if d.meta.get("split") is not None and str(d.meta["split"]) == split]
         if not docs:
             found = (f"splits present: {', '.join(present)}" if present
                      else "no document has a 'split' field")

@@ -87,6 +87,10 @@ def check_cache_dir(cache_dir: str | Path | None) -> None:
     the work whose vectors it would keep)."""
     if cache_dir is not None and str(cache_dir) != "auto" and Path(cache_dir).exists() \
             and not Path(cache_dir).is_dir():
+        if same_path(Path(cache_dir), vector_cache_dir()):
+            raise ValueError(f"the vector cache folder {cache_dir} is a file, not a folder: "
+                             "move it, or set PHRASEKIT_VECTOR_CACHE or PHRASEKIT_CACHE to another "
+                             "folder")
         raise ValueError(f"cache_dir {cache_dir} is a file, not a folder")
 
 
@@ -250,11 +254,15 @@ def encode_cached(encoder: Any, texts: Sequence[str], cache: str | Path | None =
     if cache is not None and missing:
         kept = _bounded_rows(len(row), wanted, all_emb.shape[1], max_bytes)
         all_keys = np.asarray(old_keys + new_keys, dtype=f"S{KEY_BYTES}")[kept]
-        with atomic_write(cache, "wb") as fh:
-            write_marked_npz(fh, kind, str(name), encoder=np.asarray(name), keys=all_keys,
-                             embeddings=all_emb[kept],
-                             sha256=np.asarray(legacy_digest(str(name), all_keys,
-                                                             all_emb[kept])))
+        try:
+            with atomic_write(cache, "wb") as fh:
+                write_marked_npz(fh, kind, str(name), encoder=np.asarray(name), keys=all_keys,
+                                 embeddings=all_emb[kept],
+                                 sha256=np.asarray(legacy_digest(str(name), all_keys,
+                                                                 all_emb[kept])))
+        except OSError as exc:  # a full disk, a file-size limit: the vectors are still good
+            logger.warning("vector cache %s not written (%s); this run goes on without it",
+                           cache, exc.strerror or exc)
     return all_emb[wanted]
 
 
@@ -336,15 +344,26 @@ def cached_encode(
     managed = same_path(Path(cache_dir), vector_cache_dir())
     budget = vector_cache_budget() if managed else None
     if managed:
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            logger.warning("vector cache folder %s cannot be made (%s; PHRASEKIT_VECTOR_CACHE "
+                           "or PHRASEKIT_CACHE moves it): vectors not cached this run",
+                           cache_dir, exc.strerror or exc)
+            return encode_cached(encoder, list(texts), None, show_progress=show_progress,
+                                 **sizes)
     if not _replaceable(cache):
         return encode_cached(encoder, list(texts), None, show_progress=show_progress, **sizes)
     out = encode_cached(encoder, list(texts), cache, show_progress=show_progress,
                         identity=encoder_identity, max_bytes=budget, kind=kind, **sizes)
     if managed and budget is not None:
-        if cache.exists():
-            os.utime(cache)  # most recently used
-        prune_caches(Path(cache_dir), budget, keep=cache)
+        try:
+            if cache.exists():
+                os.utime(cache)  # most recently used
+            prune_caches(Path(cache_dir), budget, keep=cache)
+        except OSError as exc:
+            logger.warning("vector cache folder %s not pruned (%s)", cache_dir,
+                           exc.strerror or exc)
     return out
 
 
