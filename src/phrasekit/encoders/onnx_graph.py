@@ -150,8 +150,9 @@ def _remember_key(root: Path, entry: str, key: str) -> None:
 
     keys = _read_kind(root / KEYS_FILE, KEYS_KIND, "keys")
     if keys is None:
-        logger.warning("%s is not phrasekit's graph key file; the key is not kept",
-                       root / KEYS_FILE)
+        logger.warning("%s is not phrasekit's graph key file (or a damaged one); the key is "
+                       "not kept, so graphs are checked afresh: delete the file (or set "
+                       "PHRASEKIT_ONNX_CACHE to another folder)", root / KEYS_FILE)
         return
     keys = {k: v for k, v in keys.items() if k != entry}
     keys = dict([*list(keys.items())[-(KEEP_KEYS - 1):], (entry, key)])
@@ -454,7 +455,9 @@ def cpu_speedups(encoder: Any, root: Path | None = None, int8: bool = False,
         speedups = {name: round(best["torch"] / best[name], 3) for name in sorted(wanted)}
         saved = _read_speeds(path)
         if saved is None:
-            logger.warning("%s is not phrasekit's speed file; the measurement is not kept", path)
+            logger.warning("%s is not phrasekit's speed file (or a damaged one); the measurement "
+                           "is not kept, so each run measures again: delete the file (or set "
+                           "PHRASEKIT_ONNX_CACHE to another folder)", path)
         else:
             entry = {"speedup": speedups["onnx"], "seconds": best}
             entry.update({f"{name}_speedup": speedups[name] for name in ("int8", "bf16")
