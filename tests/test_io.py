@@ -87,6 +87,11 @@ def test_read_plain_text(tmp_path):
         ('{"id": 1, "body": "no text field"}\n', "field 'text' missing"),
         ('["a list"]\n', "expected a JSON object"),
         ("\n\n", "no documents"),
+        ('{"id": 3, "text": "a"}\n{"text": "b"}\n{"text": "c"}\n{"text": "d"}\n',
+         ":4: duplicate document id '3' (first on line 1); a line without 'id' takes its line "
+         "number - 1 as its id"),
+        ('{"id": "a", "text": "a"}\n{"id": "a", "text": "b"}\n',
+         ":2: duplicate document id 'a' (first on line 1)"),
     ],
 )
 def test_malformed_jsonl(tmp_path, content, fragment):

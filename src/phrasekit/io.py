@@ -431,8 +431,12 @@ def line_documents(lines: Iterable[str], name: str, is_jsonl: bool, text_field: 
         doc = _parse_jsonl_line(name, lineno, line, text_field, id_field) if is_jsonl \
             else Document(id=str(len(first_line)), text=line, meta={})
         if first_line.setdefault(doc.id, lineno) != lineno:
+            first = first_line[doc.id]
+            implicit = is_jsonl and doc.id in (str(first - 1), str(lineno - 1))
+            hint = (f"; a line without {id_field!r} takes its line number - 1 as its id: give "
+                    "every document an id, or none") if implicit else ""
             raise CorpusError(f"{name}:{lineno}: duplicate document id {doc.id!r} "
-                              f"(first on line {first_line[doc.id]})")
+                              f"(first on line {first}){hint}")
         batch.append(doc)
         if len(batch) == batch_size:
             yield batch
@@ -466,9 +470,12 @@ def _parquet_batches(files: list[Path], text_field: str, id_field: str, batch_si
                     doc_id = str(n if rec.get(id_field) is None else rec.pop(id_field))
                     rec.pop(id_field, None)
                     if first_row.setdefault(doc_id, (f, row)) != (f, row):
+                        hint = (f"; a row whose {id_field!r} is null takes its position - 1 "
+                                "as its id: give every document an id, or none") \
+                            if doc_id == str(n) else ""
                         raise CorpusError(f"{f}: row {row}: duplicate document id {doc_id!r} "
                                           f"(first in {first_row[doc_id][0].name} row "
-                                          f"{first_row[doc_id][1]})")
+                                          f"{first_row[doc_id][1]}){hint}")
                     batch.append(Document(id=doc_id, text=text, meta=rec))
                     n += 1
                 yield batch
