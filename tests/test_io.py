@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -97,7 +98,7 @@ def test_read_plain_text(tmp_path):
 def test_malformed_jsonl(tmp_path, content, fragment):
     p = tmp_path / "bad.jsonl"
     p.write_text(content, encoding="utf-8")
-    with pytest.raises(CorpusError, match=fragment.replace("(", r"\(").replace("[", r"\[")):
+    with pytest.raises(CorpusError, match=re.escape(fragment)):
         read_corpus(p)
 
 
