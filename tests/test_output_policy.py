@@ -336,7 +336,8 @@ def test_precision_on_a_model_without_one_is_a_clear_error(tmp_path):
 def test_spacy_batches_are_bounded_by_characters():
     """A one-line document of any size goes to spaCy in pieces, batched under
     PIPE_BATCH_CHARS characters, so memory stays bounded (issue 47: 5 MB took 11 GB)."""
-    from phrasekit.phrases.extract import PIPE_BATCH_CHARS, PhraseExtractor, split_long_text
+    from phrasekit.phrases.extract import PhraseExtractor
+    from phrasekit.phrases.pieces import PIPE_BATCH_CHARS, split_long_text
 
     ex = PhraseExtractor()
     text = "word " * 300_000

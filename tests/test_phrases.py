@@ -240,12 +240,12 @@ def test_sample_by_words_is_seeded_ordered_and_bounded() -> None:
 def test_worker_processes_find_what_one_process_finds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pieces parsed in worker processes (which return occurrences only) give the same
     mentions, in the same order, as parsing in this process; shares keep the pieces' order."""
-    import phrasekit.phrases.extract as extract
+    import phrasekit.phrases.pieces as pieces
     from phrasekit.phrases.parallel import shares
 
     docs = read_corpus(FIXTURE)[:24]
     one = PhraseExtractor(chunker="pos", entities=False).mentions(docs)
-    monkeypatch.setattr(extract, "MIN_CHARS_PER_PROCESS", 1)
+    monkeypatch.setattr(pieces, "MIN_CHARS_PER_PROCESS", 1)
     two = PhraseExtractor(chunker="pos", entities=False, n_process=2).mentions(docs)
     assert two == one and sum(map(len, one)) > 50
     pieces = [("x" * n, (n, 0)) for n in (5, 50, 5, 5, 40, 10)]

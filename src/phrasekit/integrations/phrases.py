@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from phrasekit.phrases import PhraseVocabulary
-from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL, PhraseExtractor, pipe_processes
+from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL, PhraseExtractor
+from phrasekit.phrases.pieces import pipe_processes
 from phrasekit.text import stop_words, tokenize
 
 logger = logging.getLogger(__name__)

@@ -71,15 +71,7 @@ from phrasekit.encoders.cache import cached_encode, check_cache_dir
 from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.errors import check_float, check_int
 from phrasekit.io import Document
-from phrasekit.phrases.extract import (
-    DEFAULT_SPACY_MODEL,
-    HEAD_POS,
-    PIPE_BATCH_CHARS,
-    load_spacy,
-    pattern_spans,
-    pipe_processes,
-    split_long_text,
-)
+from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL, HEAD_POS, load_spacy, pattern_spans
 from phrasekit.phrases.keyphrase_candidates import (
     REJECT_RE,
     DocCandidates,
@@ -94,6 +86,7 @@ from phrasekit.phrases.keyphrase_candidates import (
     validate_docs,
 )
 from phrasekit.phrases.parallel import TASKS_PER_WORKER, pooled, shares
+from phrasekit.phrases.pieces import PIPE_BATCH_CHARS, pipe_processes, split_long_text
 from phrasekit.registry import KEYPHRASES_MODEL, as_encoder, check_model_name
 
 logger = logging.getLogger(__name__)
