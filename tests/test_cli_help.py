@@ -130,7 +130,7 @@ def test_topics_help_is_compact_with_whole_examples_and_the_saved_model_commands
 
 
 def test_the_run_summary_gives_one_total() -> None:
-    from phrasekit.topics.outputs.output import format_timings
+    from phrasekit.topics.outputs.markdown import format_timings
 
     stages = {"encoding": 2.0, "clustering": 1.0}
     assert format_timings(stages).endswith("(total 3.0s)")

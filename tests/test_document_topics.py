@@ -19,8 +19,9 @@ from phrasekit.topics import DocumentTopicModel, write_topic_outputs
 from phrasekit.topics.core.choose_k import best_k, choose_k, fast_ari, stability_scores
 from phrasekit.topics.core.reading import rank_terms, term_specificity, topic_term_scores
 from phrasekit.topics.core.terms import presence_matrix
+from phrasekit.topics.outputs.markdown import topics_to_markdown
 from phrasekit.topics.outputs.metrics import labels_nmi
-from phrasekit.topics.outputs.output import topics_to_dict, topics_to_markdown
+from phrasekit.topics.outputs.output import topics_to_dict
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +116,15 @@ def test_k_chosen_from_range(docs: list[Document], small_corpus_phrases: PhraseV
     assert data["k_chosen_by"] == "stability"
     assert data["k_rule"] == "the largest K at least 90% as stable as the most stable K"
     assert "K is the largest K at least 90% as stable" in topics_to_markdown(data)
+    # a document id is text: it cannot close its code span, add lines or carry HTML
+    hostile = ["a`<img src=x onerror=alert(1)>", "x\n\n# heading\n<script>alert(1)</script>",
+               "``", "\u202eevil"]
+    docs_of = [t["typical_docs"] for t in data["topics"]]
+    for i, doc in enumerate(d for row in docs_of for d in row):
+        doc["id"] = hostile[i % len(hostile)]
+    md = topics_to_markdown(data)
+    assert "\n# heading" not in md and "\u202e" not in md
+    assert "``a`<img src=x onerror=alert(1)>``" in md and "``` `` ```" in md
 
 
 def test_best_k_rules() -> None:

@@ -23,6 +23,11 @@ from phrasekit.topics.methods.documents import DocumentTopicModel
 from phrasekit.topics.methods.model import PhraseTopicModel
 from phrasekit.topics.methods.pntm import PNTM
 from phrasekit.topics.methods.uctopic import UCTopicModel
+from phrasekit.topics.outputs.markdown import (
+    pntm_to_markdown,
+    topics_to_markdown,
+    uctopic_to_markdown,
+)
 from phrasekit.topics.outputs.report import write_report
 
 logger = logging.getLogger(__name__)
@@ -146,64 +151,6 @@ def doc_topic_rows(model: DocumentTopicModel | PhraseTopicModel) -> Iterator[dic
             "n_phrases": int(model.doc_n_phrases_[d]),
             "distribution": {str(t): round(float(s), 4) for t, s in enumerate(row) if s > 0},
         }
-
-
-def _terms_line(entries: list[dict[str, Any]]) -> str:
-    return ", ".join(e["term"] for e in entries) if entries else "—"
-
-
-def _md_escape(text: str) -> str:
-    for ch in ("\\", "*", "_", "`", "[", "]", "<", ">", "#"):
-        text = text.replace(ch, "\\" + ch)
-    return text
-
-
-def topics_to_markdown(data: dict[str, Any]) -> str:
-    """Render the dict of ``topics_to_dict`` as readable Markdown."""
-    lines = ["# Topics", ""]
-    n_assigned = sum(t["n_docs"] for t in data["topics"])
-    how = "fixed" if data["k_chosen_by"] == "fixed" else f"chosen by {data['k_chosen_by']}"
-    n_fit = data.get("n_fit_docs", data["n_docs"])
-    sampled = (f" Topics were fitted on a seeded sample of {n_fit} documents; the others "
-               "were placed in their nearest topic.") if n_fit < data["n_docs"] else ""
-    lines.append(
-        f"{data['n_topics']} topics ({how}) of {data['n_docs']} documents ({n_assigned} placed "
-        f"in a topic), named from {data['n_terms']} frequent terms ({data['n_words']} words, "
-        f"{data['n_phrases']} multi-word phrases; {data['n_generic']} set aside as generic); "
-        f"encoder `{data['encoder']}`.{sampled}"
-    )
-    if data["k_scores"]:
-        curve = ", ".join(f"K={row['k']}: {row['score']:.3f}" for row in data["k_scores"])
-        rule = f" K is {data['k_rule']}." if data.get("k_rule") else ""
-        lines += ["", f"{data['k_chosen_by'].capitalize()} per K: {curve}.{rule}"]
-    if data["generic_terms"]:
-        lines += [
-            "",
-            f"Generic terms (in no topic): {_md_escape(', '.join(data['generic_terms']))}.",
-        ]
-    if data.get("timings_s"):
-        lines += ["", f"Time: {format_timings(data['timings_s'])}."]
-    for topic in data["topics"]:
-        lines += [
-            "",
-            f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
-            "",
-            f"*{topic['n_docs']} documents, {topic['n_terms']} terms"
-            + (": miscellaneous, its best terms are mostly generic*" if topic["miscellaneous"]
-               else ": mixed, its best terms are not distinctive or do not co-occur*"
-               if topic.get("mixed") else "*"),
-            "",
-            f"- **Top words:** {_md_escape(_terms_line(topic['top_words']))}",
-            f"- **Top phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
-        ]
-        if topic["typical_docs"]:
-            lines += ["- **Typical documents:**"]
-            for doc in topic["typical_docs"]:
-                lines.append(
-                    f"    - `{doc['id']}` (share {doc['share']:.0%}): "
-                    f"{_md_escape(doc['snippet'])}"
-                )
-    return "\n".join(lines) + "\n"
 
 
 def write_topic_outputs(
@@ -350,41 +297,6 @@ def pntm_to_dict(
     }
 
 
-def pntm_to_markdown(data: dict[str, Any]) -> str:
-    """Render ``pntm_to_dict`` output as Markdown: per topic its nearest terms (words and
-    phrases mixed), words, phrases, sentences if any, and typical documents."""
-    intro = (f"{data['n_topics']} topics read from {data['n_terms']} terms ({data['n_phrases']} "
-             f"phrases) by nearest neighbours of the topic embeddings; {data['n_docs']} "
-             f"documents ({data['n_unassigned']} empty, unassigned); encoder "
-             f"`{data['encoder']}`.")
-    return _ranked_topics_markdown("Topics (PNTM)", intro, "Nearest terms", data)
-
-
-def _ranked_topics_markdown(title: str, intro: str, first: str, data: dict[str, Any]) -> str:
-    """Markdown of a ``topics.json`` dict whose topics carry ranked ``top_terms`` /
-    ``top_words`` / ``top_phrases`` (PNTM, UCTopic), largest topic first."""
-    lines = [f"# {title}", "", intro, "", f"Time: {format_timings(data['timings_s'])}."]
-    for topic in sorted(data["topics"], key=lambda t: -t["n_docs"]):
-        lines += [
-            "",
-            f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
-            "",
-            f"*{topic['n_docs']} documents*",
-            "",
-            f"- **{first}:** {_md_escape(_terms_line(topic['top_terms']))}",
-            f"- **Words:** {_md_escape(_terms_line(topic['top_words']))}",
-            f"- **Phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
-        ]
-        if topic.get("top_sentences"):
-            lines.append("- **Sentences:**")
-            lines += [f"    - {_md_escape(s['text'])}" for s in topic["top_sentences"]]
-        if topic["typical_docs"]:
-            lines.append("- **Typical documents:**")
-            lines += [f"    - `{d['id']}` ({d['share']:.0%}): {_md_escape(d['snippet'])}"
-                      for d in topic["typical_docs"]]
-    return "\n".join(lines) + "\n"
-
-
 def write_pntm_outputs(
     model: PNTM,
     docs: Iterable[Document | str],
@@ -443,20 +355,6 @@ def uctopic_to_dict(model: UCTopicModel, docs: Iterable[Document | str],
     }
 
 
-def uctopic_to_markdown(data: dict[str, Any]) -> str:
-    """Render ``uctopic_to_dict`` output as Markdown."""
-    how = "chosen by silhouette" if data["k_chosen_by"] == "silhouette" else "fixed"
-    intro = (f"{data['n_topics']} topics ({how}) of {data['n_phrases']} noun-chunk phrases "
-             f"({data['n_occurrences']} occurrences in {data['n_sentences']} sentences; "
-             f"{data['n_instances_encoded']} instances encoded and fine-tuned on with CCL); "
-             f"{data['n_docs']} documents ({data['n_unassigned']} without a phrase); encoder "
-             f"`{data['encoder']}`.")
-    if data["silhouette"]:
-        intro += "\n\nSilhouette (cosine) per K: " + ", ".join(
-            f"K={k}: {v:.3f}" for k, v in sorted(data["silhouette"].items())) + "."
-    return _ranked_topics_markdown("Topics (UCTopic)", intro, "Top phrases", data)
-
-
 def write_uctopic_outputs(model: UCTopicModel, docs: Iterable[Document | str],
                           out_dir: str | Path, report: bool = False, title: str | None = None
                           ) -> dict[str, Path]:
@@ -488,14 +386,3 @@ def json_params(model: Any) -> dict[str, Any]:
             value = int(value)
         out[key] = value
     return out
-
-
-def _fmt_seconds(seconds: float) -> str:
-    return f"{seconds:.1f}s" if seconds < 120 else f"{seconds / 60:.1f}min"
-
-
-def format_timings(timings: dict[str, float], total: bool = True) -> str:
-    """``extraction 12.3s, encoding 4.0s, clustering 9.9s (total 26.2s)``; without the total
-    when ``total`` is false (a caller that prints its own)."""
-    parts = ", ".join(f"{k} {_fmt_seconds(v)}" for k, v in timings.items())
-    return parts + (f" (total {_fmt_seconds(sum(timings.values()))})" if total else "")
