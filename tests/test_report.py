@@ -94,6 +94,19 @@ def documents_report(documents_model, docs, slice_tables, tmp_path_factory) -> P
                                tables=slice_tables)["report"]
 
 
+def test_project_2d_of_identical_rows_and_of_one_dimension() -> None:
+    """Ten identical documents crashed t-SNE (a segfault in `topics apply`); a one-topic saved
+    model gave one-column shares, which PCA to two dimensions refused."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([np.tile(rng.normal(size=16), (30, 1)), rng.normal(size=(12, 16))])
+    xy = project_2d(X)
+    assert xy.shape == (42, 2) and np.isfinite(xy).all()
+    assert (xy[:30] == xy[0]).all()  # identical rows share a point
+    assert project_2d(np.ones((30, 16))).shape == (30, 2)
+    one = project_2d(rng.uniform(0.1, 1.0, size=(40, 1)))
+    assert one.shape == (40, 2) and np.isfinite(one).all()
+
+
 def test_project_2d_unit_square() -> None:
     rng = np.random.default_rng(0)
     for n in (0, 1, 2, 5, 40):

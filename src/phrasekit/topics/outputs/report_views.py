@@ -51,19 +51,26 @@ def doc_labels(model: Any) -> np.ndarray:
 # ---------------------------------------------------------------- 2-D maps
 def project_2d(X: np.ndarray, random_state: int = 0) -> np.ndarray:
     """2-D coordinates in [0, 1] of the rows of ``X``: t-SNE (cosine) after PCA to at most 50
-    dimensions; PCA alone for fewer than 10 rows."""
-    X = np.asarray(X, dtype=np.float64)
-    n = len(X)
-    if n == 0:
+    dimensions; PCA alone for fewer than 10 distinct rows or one dimension. Identical rows
+    share a point (t-SNE is given each distinct row once: ten identical documents had
+    crashed it)."""
+    X = l2_normalize(np.asarray(X, dtype=np.float64), np.float64)
+    if len(X) == 0:
         return np.zeros((0, 2))
+    X, where = np.unique(X, axis=0, return_inverse=True)
+    return _project_distinct(X, random_state)[where.reshape(-1)]
+
+
+def _project_distinct(X: np.ndarray, random_state: int) -> np.ndarray:
+    """``project_2d`` of distinct unit rows."""
+    n = len(X)
     if n < 3:
         return np.array([[0.5, 0.5], [0.25, 0.75]])[:n]
     from sklearn.decomposition import PCA
 
-    X = l2_normalize(X, np.float64)
     dims = min(50, X.shape[1], n - 1)
     Z = PCA(n_components=dims, random_state=random_state).fit_transform(X)
-    if n >= 10:
+    if n >= 10 and dims >= 2:
         from sklearn.manifold import TSNE
 
         perplexity = float(min(30.0, max(2.0, (n - 1) / 3)))
