@@ -162,6 +162,11 @@ def test_alias_scorer_per_kind_and_mean(tmp_path):
     assert string["alias_dev_different"] < 100.0  # 'miata' shares no n-gram with 'mazda mx-5'
     with pytest.raises(ValueError, match="no pair in the 'test' split"):
         AliasScorer(path, "test")
+    blank = tmp_path / "blank.tsv"  # an empty alias was named only as "texts[0]"
+    blank.write_text("alias\tcanonical\tkind\tsplit\nnyc\tnew york\tpartial\tdev\n"
+                     " \tmiata\tdifferent\tdev\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"blank\.tsv:3: empty alias field"):
+        read_alias_split(blank, "dev")
 
 
 def test_alias_term_trains_and_is_recorded(tmp_path):

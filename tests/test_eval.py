@@ -519,10 +519,16 @@ def test_a_bad_benchmark_file_is_named(tmp_path) -> None:
     header, first = good.split(b"\n")[:2]
     cells = first.split(b"\t")
     cells[6] = b"abc"
+    nan, blank = list(cells), list(cells)
+    nan[6], blank[1] = b"nan", b" "  # a NaN score was scored as a missing row (exit 0)
     for content, fragment in ((good + b"caf\xe9\n", r"bird\.tsv:\d+: not valid UTF-8"),
                               (header + b"\n", r"bird\.tsv: no data rows"),
                               (header + b"\n" + b"\t".join(cells) + b"\n",
-                               r"bird\.tsv:2: 'abc' is not a number")):
+                               r"bird\.tsv:2: 'abc' is not a finite number"),
+                              (header + b"\n" + b"\t".join(nan) + b"\n",
+                               r"bird\.tsv:2: 'nan' is not a finite number"),
+                              (header + b"\n" + b"\t".join(blank) + b"\n",
+                               r"bird\.tsv:2: field 2 is empty")):
         path.write_bytes(content)
         with pytest.raises(ValueError, match=fragment):
             load_bird(tmp_path / "d")

@@ -57,6 +57,9 @@ def read_alias_split(path: str | Path, split: str) -> list[tuple[str, str, str]]
                 if len(row) != 4:
                     raise ValueError(f"{path}:{line_no}: expected 4 tab-separated fields, "
                                      f"got {row!r}")
+                blank = next((ALIAS_COLUMNS[i] for i in range(4) if not row[i].strip()), None)
+                if blank is not None:
+                    raise ValueError(f"{path}:{line_no}: empty {blank} field")
                 if row[3] == split:
                     rows.append((row[0], row[1], row[2]))
     except UnicodeDecodeError as exc:

@@ -18,6 +18,7 @@ import copy
 import csv
 import hashlib
 import logging
+import math
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -127,6 +128,9 @@ def read_tsv(
                 if len(row) < min_fields:
                     raise ValueError(f"{path}:{lineno}: expected >= {min_fields} fields, "
                                      f"got {row}")
+                blank = next((i for i, f in enumerate(row[:min_fields]) if not f.strip()), None)
+                if blank is not None:
+                    raise ValueError(f"{path}:{lineno}: field {blank + 1} is empty")
                 rows.append(row)
     except UnicodeDecodeError as exc:
         raise ValueError(utf8_problem(str(path), exc, path)) from None
@@ -141,10 +145,13 @@ def numbers(rows: Sequence[Sequence[str]], column: int, path: Path) -> list[floa
     out = []
     for row in rows:
         try:
-            out.append(float(row[column]))
+            value = float(row[column])
         except ValueError:
-            raise ValueError(f"{_line_of(path, row)}: {row[column]!r} is not a number (row "
-                             f"{row[:3]})") from None
+            value = math.nan
+        if not math.isfinite(value):
+            raise ValueError(f"{_line_of(path, row)}: {row[column]!r} is not a finite number "
+                             f"(row {row[:3]})")
+        out.append(value)
     return out
 
 
@@ -168,9 +175,11 @@ def pair_correlations(
 
 
 def correlations(scores: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
-    """Pearson and Spearman (percent) between ``scores`` and ``gold``."""
+    """Pearson and Spearman (percent) between ``scores`` and ``gold``; at least 3 pairs."""
     from scipy.stats import pearsonr, spearmanr
 
+    if len(gold) < 3:
+        raise ValueError(f"{len(gold)} scored pairs: a correlation needs at least 3")
     return {
         "pearson": percent(pearsonr(scores, gold).statistic),
         "spearman": percent(spearmanr(scores, gold).statistic),

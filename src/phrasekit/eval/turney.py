@@ -67,7 +67,11 @@ def load_turney(data_dir: Path) -> list[TurneyItem]:
             f = [x.strip() for x in line.split(" | ")]
             if len(f) != 8:
                 raise ValueError(f"{path}:{lineno}: need 8 ' | '-separated fields, got {len(f)}")
+            if not all(f):
+                raise ValueError(f"{path}:{lineno}: field {f.index('') + 1} is empty")
             items.append(TurneyItem(f[0], f[1], (f[2], f[3]), (f[4], f[5], f[6], f[7])))
+    if not items:
+        raise ValueError(f"{path}: no items")
     return items
 
 
