@@ -166,6 +166,27 @@ def test_cli_bad_slice_field_exits_2(small_corpus: list[Document], tmp_path: Pat
     assert not out.exists()
 
 
+def test_classes_that_read_alike_but_differ_are_refused_by_line(tmp_path: Path) -> None:
+    """1 and "1" had been merged into one class on the command line (the Python call refuses
+    them); a list was written as its text and a NaN became the class "nan"."""
+    from phrasekit.io import CorpusError, read_corpus
+    from phrasekit.topics.exploration.slices import read_slice_fields
+
+    path = tmp_path / "c.jsonl"
+
+    def fields(*values: str) -> list[str] | None:
+        path.write_text("".join(f'{{"text": "t", "c": {v}}}\n' for v in values))
+        return read_slice_fields(read_corpus(path), path, None, "c").classes
+
+    assert fields("1", "2", "1") == ["1", "2", "1"]
+    for values, message in ((("1", '"1"'), r"c\.jsonl:2: field 'c' is '1', which reads as 1 "
+                                           r"of .*c\.jsonl:1: give the classes as one type"),
+                            (('"a"', "[1, 2]"), r"c\.jsonl:2: field 'c' is a list"),
+                            (('"a"', "NaN"), r"c\.jsonl:2: field 'c' is empty")):
+        with pytest.raises(CorpusError, match=message):
+            fields(*values)
+
+
 def test_dates_at_the_ends_of_the_range() -> None:
     assert parse_timestamp("0001-01-01T05:00:00+05:00") == datetime(1, 1, 1)
     assert parse_timestamp("9999-12-31T23:00:00+01:00") == datetime(9999, 12, 31, 22)

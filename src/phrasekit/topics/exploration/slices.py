@@ -238,12 +238,14 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
         return SliceFields(None, None, bins)
     stamps: list[datetime] = []
     classes: list[str] = []
+    first: dict[str, tuple[Any, int]] = {}
     for n, doc in enumerate(docs):
         for field in (time_field, class_field):
-            if field is not None and doc.meta.get(field) in (None, ""):
+            if field is not None and (doc.meta.get(field) in (None, "")
+                                      or is_missing(doc.meta.get(field))):
                 if field in doc.meta:
                     raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is "
-                                      "empty (null or \"\")")
+                                      "empty (null, NaN or \"\")")
                 others = ", ".join(sorted(doc.meta)) or "none besides its id and text"
                 raise CorpusError(f"{document_location(corpus, n)}: no field {field!r} (its "
                                   f"fields: {others})")
@@ -254,7 +256,7 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
                 raise CorpusError(f"{document_location(corpus, n)}: field {time_field!r}: "
                                   f"{exc}") from None
         if class_field is not None:
-            classes.append(str(doc.meta[class_field]))
+            classes.append(_class_of(doc.meta[class_field], first, n, corpus, class_field))
     if time_field is not None:
         check_bins_fit(bins, len(stamps))
     return SliceFields(stamps if time_field else None, classes if class_field else None, bins)
@@ -269,3 +271,20 @@ def write_slice_csv(path: Path, rows: list[dict[str, Any]], csv_safe: bool = Tru
                                          "terms"]
     write_table(path, header, ([("; ".join(r[h]) if h == "terms" else r[h]) for h in header]
                                for r in rows), csv_safe=csv_safe, fmt="csv")
+
+
+def _class_of(value: Any, first: dict[str, tuple[Any, int]], n: int, corpus: str | Path,
+              field: str) -> str:
+    """A document's class as text; a list or object, or a value that reads as an earlier
+    document's class but is another (1 and "1"), raises ``CorpusError`` naming the line."""
+    if isinstance(value, list | dict):
+        raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is a "
+                          f"{type(value).__name__}; a class is a text or a number")
+    name = str(value)
+    seen, at = first.setdefault(name, (value, n))
+    if type(seen) is not type(value) or seen != value:
+        raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is {value!r}, "
+                          f"which reads as {seen!r} of {document_location(corpus, at)}: give "
+                          "the classes as one type")
+    return name
+
