@@ -237,3 +237,14 @@ def test_phrasekit_loads_its_own_pearl_export(tmp_path) -> None:
     (foreign / "modules.json").write_text(json.dumps(modules))
     with pytest.raises(ValueError, match=r"'phrasekit\.encoders\.st_modules\.Evil' is not"):
         phrasekit.load(str(foreign))
+
+
+def test_a_model_cards_name_is_text() -> None:
+    """A folder's name went into the card's heading raw: HTML, and lines of its own."""
+    from phrasekit.encoders.model_card import model_card
+
+    card = model_card("hf<img src=x onerror=alert(1)>\n---\nlicense: mit", 384, 256)
+    heading = next(line for line in card.splitlines() if line.startswith("# "))
+    assert heading == r"# hf\<img src=x onerror=alert(1)\> --- license: mit (exported from " \
+                      "phrasekit)"
+    assert card.count("\n---\n") == 1 and "<img" not in card.replace(r"\<img", "")

@@ -128,3 +128,23 @@ def snippet(text: str, max_chars: int = 240) -> str:
     if cut < max_chars // 2:
         cut = max_chars
     return flat[:cut].rstrip(" ,;:") + "…"
+
+
+#: Line breaks (a blank line would end a list item and start raw Markdown or HTML) and the
+#: bidirectional controls that make displayed text read other than it is.
+_MD_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def md_plain(text: str) -> str:
+    """``text`` on one line, without bidirectional controls."""
+    return _BIDI_CONTROLS.sub("", _MD_BREAKS.sub(" ", text))
+
+
+def md_escape(text: str) -> str:
+    """``text`` as Markdown text: on one line, without bidirectional controls, and with the
+    characters that would start emphasis, code, links, HTML, headings or table cells escaped."""
+    text = md_plain(text)
+    for ch in ("\\", "*", "_", "`", "[", "]", "<", ">", "#", "|"):
+        text = text.replace(ch, "\\" + ch)
+    return text

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from phrasekit.text import md_escape
+
 #: The benchmark columns of a card: the seven tasks of avg7 and their mean.
 BENCHMARK_COLUMNS = ("bird", "turney", "ppdb", "ppdb_filtered", "conll2003", "bc5cdr", "autofj",
                      "avg7")
@@ -97,7 +99,7 @@ def model_card(name: str, dim: int, max_seq_length: int,
         if info.get(key):
             meta[key] = info[key]
     front = "\n".join(f"{k}: {json.dumps(v)}" for k, v in meta.items())  # JSON is valid YAML
-    lines = ["---", front, "---", "", f"# {name} (exported from phrasekit)", "",
+    lines = ["---", front, "---", "", f"# {md_escape(name)} (exported from phrasekit)", "",
              info.get("about", "A transformer model exported from phrasekit."), "",
              f"{info.get('vector', 'Mean pooling over the last layer')}, L2-normalised, "
              f"{dim} dimensions, at most "

@@ -7,33 +7,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from phrasekit.text import md_escape, md_plain
+
 
 def _terms_line(entries: list[dict[str, Any]]) -> str:
     return ", ".join(e["term"] for e in entries) if entries else "—"
 
 
-#: Line breaks (a blank line would end a list item and start raw Markdown or HTML) and the
-#: bidirectional controls that make displayed text read other than it is.
-_MD_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
-_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
-
-
-def _md_plain(text: str) -> str:
-    """``text`` on one line, without bidirectional controls."""
-    return _BIDI_CONTROLS.sub("", _MD_BREAKS.sub(" ", text))
-
-
-def _md_escape(text: str) -> str:
-    text = _md_plain(text)
-    for ch in ("\\", "*", "_", "`", "[", "]", "<", ">", "#", "|"):
-        text = text.replace(ch, "\\" + ch)
-    return text
-
-
 def _md_code(text: str) -> str:
     """``text`` (a document id) as a code span that nothing inside it can close: fenced by one
     backtick more than its longest run of them, so Markdown and HTML in it stay text."""
-    text = _md_plain(text)
+    text = md_plain(text)
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
     return f"{fence}{pad}{text}{pad}{fence}"
@@ -60,29 +44,29 @@ def topics_to_markdown(data: dict[str, Any]) -> str:
     if data["generic_terms"]:
         lines += [
             "",
-            f"Generic terms (in no topic): {_md_escape(', '.join(data['generic_terms']))}.",
+            f"Generic terms (in no topic): {md_escape(', '.join(data['generic_terms']))}.",
         ]
     if data.get("timings_s"):
         lines += ["", f"Time: {format_timings(data['timings_s'])}."]
     for topic in data["topics"]:
         lines += [
             "",
-            f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
+            f"## Topic {topic['id']}: {md_escape(topic['label'])}",
             "",
             f"*{topic['n_docs']} documents, {topic['n_terms']} terms"
             + (": miscellaneous, its best terms are mostly generic*" if topic["miscellaneous"]
                else ": mixed, its best terms are not distinctive or do not co-occur*"
                if topic.get("mixed") else "*"),
             "",
-            f"- **Top words:** {_md_escape(_terms_line(topic['top_words']))}",
-            f"- **Top phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
+            f"- **Top words:** {md_escape(_terms_line(topic['top_words']))}",
+            f"- **Top phrases:** {md_escape(_terms_line(topic['top_phrases']))}",
         ]
         if topic["typical_docs"]:
             lines += ["- **Typical documents:**"]
             for doc in topic["typical_docs"]:
                 lines.append(
                     f"    - {_md_code(str(doc['id']))} (share {doc['share']:.0%}): "
-                    f"{_md_escape(doc['snippet'])}"
+                    f"{md_escape(doc['snippet'])}"
                 )
     return "\n".join(lines) + "\n"
 
@@ -104,21 +88,21 @@ def _ranked_topics_markdown(title: str, intro: str, first: str, data: dict[str, 
     for topic in sorted(data["topics"], key=lambda t: -t["n_docs"]):
         lines += [
             "",
-            f"## Topic {topic['id']}: {_md_escape(topic['label'])}",
+            f"## Topic {topic['id']}: {md_escape(topic['label'])}",
             "",
             f"*{topic['n_docs']} documents*",
             "",
-            f"- **{first}:** {_md_escape(_terms_line(topic['top_terms']))}",
-            f"- **Words:** {_md_escape(_terms_line(topic['top_words']))}",
-            f"- **Phrases:** {_md_escape(_terms_line(topic['top_phrases']))}",
+            f"- **{first}:** {md_escape(_terms_line(topic['top_terms']))}",
+            f"- **Words:** {md_escape(_terms_line(topic['top_words']))}",
+            f"- **Phrases:** {md_escape(_terms_line(topic['top_phrases']))}",
         ]
         if topic.get("top_sentences"):
             lines.append("- **Sentences:**")
-            lines += [f"    - {_md_escape(s['text'])}" for s in topic["top_sentences"]]
+            lines += [f"    - {md_escape(s['text'])}" for s in topic["top_sentences"]]
         if topic["typical_docs"]:
             lines.append("- **Typical documents:**")
             lines += [f"    - {_md_code(str(d['id']))} ({d['share']:.0%}): "
-                      f"{_md_escape(d['snippet'])}"
+                      f"{md_escape(d['snippet'])}"
                       for d in topic["typical_docs"]]
     return "\n".join(lines) + "\n"
 
