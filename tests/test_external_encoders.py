@@ -152,6 +152,8 @@ def test_export_to_sentence_transformers(tmp_path) -> None:
     theirs = SentenceTransformer(str(out), device="cpu").encode(texts)
     ours = phrasekit.load("phrase-bert-minilm").encode(texts)
     assert (np.sum(ours * theirs, axis=1) > 0.9999).all()
+    # every file the usual mode (sentence-transformers' safetensors had come out 0600)
+    assert len({p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}) == 1
     card = (out / "README.md").read_text(encoding="utf-8")
     front = yaml.safe_load(card.split("---")[1])
     assert front["license"] == "apache-2.0" and front["library_name"] == "sentence-transformers"

@@ -346,6 +346,15 @@ def check_parent_writable(path: Path) -> None:
     os.unlink(probe)
 
 
+def _usual_modes(folder: Path) -> None:
+    """Files a library wrote through a private temporary file (mode 0600: sentence-transformers'
+    safetensors) get the usual mode, as every other output file."""
+    usual = 0o666 & ~umask()
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o077 == 0:
+            os.chmod(path, usual)
+
+
 @contextlib.contextmanager
 def staged_folder(path: str | Path, kind: str, manifest: str = MANIFEST) -> Iterator[Path]:
     """Yield an empty folder beside ``path`` (beside a symlink's target); when the block
@@ -357,6 +366,7 @@ def staged_folder(path: str | Path, kind: str, manifest: str = MANIFEST) -> Iter
     staged = _sibling(path, _STAGING)
     try:
         yield staged
+        _usual_modes(staged)
         write_manifest(staged, kind, manifest)
         os.chmod(staged, 0o777 & ~umask())
         if path.exists():
