@@ -185,6 +185,14 @@ def test_long_cells_are_read_and_a_malformed_row_is_named_by_line(tmp_path) -> N
     bad.write_text('id\ttext\n1\tok\n2\t"a\tb\n', encoding="utf-8")
     with pytest.raises(TableError, match=r"bad\.tsv:\d+: malformed TSV"):
         read_table(bad)
+    # a TSV without quoting may start a cell with a quote: read literally (it was refused)
+    plain = tmp_path / "plain.tsv"
+    plain.write_text('id\tname\n1\t"Weird" Al Yankovic\n2\tCher\n', encoding="utf-8")
+    assert [v for _, v in column_values(read_table(plain), "name")] == [
+        '"Weird" Al Yankovic', "Cher"]
+    quoted = tmp_path / "quoted.tsv"  # phrasekit's own TSVs quote a cell holding a tab
+    quoted.write_text('id\tname\n1\t"a\tb"\n', encoding="utf-8")
+    assert [v for _, v in column_values(read_table(quoted), "name")] == ["a\tb"]
 
 
 def test_a_list_cell_is_not_text(tmp_path) -> None:

@@ -257,11 +257,25 @@ def read_table(path: str | Path) -> Table:
     if path.suffix.lower() in NOT_TABLES:
         raise TableError(f"{path}: {FORMAT_NAMES[path.suffix.lower()]} is not a table format "
                          "phrasekit reads; give CSV, .tsv or .parquet (with a header row)")
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    if path.suffix.lower() != ".tsv":
+        return _read_delimited(path, ",", csv.QUOTE_MINIMAL)
+    try:
+        return _read_delimited(path, "\t", csv.QUOTE_MINIMAL)
+    except TableError as quoted:  # a cell such as '"Weird" Al Yankovic' in a TSV of no quoting
+        try:
+            table = _read_delimited(path, "\t", csv.QUOTE_NONE)
+        except TableError:
+            raise quoted from None
+        logger.info("%s: read as tab-separated text without quoting", path)
+        return table
+
+
+def _read_delimited(path: Path, delimiter: str, quoting: int) -> Table:
+    """``read_table`` of a CSV or TSV file with ``quoting`` (csv's constant)."""
     reader: Any = None
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv_reader(fh, strict=True, delimiter=delimiter)
+            reader = csv_reader(fh, strict=True, delimiter=delimiter, quoting=quoting)
             header = next(reader, None)
             if not header:
                 raise TableError(f"{path}: empty file (no header row)")
