@@ -166,7 +166,7 @@ def test_a_number_cell_that_is_not_one_is_named_by_its_line(tmp_path):
     path = tmp_path / "bird.tsv"
     path.write_text("a\tb\tscore\nx\ty\t0.5\n\nu\tv\tabc\n", encoding="utf-8")
     rows = read_tsv(path, header=("a", "b", "score"))
-    with pytest.raises(ValueError, match=r"bird\.tsv:4: 'abc' is not a number"):
+    with pytest.raises(ValueError, match=r"bird\.tsv:4: 'abc' is not a finite number"):
         numbers(rows, 2, path)
 
 
