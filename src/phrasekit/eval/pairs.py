@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from phrasekit.eval.base import percent, read_tsv, require_path
+from phrasekit.eval.base import numbers, percent, read_tsv, require_path
 
 PAIR_TASKS = ("msrp", "stsb")
 MSRP_FILES = {"train": "msrp/msr_paraphrase_train.txt", "test": "msrp/msr_paraphrase_test.txt"}
@@ -59,14 +59,9 @@ def read_msrp(path: str | Path) -> list[PairExample]:
 
 def read_stsb(path: str | Path) -> list[PairExample]:
     """Pairs of an STS-B split file (first 7 fields: ..., score, sentence1, sentence2)."""
-    out = []
-    for i, r in enumerate(read_tsv(Path(path), min_fields=7), start=1):
-        try:
-            score = float(r[4])
-        except ValueError as exc:
-            raise ValueError(f"{path}: row {i}: score {r[4]!r} is not a number") from exc
-        out.append(PairExample(r[5], r[6], score))
-    return out
+    rows = read_tsv(Path(path), min_fields=7)
+    return [PairExample(r[5], r[6], score)
+            for r, score in zip(rows, numbers(rows, 4, Path(path)), strict=True)]
 
 
 def split_dev(examples: list[PairExample], fraction: float = DEV_FRACTION, seed: int = DEV_SEED

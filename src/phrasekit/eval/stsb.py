@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import Task, pair_correlations, read_tsv
+from phrasekit.eval.base import Task, numbers, pair_correlations, read_tsv
 
 logger = logging.getLogger(__name__)
 
@@ -24,13 +24,7 @@ QUICK_N = 100
 def load_stsb(path: Path) -> list[tuple[str, str, float]]:
     """(sentence1, sentence2, score) from an STS-B split file, first 7 fields only."""
     rows = read_tsv(path, header=None, min_fields=7)
-    out: list[tuple[str, str, float]] = []
-    for i, r in enumerate(rows, start=1):
-        try:
-            out.append((r[5], r[6], float(r[4])))
-        except ValueError as exc:
-            raise ValueError(f"{path}: data row {i}: score {r[4]!r} is not a number") from exc
-    return out
+    return [(r[5], r[6], score) for r, score in zip(rows, numbers(rows, 4, path), strict=True)]
 
 
 class STSBTask(Task):
