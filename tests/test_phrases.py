@@ -298,4 +298,7 @@ def test_extractor_follows_scikit_learns_parameter_contract() -> None:
     with pytest.raises(ValueError, match="invalid parameter"):
         PhraseExtractor().set_params(colour="red")
     assert PhraseExtractor().set_params(reject_pattern=None)._reject is None
+    for keep_all in ((), [], None):  # the documented "keep every entity type" clones too
+        assert clone(PhraseExtractor(exclude_entity_types=keep_all)).settings()[
+            "exclude_entity_types"] == []
     assert PhraseExtractor().settings()["max_tokens"] == 6

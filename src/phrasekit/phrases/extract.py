@@ -183,7 +183,8 @@ class PhraseExtractor:
         self.noun_chunks = noun_chunks
         self.entities = entities
         self.chunker = chunker
-        self.exclude_entity_types = frozenset(exclude_entity_types or ())
+        self.exclude_entity_types = exclude_entity_types  # as given: clone() compares it
+        self._excluded = frozenset(exclude_entity_types or ())
         self.lowercase = lowercase
         self.strip_determiners = strip_determiners
         self.strip_numbers = strip_numbers
@@ -205,11 +206,13 @@ class PhraseExtractor:
         if unknown:
             raise ValueError(f"invalid parameter(s) {', '.join(unknown)} for PhraseExtractor; "
                              f"valid ones: {', '.join(PARAMS)}")
-        checked = PhraseExtractor(**{**self.get_params(), **params})
-        for name in PARAMS:
-            setattr(self, name, getattr(checked, name))
-        self._reject = checked._reject
+        self.__dict__.update(PhraseExtractor(**{**self.get_params(), **params}).__dict__)
         return self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """An extractor pickled before ``_excluded`` existed held the frozenset itself."""
+        state.setdefault("_excluded", frozenset(state.get("exclude_entity_types") or ()))
+        self.__dict__.update(state)
 
     def settings(self) -> dict[str, Any]:
         """The settings that shape the phrases, JSON-ready (stored in the vocabulary for cache
@@ -220,7 +223,7 @@ class PhraseExtractor:
             "noun_chunks": self.noun_chunks,
             "entities": self.entities,
             "chunker": self.chunker,
-            "exclude_entity_types": sorted(self.exclude_entity_types),
+            "exclude_entity_types": sorted(self._excluded),
             "lowercase": self.lowercase,
             "strip_determiners": self.strip_determiners,
             "strip_numbers": self.strip_numbers,
@@ -392,11 +395,11 @@ class PhraseExtractor:
         excluded: set[int] = set()
         spans: dict[tuple[int, int], str] = {}
         for ent in sdoc.ents:
-            if ent.label_ in self.exclude_entity_types:
+            if ent.label_ in self._excluded:
                 excluded.update(range(ent.start, ent.end))
         if self.entities:
             for ent in sdoc.ents:
-                if ent.label_ in self.exclude_entity_types:
+                if ent.label_ in self._excluded:
                     continue
                 numeric = ent.label_ in NUMERIC_ENTITY_TYPES
                 span = self.clean_span(ent, excluded, numeric=numeric)
