@@ -528,7 +528,11 @@ def test_a_bad_benchmark_file_is_named(tmp_path) -> None:
                               (header + b"\n" + b"\t".join(nan) + b"\n",
                                r"bird\.tsv:2: 'nan' is not a finite number"),
                               (header + b"\n" + b"\t".join(blank) + b"\n",
-                               r"bird\.tsv:2: field 2 is empty")):
+                               r"bird\.tsv:2: field 'term1' is empty")):
         path.write_bytes(content)
         with pytest.raises(ValueError, match=fragment):
             load_bird(tmp_path / "d")
+    unused = first.split(b"\t")
+    unused[4] = unused[5] = b""  # source and relation: columns the task does not read
+    path.write_bytes(header + b"\n" + b"\t".join(unused) + b"\n" + good.split(b"\n", 2)[2])
+    assert load_bird(tmp_path / "d")[0][:2] == (unused[1].decode(), unused[2].decode())

@@ -108,11 +108,13 @@ def nearest(queries: np.ndarray, candidates: np.ndarray, chunk: int = 2048) -> n
 
 
 def read_tsv(
-    path: Path, header: Sequence[str] | None = None, min_fields: int = 2
+    path: Path, header: Sequence[str] | None = None, min_fields: int = 2,
+    texts: Sequence[int] = ()
 ) -> list[list[str]]:
     """Read a tab-separated file literally (no quote handling), checking the header if given.
 
-    Returns the data rows; raises ValueError naming the file and line for short rows.
+    Returns the data rows; raises ValueError naming the file and line for short rows and for
+    a blank field among ``texts`` (the columns the task embeds).
     """
     rows: list[list[str]] = []
     try:
@@ -128,9 +130,10 @@ def read_tsv(
                 if len(row) < min_fields:
                     raise ValueError(f"{path}:{lineno}: expected >= {min_fields} fields, "
                                      f"got {row}")
-                blank = next((i for i, f in enumerate(row[:min_fields]) if not f.strip()), None)
+                blank = next((i for i in texts if not row[i].strip()), None)
                 if blank is not None:
-                    raise ValueError(f"{path}:{lineno}: field {blank + 1} is empty")
+                    name = repr(header[blank]) if header is not None else f"{blank + 1}"
+                    raise ValueError(f"{path}:{lineno}: field {name} is empty")
                 rows.append(row)
     except UnicodeDecodeError as exc:
         raise ValueError(utf8_problem(str(path), exc, path)) from None

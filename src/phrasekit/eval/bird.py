@@ -32,7 +32,7 @@ QUICK_N = 200
 def load_bird(data_dir: Path) -> list[tuple[str, str, float]]:
     """The (term1, term2, relatedness score) triples of BiRD, in file order."""
     path = Path(data_dir) / FILE
-    rows = read_tsv(path, header=HEADER, min_fields=7)
+    rows = read_tsv(path, header=HEADER, min_fields=7, texts=(1, 2))
     return [(r[1], r[2], score) for r, score in zip(rows, numbers(rows, 6, path), strict=True)]
 
 

@@ -35,7 +35,7 @@ QUICK_SEEDS = (0,)
 
 def load_mentions(path: Path) -> tuple[list[str], list[str]]:
     """(mention strings, gold labels) in file order."""
-    rows = read_tsv(path, header=("entity", "label"), min_fields=2)
+    rows = read_tsv(path, header=("entity", "label"), min_fields=2, texts=(0, 1))
     return [r[0] for r in rows], [r[1] for r in rows]
 
 

@@ -59,7 +59,7 @@ def read_msrp(path: str | Path) -> list[PairExample]:
 
 def read_stsb(path: str | Path) -> list[PairExample]:
     """Pairs of an STS-B split file (first 7 fields: ..., score, sentence1, sentence2)."""
-    rows = read_tsv(Path(path), min_fields=7)
+    rows = read_tsv(Path(path), min_fields=7, texts=(5, 6))
     return [PairExample(r[5], r[6], score)
             for r, score in zip(rows, numbers(rows, 4, Path(path)), strict=True)]
 

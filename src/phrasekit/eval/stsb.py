@@ -23,7 +23,7 @@ QUICK_N = 100
 
 def load_stsb(path: Path) -> list[tuple[str, str, float]]:
     """(sentence1, sentence2, score) from an STS-B split file, first 7 fields only."""
-    rows = read_tsv(path, header=None, min_fields=7)
+    rows = read_tsv(path, header=None, min_fields=7, texts=(5, 6))
     return [(r[5], r[6], score) for r, score in zip(rows, numbers(rows, 4, path), strict=True)]
 
 

@@ -28,7 +28,7 @@ QUICK_N = 200
 
 def load_yago(data_dir: Path) -> list[tuple[str, str]]:
     """(query, label) pairs in file order."""
-    rows = read_tsv(Path(data_dir) / FILE, header=None, min_fields=2)
+    rows = read_tsv(Path(data_dir) / FILE, header=None, min_fields=2, texts=(0, 1))
     return [(r[0], r[1]) for r in rows]
 
 
