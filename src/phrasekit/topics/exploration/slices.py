@@ -282,6 +282,8 @@ def _class_of(value: Any, first: dict[str, tuple[Any, int]], n: int, corpus: str
                           f"{type(value).__name__}; a class is a text or a number")
     name = str(value)
     seen, at = first.setdefault(name, (value, n))
+    if isinstance(value, int | float) and not isinstance(value, bool):  # 1 and 1.0: one number
+        seen, at = first.setdefault(f"number {float(value)!r}", (value, n))
     if type(seen) is not type(value) or seen != value:
         raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is {value!r}, "
                           f"which reads as {seen!r} of {document_location(corpus, at)}: give "
