@@ -148,7 +148,7 @@ def test_write_manifest_round_trip_in_subfolders(tmp_path):
 
 
 # ------------------------------------------------------------------ line reading
-_LINE = st.text(st.characters(exclude_characters="\n", exclude_categories=("Cs",)),
+_LINE = st.text(st.characters(exclude_characters="\n\r", exclude_categories=("Cs",)),
                 max_size=40).filter(lambda s: s.strip() != "")
 
 
@@ -181,6 +181,9 @@ def test_read_lines_blank_lines_refused_or_counted(tmp_path):
         read_lines(path, skip_blank=True)
     with pytest.raises(CorpusError, match="is a folder, not a text file"):
         read_lines(tmp_path)
+    path.write_bytes(b"machine learning\rneural network\r")  # old Mac line ends: not one text
+    with pytest.raises(CorpusError, match=r"in\.txt:1: a carriage return \(\\r\) inside"):
+        read_lines(path)
 
 
 def test_lines_streamed_and_checked_before_reading(tmp_path):

@@ -161,8 +161,9 @@ def test_read_names_formats_and_errors(tmp_path):
     assert read_names(txt) == (["Paris", "London"], None)
     txt.write_text("Paris\r\nLondon\r\n\r\n \n", encoding="utf-8")  # blank lines at the end
     assert read_names(txt) == (["Paris", "London"], None)
-    txt.write_bytes(b"New York\rCity\nBoston\n")  # lines end at \n only: Boston is line 2
-    assert read_names(txt) == (["New York\rCity", "Boston"], None)
+    txt.write_bytes(b"New York\rCity\nBoston\n")  # lines end at \n only; a CR is named
+    with pytest.raises(EntityIndexError, match=r"n\.txt:1: a carriage return"):
+        read_names(txt)
     txt.write_text("Paris\n\n  London \n", encoding="utf-8")  # name i is line i: no gaps
     with pytest.raises(EntityIndexError, match=r"n\.txt:2: blank line .*names file"):
         read_names(txt)

@@ -186,6 +186,10 @@ def _text_lines(path: str | Path, skip_blank: bool) -> Iterator[str | None]:
             if lineno == 1:
                 line = line.removeprefix("\ufeff")
             line = line.removesuffix("\n").removesuffix("\r").strip()
+            if "\r" in line:  # old Mac line ends, or a stray CR: either way not one text
+                raise CorpusError(f"{path}:{lineno}: a carriage return (\\r) inside the line; "
+                                  "lines end at \\n only (convert the file, e.g. tr '\\r' "
+                                  "'\\n')")
             if not line and not skip_blank:
                 raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
                                   "--skip-blank drops them)")

@@ -475,6 +475,8 @@ def resolve_workers(workers: int) -> int:
 
 def read_stdin() -> str:
     """Standard input as UTF-8 text (a leading byte-order mark dropped)."""
+    if sys.stdin is None:
+        raise BadInputError("stdin is closed: give the input as a file, or pipe it in")
     try:
         return sys.stdin.buffer.read().decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
@@ -486,6 +488,10 @@ def stdin_lines(skip_blank: bool) -> list[str]:
     blank line is refused, naming it, unless ``skip_blank``."""
     text = read_stdin()
     lines = [line.strip() for line in text.removesuffix("\n").split("\n")] if text else []
+    cr = next((i for i, line in enumerate(lines, start=1) if "\r" in line), None)
+    if cr is not None:
+        raise BadInputError(f"stdin:{cr}: a carriage return (\\r) inside the line; lines end at "
+                            "\\n only")
     blank = [i for i, line in enumerate(lines, start=1) if not line]
     if blank and not skip_blank:
         raise BadInputError(f"stdin:{blank[0]}: blank line (every line must hold a text; "
