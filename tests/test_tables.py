@@ -190,6 +190,9 @@ def test_long_cells_are_read_and_a_malformed_row_is_named_by_line(tmp_path) -> N
     plain.write_text('id\tname\n1\t"Weird" Al Yankovic\n2\tCher\n', encoding="utf-8")
     assert [v for _, v in column_values(read_table(plain), "name")] == [
         '"Weird" Al Yankovic', "Cher"]
+    plain.write_text('id\tname\n1\t"Weird" Al Yankovic\n2\ta\tb\n', encoding="utf-8")
+    with pytest.raises(TableError, match=r"plain\.tsv:3: 3 fields"):  # the line really at fault
+        read_table(plain)
     quoted = tmp_path / "quoted.tsv"  # phrasekit's own TSVs quote a cell holding a tab
     quoted.write_text('id\tname\n1\t"a\tb"\n', encoding="utf-8")
     assert [v for _, v in column_values(read_table(quoted), "name")] == ["a\tb"]

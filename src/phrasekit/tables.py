@@ -264,8 +264,9 @@ def read_table(path: str | Path) -> Table:
     except TableError as quoted:  # a cell such as '"Weird" Al Yankovic' in a TSV of no quoting
         try:
             table = _read_delimited(path, "\t", csv.QUOTE_NONE)
-        except TableError:
-            raise quoted from None
+        except TableError as literal:  # the error of the reading that got further
+            further = getattr(literal, "line", 0) > getattr(quoted, "line", 0)
+            raise (literal if further else quoted) from None
         logger.info("%s: read as tab-separated text without quoting", path)
         return table
 
@@ -291,16 +292,24 @@ def _read_delimited(path: Path, delimiter: str, quoting: int) -> Table:
                 table.rows.extend((n, line, [""]) for n, line in blanks)
                 blanks.clear()
                 if len(row) != len(header):
-                    raise TableError(f"{path}:{reader.line_num}: {len(row)} fields where the "
-                                     f"header has {len(header)}")
+                    raise _at_line(TableError(f"{path}:{reader.line_num}: {len(row)} fields "
+                                              f"where the header has {len(header)}"),
+                                   reader.line_num)
                 table.rows.append((row_no, reader.line_num, row))
     except UnicodeDecodeError as exc:
         raise TableError(utf8_problem(str(path), exc, path)) from exc
     except csv.Error as exc:
         where = f"{path}:{reader.line_num}" if reader is not None else str(path)
         kind = "CSV" if delimiter == "," else "TSV"
-        raise TableError(f"{where}: malformed {kind} ({exc})") from exc
+        raise _at_line(TableError(f"{where}: malformed {kind} ({exc})"),
+                       reader.line_num if reader is not None else 0) from exc
     return table
+
+
+def _at_line(exc: TableError, line: int) -> TableError:
+    """``exc`` carrying the line it names (which of two readings got further)."""
+    exc.line = line  # type: ignore[attr-defined]
+    return exc
 
 
 def is_missing(value: Any) -> bool:
