@@ -65,10 +65,10 @@ def test_get_topic_and_representative_docs(fitted) -> None:
     with pytest.raises(ValueError, match="does not exist"):
         model.get_topic(4)
     # -1, BERTopic's outlier topic, is the documents without words: no terms, no typical
-    # documents, and its row (Count 0 here) when asked for, so a loop over topic ids holds
+    # documents, so a loop over topic ids holds; a row only where there are such documents
     assert model.get_topic(-1) == [] and model.get_representative_docs(-1) == []
-    row = model.get_topic_info(-1)
-    assert row["Topic"].tolist() == [-1] and row["Count"].tolist() == [0]
+    assert len(model.get_topic_info(-1)) == 0 and list(model.get_topic_info(-1).columns) == [
+        "Topic", "Count", "Name", "Representation", "Representative_Docs"]
     with pytest.raises(ValueError, match="does not exist"):
         model.get_topic(-2)
 

@@ -46,7 +46,8 @@ class TopicVerbs:
 
     def get_topic(self, topic: int, n: int | None = None) -> list[tuple[str, float]]:
         """The topic's ``n`` (default ``top_n``) best terms, words and phrases, with scores;
-        none for -1, the documents without words."""
+        none for -1, the documents without words (a row in ``get_topic_info`` where there
+        are any)."""
         self._check_fitted()
         if n is not None:
             check_int("n", n, 0)
@@ -84,7 +85,7 @@ class TopicVerbs:
         rows: dict[str, list[Any]] = {"Topic": [], "Count": [], "Name": [],
                                       "Representation": [], "Representative_Docs": []}
         n_unassigned = int((np.asarray(self.doc_labels_) < 0).sum())
-        if (topic is None and n_unassigned) or unassigned:
+        if n_unassigned and (topic is None or unassigned):  # -1 exists only with such documents
             for key, value in zip(rows, (-1, n_unassigned, UNASSIGNED, [], []), strict=True):
                 rows[key].append(value)
         for t in topics:
