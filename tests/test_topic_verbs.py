@@ -157,3 +157,16 @@ def test_fit_names_bad_embeddings_and_repeated_ids(small_corpus: list[Document])
         _model().fit(docs)
     with pytest.raises(FileNotFoundError, match="no such folder"):
         DocumentTopicModel.load(Path(__file__).parent / "no-such-model")
+
+
+def test_documents_without_words_are_topic_minus_one(small_corpus: list[Document]) -> None:
+    """With documents of no known word, -1 is listed first and read like any topic id."""
+    docs = [*small_corpus, *(Document(id=f"z{i}", text="zqxv wqzx", meta={}) for i in range(3))]
+    model = _model(fit_docs=200)
+    topics, _ = model.fit_transform(docs)
+    assert topics[-3:] == [-1, -1, -1]
+    info = model.get_topic_info()
+    assert info["Topic"].tolist()[0] == -1 and info["Count"].tolist()[0] == 3
+    row = model.get_topic_info(-1)
+    assert row["Topic"].tolist() == [-1] and row["Count"].tolist() == [3]
+    assert all(isinstance(model.get_topic(t), list) for t in info["Topic"])
