@@ -21,6 +21,8 @@ def test_read_parquet_file_and_shards(tmp_path):
                    shards / "part-0.parquet")
     pq.write_table(pa.table({"id": ["c"], "text": ["three"], "split": ["x"]}),
                    shards / "part-1.PARQUET")  # a suffix in any case (was skipped silently)
+    (shards / "._part-0.parquet").write_bytes(b"\x00\x05AppleDouble")  # macOS metadata
+    (shards / "spark.parquet").mkdir()  # a folder is no shard
     docs = read_corpus(shards)
     assert [(d.id, d.text, d.meta) for d in docs] == [
         ("a", "one", {"split": "x"}), ("b", "two", {"split": "y"}), ("c", "three", {"split": "x"})]

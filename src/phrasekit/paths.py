@@ -258,13 +258,14 @@ CORPUS_FOLDER_FILES = ("documents.jsonl", "documents.jsonl.gz")
 
 
 def is_shard_name(name: str) -> bool:
-    """Whether an entry of a corpus folder is a Parquet shard: ``.parquet`` in any case."""
-    return name.lower().endswith(".parquet")
+    """Whether an entry of a corpus folder is a Parquet shard: ``.parquet`` in any case, not
+    hidden (``.x``, macOS's ``._x``) nor marked private (``_x``, as Spark marks its own)."""
+    return name.lower().endswith(".parquet") and not name.startswith((".", "_"))
 
 
 def corpus_shards(folder: Path) -> list[Path]:
-    """The Parquet shards of a corpus folder, in name order."""
-    return sorted(p for p in folder.iterdir() if is_shard_name(p.name))
+    """The Parquet shard files of a corpus folder, in name order."""
+    return sorted(p for p in folder.iterdir() if is_shard_name(p.name) and p.is_file())
 
 
 def read_with_folder(folder: Path, path: Path) -> bool:
