@@ -232,3 +232,7 @@ def test_a_frame_without_rows_matches_nothing() -> None:
     assert kept["right_value"].tolist() == ["paris", "roma"] and kept["score"].isna().all()
     with pytest.raises(ValueError, match="no column 'nam'"):
         phrasekit.join_frames(left.iloc[:0], right, "nam", "title", "string")
+    blank = pd.DataFrame({"name": ["", None], "x": [1, 2]})  # skip_empty leaves no value
+    kept = phrasekit.join_frames(blank, right, "name", "title", "string", how="left",
+                                 skip_empty=True)
+    assert kept["right_value"].tolist() == ["paris", "roma"] and kept["score"].isna().all()

@@ -323,9 +323,11 @@ def is_missing(value: Any) -> bool:
 
 
 def column_values(table: Table, column: str, skip_empty: bool = False,
-                  option: str = "skip_empty=True") -> list[tuple[int, str]]:
+                  option: str = "skip_empty=True", required: bool = True
+                  ) -> list[tuple[int, str]]:
     """``(data row number, stripped value)`` of ``column``; an empty cell raises ``TableError``
-    naming the file and line (unless ``skip_empty``: skipped with a logged count)."""
+    naming the file and line (unless ``skip_empty``: skipped with a logged count), and so does
+    a column without values when ``required``."""
     col = table.column(column)
     out: list[tuple[int, str]] = []
     skipped = 0
@@ -344,7 +346,7 @@ def column_values(table: Table, column: str, skip_empty: bool = False,
                              "such rows)")
     if skipped:
         logger.warning("%s: skipped %d empty %r cells", table.path, skipped, column)
-    if not out:
+    if not out and required:
         raise TableError(f"{table.path}: no values in column {column!r}")
     return out
 

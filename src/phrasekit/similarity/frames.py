@@ -95,18 +95,16 @@ def join_frames(
     ``phrasekit join``: ``threshold="default"`` takes the model's and scorer's (0.34, a match
     probability, for the hybrid scorer), None keeps every candidate; an empty join cell raises
     ``ValueError``
-    naming its row unless ``skip_empty``. A frame without rows matches nothing, as in a
-    frame library's join: the result has no rows, or with ``how="left"`` and an empty
-    ``left``, every right row unmatched.
+    naming its row unless ``skip_empty``. A frame without rows (or, with ``skip_empty``,
+    without a value) matches nothing, as in a frame library's join: the result has no rows,
+    or with ``how="left"`` and such a ``left``, every right row unmatched.
     """
     left_frame, right_frame = _frame(left, "left"), _frame(right, "right")
     left_table, right_table = _as_table(left_frame, "left"), _as_table(right_frame, "right")
     right_on = left_on if right_on is None else right_on
-    values = [column_values(table, on, skip_empty, "skip_empty=True") if table.rows else None
+    values = [column_values(table, on, skip_empty, "skip_empty=True", required=False)
               for table, on in ((left_table, left_on), (right_table, right_on))]
-    if values[0] is None or values[1] is None:
-        for table, on in ((left_table, left_on), (right_table, right_on)):
-            table.column(on)  # the join columns exist, rows or not
+    if not values[0] or not values[1]:  # no rows, or (skip_empty) only empty cells
         matches = []
     else:
         matches = fuzzy_join(values[0], values[1], model, k=k, threshold=threshold,
