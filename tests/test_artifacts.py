@@ -21,13 +21,8 @@ from phrasekit.artifacts import (
     verify_folder,
     write_manifest,
 )
-from phrasekit.io import (
-    CorpusError,
-    atomic_write,
-    count_lines,
-    iter_lines,
-    read_lines,
-)
+from phrasekit.io import CorpusError, atomic_write
+from phrasekit.lines import count_lines, iter_lines, read_lines
 from phrasekit.tables import write_npy_rows
 
 

@@ -25,7 +25,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from phrasekit.io import read_corpus, read_lines
+from phrasekit.io import read_corpus
+from phrasekit.lines import read_lines
 from phrasekit.models.folders import PEARL_FORMAT, read_model_config
 from phrasekit.phrases.vocabulary import PhraseVocabulary
 from phrasekit.similarity.join import read_column

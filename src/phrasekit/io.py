@@ -170,69 +170,6 @@ class CorpusError(ValueError):
     """A corpus file that cannot be read: missing, wrong encoding, malformed lines."""
 
 
-def _text_lines(path: str | Path, skip_blank: bool) -> Iterator[str | None]:
-    """Every line of a UTF-8 file, stripped; None for a blank line that ``skip_blank`` lets
-    through (see ``iter_lines``)."""
-    path = Path(path)
-    problem = input_problem(path, "text file")
-    if problem is not None:
-        raise CorpusError(problem)
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise CorpusError(f"{path}:{lineno}: not valid UTF-8 ({exc})") from exc
-            if lineno == 1:
-                line = line.removeprefix("\ufeff")
-            line = line.removesuffix("\n").removesuffix("\r").strip()
-            if "\r" in line:  # old Mac line ends, or a stray CR: either way not one text
-                raise CorpusError(f"{path}:{lineno}: a carriage return (\\r) inside the line; "
-                                  "lines end at \\n only (convert the file, e.g. tr '\\r' "
-                                  "'\\n')")
-            if not line and not skip_blank:
-                raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
-                                  "--skip-blank drops them)")
-            yield line or None
-
-
-def iter_lines(path: str | Path, skip_blank: bool = False) -> Iterator[str]:
-    """The lines of a UTF-8 text file, read one at a time and split on ``\\n`` only (a
-    ``\\r`` before it dropped), so line i is row i; other separators (U+2028, form feed...)
-    stay inside their line. Each line is stripped of surrounding whitespace. A blank line
-    raises ``CorpusError`` naming it, or is skipped with ``skip_blank``; so does a line that is
-    not UTF-8."""
-    return (line for line in _text_lines(path, skip_blank) if line is not None)
-
-
-def count_lines(path: str | Path, skip_blank: bool = False) -> tuple[int, int]:
-    """Check a whole file as ``iter_lines`` reads it, without keeping it: ``(lines with a
-    text, blank lines skipped)``. Run before long work, so a bad line fails first."""
-    kept = skipped = 0
-    for line in _text_lines(path, skip_blank):
-        kept += line is not None
-        skipped += line is None
-    if not kept:
-        raise CorpusError(f"{path}: no lines to read ({_no_lines(skipped)})")
-    return kept, skipped
-
-
-def _no_lines(blank: int) -> str:
-    return f"only {blank} blank line{'s' if blank > 1 else ''}" if blank else "empty file"
-
-
-def read_lines(path: str | Path, skip_blank: bool = False) -> tuple[list[str], int]:
-    """The lines of a UTF-8 text file, as ``iter_lines`` reads them, in one list.
-
-    Returns ``(lines stripped of surrounding whitespace, blank lines skipped)``.
-    """
-    lines = list(_text_lines(path, skip_blank))
-    kept = [line for line in lines if line is not None]
-    if not kept:
-        raise CorpusError(f"{path}: no lines to read ({_no_lines(len(lines))})")
-    return kept, len(lines) - len(kept)
-
-
 @dataclass(frozen=True)
 class Document:
     """One corpus document: an id, its text and any extra fields (label, keyphrases...)."""

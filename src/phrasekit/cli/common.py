@@ -21,8 +21,8 @@ from safetensors import SafetensorError
 
 from phrasekit.artifacts import check_folder_path, check_parent_writable, check_run_folder
 from phrasekit.cli.options import name_flags, option_flags
-from phrasekit.io import CorpusError, Document, line_documents, writable_target
-from phrasekit.paths import check_output, is_inside, read_with_folder, utf8_problem
+from phrasekit.io import CorpusError, writable_target
+from phrasekit.paths import check_output, is_inside, read_with_folder
 from phrasekit.settings import SharedDataMissingError, check_environment, vector_cache_dir
 from phrasekit.tables import FORMAT_NAMES, is_stdout
 
@@ -471,44 +471,3 @@ def resolve_workers(workers: int) -> int:
     if workers < 0:
         raise BadInputError(f"--workers must be >= 0, got {workers}")
     return workers or os.cpu_count() or 1
-
-
-def read_stdin() -> str:
-    """Standard input as UTF-8 text (a leading byte-order mark dropped)."""
-    if sys.stdin is None:
-        raise BadInputError("stdin is closed: give the input as a file, or pipe it in")
-    try:
-        return sys.stdin.buffer.read().decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        raise BadInputError(utf8_problem("stdin", exc)) from None
-
-
-def stdin_lines(skip_blank: bool) -> list[str]:
-    """The lines of standard input (UTF-8), stripped, as ``io.iter_lines`` reads a file: a
-    blank line is refused, naming it, unless ``skip_blank``."""
-    text = read_stdin()
-    lines = [line.strip() for line in text.removesuffix("\n").split("\n")] if text else []
-    cr = next((i for i, line in enumerate(lines, start=1) if "\r" in line), None)
-    if cr is not None:
-        raise BadInputError(f"stdin:{cr}: a carriage return (\\r) inside the line; lines end at "
-                            "\\n only")
-    blank = [i for i, line in enumerate(lines, start=1) if not line]
-    if blank and not skip_blank:
-        raise BadInputError(f"stdin:{blank[0]}: blank line (every line must hold a text; "
-                            "--skip-blank drops them)")
-    kept = [line for line in lines if line]
-    if not kept:
-        raise BadInputError("stdin: no lines to read")
-    return kept
-
-
-def stdin_corpus(text_field: str) -> list[Document]:
-    """A corpus read from standard input (CORPUS ``-``): JSON lines when the first non-blank
-    line is an object, else one document per non-blank line; errors name ``stdin:LINE``."""
-    lines = read_stdin().split("\n")
-    first = next((line.strip() for line in lines if line.strip()), "")
-    if not first:
-        raise BadInputError("stdin: no document to read")
-    return [d for batch in line_documents(lines, "stdin", first.startswith("{"), text_field)
-            for d in batch]
-

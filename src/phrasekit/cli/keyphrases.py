@@ -26,12 +26,12 @@ from phrasekit.cli.common import (
     command,
     finish_run,
     resolve_workers,
-    stdin_corpus,
     stream_path,
     vector_cache,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, Run, open_run
 from phrasekit.cli.options import with_config
+from phrasekit.cli.stdin import stdin_corpus
 from phrasekit.cli.topics import TextField
 from phrasekit.datasets import resolve_corpus
 from phrasekit.eval.keyphrases import DEFAULT_KS, format_metrics, gold_of, score_keyphrases

@@ -26,12 +26,13 @@ from phrasekit.cli.common import (
     echo_json,
     finish_run,
     logger,
-    stdin_lines,
     stream_path,
 )
 from phrasekit.cli.engine import ENGINE_OPTIONS, encoder_for, open_run
 from phrasekit.cli.options import with_config
-from phrasekit.io import atomic_write, count_lines, iter_lines
+from phrasekit.cli.stdin import stdin_lines
+from phrasekit.io import atomic_write
+from phrasekit.lines import count_lines, iter_lines
 from phrasekit.registry import (
     DEFAULT_MODEL,
     TASK_DEFAULTS,
