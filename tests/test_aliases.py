@@ -234,3 +234,13 @@ def test_dev_selection_scores_aliases_when_the_data_folder_has_them(tmp_path, sh
                       shared_data).alias_scorer is None
     assert dev_scorer(PearlTrainingConfig(data_dir=str(tmp_path / "none"), out_dir="x"),
                       shared_data).alias_scorer is None
+
+
+def test_alias_table_cells_stay_cells():
+    """A kind holding '|' split the Markdown header into extra columns."""
+    from phrasekit.eval.aliases import format_alias_table
+
+    table = format_alias_table([("m\nodel|x", {"alias_dev_abbr|x": 50.0, "alias_dev": 50.0})],
+                               "dev")
+    header, _, row = table.splitlines()
+    assert header.count(" | ") == row.count(" | ") == 2 and r"abbr\|x" in header

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from phrasekit.encoders.base import Encoder
-from phrasekit.eval.base import embed_unique, nearest, percent, stable_rank
+from phrasekit.eval.base import embed_unique, markdown_table, nearest, percent, stable_rank
 from phrasekit.paths import csv_reader, utf8_problem
 from phrasekit.registry import as_encoder
 
@@ -144,8 +144,6 @@ def format_alias_table(rows: list[tuple[str, dict[str, float]]], split: str) -> 
     extra = [f"related_{split}"] if all(f"related_{split}" in s for _, s in rows) else []
     headers = ["model", *(k.removeprefix(f"alias_{split}_") for k in kinds), f"alias_{split}",
                *extra]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    for name, scores in rows:
-        cells = [name, *(f"{scores[k]:.1f}" for k in [*kinds, f"alias_{split}", *extra])]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(headers, [[name, *(f"{scores[k]:.1f}"
+                                             for k in [*kinds, f"alias_{split}", *extra])]
+                                    for name, scores in rows])

@@ -32,6 +32,7 @@ from phrasekit.encoders.pooling import l2_normalize
 from phrasekit.paths import csv_reader, utf8_problem
 from phrasekit.phrases.augment import typo_noise
 from phrasekit.similarity.index import VectorIndex
+from phrasekit.text import md_plain
 
 logger = logging.getLogger(__name__)
 
@@ -261,3 +262,20 @@ class Task(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, main_metric={self.main_metric!r})"
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table; a cell stays one cell (its line breaks flattened, ``|`` escaped: a
+    model folder or an alias kind may hold either)."""
+    headers = [_cell(h) for h in headers]
+    rows = [[_cell(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+
+
+def _cell(text: str) -> str:
+    return md_plain(str(text)).replace("|", "\\|")

@@ -28,7 +28,7 @@ from phrasekit import __version__
 from phrasekit.encoders.base import Encoder
 from phrasekit.eval.autofj import AutoFJTask
 from phrasekit.eval.autofj_join import AutoFJJoinTask
-from phrasekit.eval.base import Task, check_noise
+from phrasekit.eval.base import Task, check_noise, markdown_table
 from phrasekit.eval.bird import BirdTask
 from phrasekit.eval.clustering import EntityClusteringTask
 from phrasekit.eval.ppdb import PPDBTask
@@ -370,15 +370,6 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.1f}"
 
 
-def _markdown(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
-
-
 def _columns(result: BenchmarkResult) -> list[str]:
     """Every clean task in table order, each followed by its noisy variants that ran."""
     ran = list(dict.fromkeys([*result.tasks, *(t for m in result.models for t in m.tasks)]))
@@ -405,14 +396,14 @@ def format_table(result: BenchmarkResult, timings: bool = False) -> str:
     for m in result.models:
         s = m.summary()
         rows.append([m.model, *(_fmt(s.get(t)) for t in columns), _fmt(s["avg7"])])
-    parts = [_markdown(headers, rows)]
+    parts = [markdown_table(headers, rows)]
     if any(t in result.tasks for t in CLUSTERING):
         acc_rows = [[m.model, *(_fmt(m.summary()[f"{t}_acc"]) for t in CLUSTERING)]
                     for m in result.models]
-        parts.append(_markdown(["model", *(f"{t} (ACC)" for t in CLUSTERING)], acc_rows))
+        parts.append(markdown_table(["model", *(f"{t} (ACC)" for t in CLUSTERING)], acc_rows))
     if timings:
         t_rows = [[m.model, f"{m.load_seconds:.1f}",
                    *(f"{m.tasks[t].seconds:.1f}" if t in m.tasks else "-" for t in result.tasks),
                    f"{m.seconds:.1f}"] for m in result.models]
-        parts.append(_markdown(["seconds", "load", *result.tasks, "total"], t_rows))
+        parts.append(markdown_table(["seconds", "load", *result.tasks, "total"], t_rows))
     return "\n\n".join(parts)
