@@ -180,7 +180,8 @@ def test_classes_that_read_alike_but_differ_are_refused_by_line(tmp_path: Path) 
 
     assert fields("1", "2", "1") == ["1", "2", "1"]
     for values, message in ((("1", '"1"'), r"c\.jsonl:2: field 'c' is '1', which reads as 1 "
-                                           r"of .*c\.jsonl:1: give the classes as one type"),
+                                           r"\(.*c\.jsonl:1: field 'c'\): give the classes "
+                                           r"as one type"),
                             (("1", "1.0"), r"c\.jsonl:2: field 'c' is 1\.0, which reads as 1 "),
                             (('"a"', "[1, 2]"), r"c\.jsonl:2: field 'c' is a list"),
                             (('"a"', "NaN"), r"c\.jsonl:2: field 'c' is empty")):

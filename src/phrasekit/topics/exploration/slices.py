@@ -15,7 +15,7 @@ of that slice are listed, generic ones never.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -140,17 +140,8 @@ class TopicSlicer:
         ``class``, ``frequency``, ``share`` and ``terms`` (as ``topics_over_time``).
         ``classes``: one per fitted document."""
         classes = self._check_sliceable(classes, "classes")
-        seen: dict[str, Any] = {}
-        for i, c in enumerate(classes):
-            if isinstance(c, np.generic):  # NumPy's int64 is the int it holds
-                c = c.item()
-            if is_missing(c):
-                raise ValueError(f"classes[{i}] is missing ({c!r}); every document needs a class")
-            first = seen.setdefault(str(c), c)
-            if type(first) is not type(c) or first != c:
-                raise ValueError(f"classes[{i}] is {c!r}, which reads as {first!r}: give the "
-                                 "classes as one type")
-        return self._slice_rows([str(c) for c in classes], "class", n_terms)
+        return self._slice_rows(class_names(classes, lambda i: f"classes[{i}]"), "class",
+                                n_terms)
 
     # ------------------------------------------------------------------ helpers
     def _check_sliceable(self, values: Sequence[Any], what: str) -> list[Any]:
@@ -237,8 +228,7 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
     if time_field is None and class_field is None:
         return SliceFields(None, None, bins)
     stamps: list[datetime] = []
-    classes: list[str] = []
-    first: dict[str, tuple[Any, int]] = {}
+    classes: list[Any] = []
     for n, doc in enumerate(docs):
         for field in (time_field, class_field):
             if field is not None and (doc.meta.get(field) in (None, "")
@@ -256,9 +246,12 @@ def read_slice_fields(docs: Iterable[Document], corpus: str | Path, time_field: 
                 raise CorpusError(f"{document_location(corpus, n)}: field {time_field!r}: "
                                   f"{exc}") from None
         if class_field is not None:
-            classes.append(_class_of(doc.meta[class_field], first, n, corpus, class_field))
+            classes.append(doc.meta[class_field])
     if time_field is not None:
         check_bins_fit(bins, len(stamps))
+    if class_field is not None:
+        classes = class_names(classes, lambda n: f"{document_location(corpus, n)}: field "
+                                                 f"{class_field!r}", CorpusError)
     return SliceFields(stamps if time_field else None, classes if class_field else None, bins)
 
 
@@ -273,20 +266,25 @@ def write_slice_csv(path: Path, rows: list[dict[str, Any]], csv_safe: bool = Tru
                                for r in rows), csv_safe=csv_safe, fmt="csv")
 
 
-def _class_of(value: Any, first: dict[str, tuple[Any, int]], n: int, corpus: str | Path,
-              field: str) -> str:
-    """A document's class as text; a list or object, or a value that reads as an earlier
-    document's class but is another (1 and "1"), raises ``CorpusError`` naming the line."""
-    if isinstance(value, list | dict):
-        raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is a "
-                          f"{type(value).__name__}; a class is a text or a number")
-    name = str(value)
-    seen, at = first.setdefault(name, (value, n))
-    if isinstance(value, int | float) and not isinstance(value, bool):  # 1 and 1.0: one number
-        seen, at = first.setdefault(f"number {float(value)!r}", (value, n))
-    if type(seen) is not type(value) or seen != value:
-        raise CorpusError(f"{document_location(corpus, n)}: field {field!r} is {value!r}, "
-                          f"which reads as {seen!r} of {document_location(corpus, at)}: give "
-                          "the classes as one type")
-    return name
-
+def class_names(values: Iterable[Any], where: Callable[[int], str],
+                error: type[Exception] = ValueError) -> list[str]:
+    """Each class as text. A missing value, a list or an object, or a value that reads as an
+    earlier one's text or number but is another (1 and "1", 1 and 1.0), raises ``error``
+    naming it by ``where(position)``: merged, they would be one class."""
+    first: dict[str, tuple[Any, int]] = {}
+    names = []
+    for i, value in enumerate(values):
+        if isinstance(value, np.generic):  # NumPy's int64 is the int it holds
+            value = value.item()
+        if is_missing(value):
+            raise error(f"{where(i)} is missing ({value!r}); every document needs a class")
+        if isinstance(value, list | dict):
+            raise error(f"{where(i)} is a {type(value).__name__}; a class is a text or a number")
+        seen, at = first.setdefault(str(value), (value, i))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seen, at = first.setdefault(f"number {float(value)!r}", (value, i))
+        if type(seen) is not type(value) or seen != value:
+            raise error(f"{where(i)} is {value!r}, which reads as {seen!r} ({where(at)}): "
+                        "give the classes as one type")
+        names.append(str(value))
+    return names
