@@ -3,10 +3,19 @@ is row i; blank lines and carriage returns inside a line named by their line."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from phrasekit.io import CorpusError, input_problem
+
+
+def inner_cr(lines: Iterable[str], where: str, first: int = 1) -> str | None:
+    """The problem of the first line holding a carriage return inside it (old Mac line ends,
+    or a stray CR: either way not one text), named ``where:LINE`` (lines numbered from
+    ``first``); None when there is none."""
+    line = next((n for n, text in enumerate(lines, start=first) if "\r" in text), None)
+    return None if line is None else (f"{where}:{line}: a carriage return (\\r) inside the line; "
+                                      "lines end at \\n only (convert it, e.g. tr '\\r' '\\n')")
 
 
 def _text_lines(path: str | Path, skip_blank: bool) -> Iterator[str | None]:
@@ -25,10 +34,8 @@ def _text_lines(path: str | Path, skip_blank: bool) -> Iterator[str | None]:
             if lineno == 1:
                 line = line.removeprefix("\ufeff")
             line = line.removesuffix("\n").removesuffix("\r").strip()
-            if "\r" in line:  # old Mac line ends, or a stray CR: either way not one text
-                raise CorpusError(f"{path}:{lineno}: a carriage return (\\r) inside the line; "
-                                  "lines end at \\n only (convert the file, e.g. tr '\\r' "
-                                  "'\\n')")
+            if (problem := inner_cr([line], str(path), lineno)) is not None:
+                raise CorpusError(problem)
             if not line and not skip_blank:
                 raise CorpusError(f"{path}:{lineno}: blank line (every line must hold a text; "
                                   "--skip-blank drops them)")

@@ -7,6 +7,7 @@ import sys
 
 from phrasekit.cli.common import BadInputError
 from phrasekit.io import Document, line_documents
+from phrasekit.lines import inner_cr
 from phrasekit.paths import utf8_problem
 
 
@@ -25,10 +26,8 @@ def stdin_lines(skip_blank: bool) -> list[str]:
     blank line is refused, naming it, unless ``skip_blank``."""
     text = read_stdin()
     lines = [line.strip() for line in text.removesuffix("\n").split("\n")] if text else []
-    cr = next((i for i, line in enumerate(lines, start=1) if "\r" in line), None)
-    if cr is not None:
-        raise BadInputError(f"stdin:{cr}: a carriage return (\\r) inside the line; lines end at "
-                            "\\n only")
+    if (problem := inner_cr(lines, "stdin")) is not None:
+        raise BadInputError(problem)
     blank = [i for i, line in enumerate(lines, start=1) if not line]
     if blank and not skip_blank:
         raise BadInputError(f"stdin:{blank[0]}: blank line (every line must hold a text; "

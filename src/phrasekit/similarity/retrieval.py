@@ -44,6 +44,7 @@ from phrasekit.io import (
     read_json_object,
     write_json,
 )
+from phrasekit.lines import inner_cr
 from phrasekit.paths import utf8_problem
 from phrasekit.registry import JOIN_MODEL, load
 from phrasekit.similarity.hybrid import (
@@ -138,10 +139,8 @@ def _read_lines(path: Path, what: str) -> list[str]:
     if "" in names:
         raise EntityIndexError(f"{path}:{names.index('') + 1}: blank line (every line of a "
                                f"{what} must hold a name)")
-    cr = next((i for i, name in enumerate(names) if "\r" in name), None)
-    if cr is not None:  # old Mac line ends, or a stray CR: either way not one name
-        raise EntityIndexError(f"{path}:{cr + 1}: a carriage return (\\r) inside the line; "
-                               "lines end at \\n only (convert the file, e.g. tr '\\r' '\\n')")
+    if (problem := inner_cr(names, str(path))) is not None:
+        raise EntityIndexError(problem)
     return names
 
 
