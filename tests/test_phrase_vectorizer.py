@@ -117,6 +117,21 @@ def test_phrase_vectorizer_min_df_auto_needs_two_topics_only_when_there_are_many
     assert vec.get_params()["min_df"] == 1  # what BERTopic saves: a plain CountVectorizer's
 
 
+def test_min_df_auto_keeps_a_term_of_one_topic_that_runs_through_it() -> None:
+    """A topic's own name occurs all through its joined documents and is kept; a word that one
+    of its documents repeats in one place is not, nor with ``min_df=2``."""
+    from phrasekit.integrations import PhraseVectorizer
+    from phrasekit.integrations.vectorizer import AUTO_MIN_DF_TEXTS
+
+    topic = "Ybcu4 films of ybcu4 grow. " + " ".join(
+        f"Fannie lent {i} dollars to the bank." for i in range(40))
+    texts = [topic] + ["The central bank lent money."] * AUTO_MIN_DF_TEXTS
+    terms = set(PhraseVectorizer(phrase_words=None).fit(texts).get_feature_names_out())
+    assert {"fannie", "bank", "central bank"} <= terms and "ybcu4" not in terms
+    plain = set(PhraseVectorizer(phrase_words=None, min_df=2).fit(texts).get_feature_names_out())
+    assert "fannie" not in plain and "bank" in plain
+
+
 def test_documents_that_are_not_text_and_bad_settings_are_refused() -> None:
     """None, NaN or bytes documents were counted as the texts "None", "nan" and "b'...'"; a
     NaN, infinite or negative weight went into the counts BERTopic reads."""

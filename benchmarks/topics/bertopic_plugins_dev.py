@@ -34,19 +34,36 @@ def settings() -> dict[str, tuple[Any, Any]]:
     from sklearn.feature_extraction.text import CountVectorizer
 
     from phrasekit.integrations import KeyphraseRepresentation, PhraseVectorizer
+    from phrasekit.integrations import vectorizer as pv
+
+    shipped = pv.SPREAD_STRETCHES, pv.SPREAD_MIN
 
     def ctfidf() -> Any:
         return CountVectorizer(ngram_range=(1, 3), stop_words="english")
 
-    def phrases(**kwargs: Any) -> tuple[str, tuple[Any, Any]]:
+    def phrases(spread: tuple[int, int] = shipped, **kwargs: Any) -> tuple[str, tuple[Any, Any]]:
+        """A PhraseVectorizer setting; ``spread``: min_df="auto"'s stretches and how many of
+        them a term of one topic needs (module constants, set while this setting is built
+        and fitted)."""
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-        return f"PhraseVectorizer({args})", (lambda: PhraseVectorizer(**kwargs), None)
+        name = f"PhraseVectorizer({args})" + ("" if spread == shipped else
+                                              f" {spread[1]} of {spread[0]} stretches")
+
+        def build() -> Any:
+            pv.SPREAD_STRETCHES, pv.SPREAD_MIN = spread
+            return PhraseVectorizer(**kwargs)
+        return name, (build, None)
 
     grid = [{}, {"max_weighted": None, "phrase_weight": 5},
             *({"max_weighted": m, "phrase_weight": 5} for m in (3, 4, 5)),
             {"max_weighted": 4, "min_phrase_count": 2}, {"max_weighted": 4, "min_phrase_count": 4},
             {"phrase_weight": 1}, {"words": False},
-            *({"repeat_gap": g} for g in (None, 50, 100, 400)), {"min_phrase_count": 4}]
+            *({"repeat_gap": g} for g in (None, 50, 100, 400)), {"min_phrase_count": 4},
+            *({"min_df": 1, **kw} for kw in ({}, {"phrase_weight": 1}, {"min_phrase_count": 4},
+                                             {"max_weighted": 5}, {"phrase_weight": 8},
+                                             {"repeat_gap": 400},
+                                             {"min_phrase_count": 4, "max_weighted": 5})),
+            {"min_df": 2}, *({"spread": sp} for sp in ((10, 3), (10, 4), (10, 5)))]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
         **dict(phrases(**kwargs) for kwargs in grid),

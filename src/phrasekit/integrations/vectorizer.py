@@ -59,11 +59,21 @@ PHRASE_MAX_WEIGHTED = 4
 #: 0.126 / 0.132, reviews -0.444 / -0.446 / -0.447 / -0.445, and on GloVe topics arXiv -0.314 /
 #: -0.231 / -0.211 / -0.206, 20newsgroups 0.030 / 0.052 / 0.056 / 0.058.
 PHRASE_REPEAT_GAP = 200
-#: The default ``min_df`` ("auto"): a term must be in two of BERTopic's texts (its topics) when
-#: there are at least ``AUTO_MIN_DF_TEXTS`` of them; with fewer topics a term of one topic is
-#: what names it, so then one is enough.
+#: The default ``min_df`` ("auto"): when there are at least ``AUTO_MIN_DF_TEXTS`` of BERTopic's
+#: texts (its topics), a term must be in two of them, or run through the one text that holds
+#: it: occur in ``SPREAD_MIN`` of its ``SPREAD_STRETCHES`` equal stretches, so that a topic's
+#: own name ("fannie mae" in 40-word snippets) is kept and a term one of its documents repeats
+#: ("ybcu4" in one abstract) is not; with fewer topics a term of one topic is what names it,
+#: so then one text is enough. NPMI on bbc_news / reviews / ag_news_test (MiniLM topics) and
+#: arXiv / 20newsgroups (GloVe topics), ``bertopic_plugins_dev.py``: two texts 0.390 / -0.425
+#: / 0.121 / -0.174 / 0.082; one text 0.392 / -0.477 / 0.163 / -0.217 / 0.068; two, or in one
+#: 3 / 4 / 5 of 10 stretches 0.405 / -0.450 / 0.167 / -0.178 / 0.087, 0.411 / -0.424 / 0.167 /
+#: -0.174 / 0.085, 0.411 / -0.421 / 0.154 / -0.174 / 0.084; **5 of 20: 0.413 / -0.422 / 0.167
+#: / -0.174 / 0.085** (c-TF-IDF 0.342 / -0.566 / 0.165 / -0.147 / -0.001).
 PHRASE_MIN_DF = 2
 AUTO_MIN_DF_TEXTS = 20
+SPREAD_STRETCHES = 20
+SPREAD_MIN = 5
 
 
 def _is_word(token: str) -> bool:
@@ -80,33 +90,42 @@ def count_terms(token_docs: Iterable[Sequence[str]], index: dict[tuple[str, ...]
 
 def count_terms_and_runs(token_docs: Iterable[Sequence[str]],
                          index: dict[tuple[str, ...], int], n_terms: int, consume: bool,
-                         gap: int | None) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
-    """``count_terms``' counts and, with a ``gap``, the same entries' runs: occurrences
-    more than ``gap`` tokens after the term's previous one start a new run, so that one
-    document's repeats inside a topic's joined documents count once."""
+                         gap: int | None, stretches: int | None = None
+                         ) -> tuple[sp.csr_matrix, sp.csr_matrix | None, sp.csr_matrix | None]:
+    """``count_terms``' counts; with a ``gap``, the same entries' runs: occurrences more than
+    ``gap`` tokens after the term's previous one start a new run, so that one document's
+    repeats inside a topic's joined documents count once; with ``stretches``, in how many of
+    the document's that many equal stretches each term occurs."""
     lengths = sorted({len(k) for k in index if len(k) > 1}, reverse=True)
     starts = {k[0] for k in index if len(k) > 1}
-    indptr, indices, data, run_data = [0], [], [], []
+    indptr, indices, data, run_data, spread_data = [0], [], [], [], []
     for toks in token_docs:
         counts: Counter[int] = Counter()
         runs: Counter[int] = Counter()
         last: dict[int, int] = {}
+        parts: dict[int, set[int]] = {}
         for j, at in _occurrences(toks, index, lengths, starts, consume):
             counts[j] += 1
             if gap is not None:
                 runs[j] += j not in last or at - last[j] > gap
                 last[j] = at
+            if stretches is not None:
+                parts.setdefault(j, set()).add(at * stretches // len(toks))
         cols = sorted(counts)
         indices.extend(cols)
         data.extend(counts[c] for c in cols)
         run_data.extend(runs[c] for c in cols)
+        spread_data.extend(len(parts.get(c, ())) for c in cols)
         indptr.append(len(indices))
     shape = (len(indptr) - 1, n_terms)
     cols_, ptr = np.asarray(indices, np.int32), np.asarray(indptr, np.int64)
-    X = sp.csr_matrix((np.asarray(data, dtype=np.int64), cols_, ptr), shape=shape)
-    R = sp.csr_matrix((np.asarray(run_data, dtype=np.int64), cols_.copy(), ptr.copy()),
-                      shape=shape) if gap is not None else None
-    return X, R
+
+    def matrix(values: list[int]) -> sp.csr_matrix:
+        return sp.csr_matrix((np.asarray(values, dtype=np.int64), cols_.copy(), ptr.copy()),
+                             shape=shape)
+
+    return (matrix(data), matrix(run_data) if gap is not None else None,
+            matrix(spread_data) if stretches is not None else None)
 
 
 def _occurrences(toks: Sequence[str], index: dict[tuple[str, ...], int], lengths: list[int],
@@ -138,7 +157,9 @@ class PhraseVectorizer(CountVectorizer):
     Args:
         words: count words as well as phrases.
         min_df, max_df: as in ``CountVectorizer`` (BERTopic's texts are its topics);
-            ``min_df="auto"`` (default): 2 from ``AUTO_MIN_DF_TEXTS`` texts on, else 1.
+            ``min_df="auto"`` (default): from ``AUTO_MIN_DF_TEXTS`` texts on, 2, or 1 where
+            the term occurs in ``SPREAD_MIN`` of that text's ``SPREAD_STRETCHES`` equal
+            stretches (a topic's name, not one document's word); else 1.
         spacy_model: the spaCy pipeline whose tagger finds the phrases.
         phrase_words: words of the texts' sentences spaCy reads to find phrases (a seeded
             sample; None: all); every phrase found is then counted in every text.
@@ -229,8 +250,8 @@ class PhraseVectorizer(CountVectorizer):
         if self.words:
             keys += sorted({(t,) for toks in token_docs for t in toks if _is_word(t)})
         index = {k: j for j, k in enumerate(keys)}
-        X, runs = self._count(token_docs, index, len(keys))
-        kept = self._kept_columns(X)
+        X, runs, spread = self._count(token_docs, index, len(keys), self.min_df == "auto")
+        kept = self._kept_columns(X, spread)
         if not kept.size:
             raise ValueError("no phrase or word is left: lower min_df or raise max_df")
         terms = sorted((" ".join(keys[j]), j) for j in kept)
@@ -239,7 +260,7 @@ class PhraseVectorizer(CountVectorizer):
             # a dropped phrase took its tokens from the phrases and words inside it: count
             # again with the kept terms alone, as transform does
             index = {tuple(t.split()): i for i, (t, _) in enumerate(terms)}
-            X, runs = self._count(token_docs, index, len(index))
+            X, runs, _ = self._count(token_docs, index, len(index))
         else:
             cols = [j for _, j in terms]
             X, runs = X[:, cols].tocsr(), None if runs is None else runs[:, cols].tocsr()
@@ -250,16 +271,20 @@ class PhraseVectorizer(CountVectorizer):
                     len(found.doc_ids))
         return X
 
-    def _kept_columns(self, X: sp.csr_matrix) -> np.ndarray:
-        """Columns that occur, in ``min_df`` texts at least and ``max_df`` at most."""
+    def _kept_columns(self, X: sp.csr_matrix, spread: sp.csr_matrix | None) -> np.ndarray:
+        """Columns that occur, in ``min_df`` texts at least (``"auto"``: see the class) and
+        ``max_df`` at most."""
         n = X.shape[0]
         df = np.bincount(X.indices, minlength=X.shape[1])
-        min_df = self.min_df
-        if min_df == "auto":
-            min_df = PHRASE_MIN_DF if n >= AUTO_MIN_DF_TEXTS else 1
-        low = min_df if isinstance(min_df, int | np.integer) else min_df * n
         high = self.max_df if isinstance(self.max_df, int | np.integer) else self.max_df * n
-        return np.flatnonzero((df >= max(low, 1)) & (df <= high))
+        if self.min_df == "auto":
+            low = df >= (PHRASE_MIN_DF if n >= AUTO_MIN_DF_TEXTS else 1)
+            if n >= AUTO_MIN_DF_TEXTS and spread is not None:
+                low |= (df == 1) & (spread.max(axis=0).toarray().ravel() >= SPREAD_MIN)
+        else:
+            low = df >= max(self.min_df if isinstance(self.min_df, int | np.integer)
+                            else self.min_df * n, 1)
+        return np.flatnonzero(low & (df <= high))
 
     def fit(self, raw_documents: Iterable[str], y: Any = None) -> PhraseVectorizer:
         """Learn the vocabulary of phrases and words."""
@@ -274,14 +299,18 @@ class PhraseVectorizer(CountVectorizer):
         if last is not None and last[0] == texts and last[1] == self.get_params(deep=False):
             return last[2].copy()  # the caller (BERTopic's c-TF-IDF) may scale it in place
         index = {tuple(t.split()): j for t, j in self.vocabulary_.items()}
-        return self._weighted(*self._count((tokenize(t) for t in texts), index, len(index)))
+        X, runs, _ = self._count((tokenize(t) for t in texts), index, len(index))
+        return self._weighted(X, runs)
 
     def _count(self, token_docs: Iterable[Sequence[str]], index: dict[tuple[str, ...], int],
-               n_terms: int) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
-        """Counts and, where the weight needs them, runs (``count_terms_and_runs``)."""
+               n_terms: int, spread: bool = False
+               ) -> tuple[sp.csr_matrix, sp.csr_matrix | None, sp.csr_matrix | None]:
+        """Counts, runs where the weight needs them and, with ``spread``, stretches
+        (``count_terms_and_runs``)."""
         weighted = float(self.phrase_weight) != 1.0 and self.repeat_gap is not None
         return count_terms_and_runs(token_docs, index, n_terms, bool(self.consume),
-                                    int(self.repeat_gap) if weighted else None)
+                                    int(self.repeat_gap) if weighted else None,
+                                    SPREAD_STRETCHES if spread else None)
 
     def _weighted(self, X: sp.csr_matrix, runs: sp.csr_matrix | None = None) -> sp.csr_matrix:
         """Counts with each phrase count of at least ``min_phrase_count`` (in as many runs
