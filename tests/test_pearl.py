@@ -501,3 +501,28 @@ def test_int8_deltas_halve_the_folder_and_load_to_nearly_the_same_model(tmp_path
         quantize_model_folder(tmp_path / "fp16", tmp_path / "fp16")
     with pytest.raises(ValueError, match="no float16 backbone deltas"):
         quantize_model_folder(tmp_path / "int8", tmp_path / "again")
+
+
+def test_damaged_dataset_lines_are_refused_by_file_and_line(tmp_path):
+    """A paraphrase line that is not tab-separated, a phrase without text, negatives that are
+    no list and synonyms that are no object were dropped, read letter by letter or crashed a
+    run hours in; now they are named before the first step."""
+    from phrasekit.training.pearl.task import PearlData
+
+    damage = {
+        "paraphrases.tsv.gz": ("a phrase,another phrase\n", r"paraphrases\.tsv\.gz:1: not a"),
+        "phrases.jsonl.gz": ('{"text": null}\n', r"phrases\.jsonl\.gz:1: not a phrase record"),
+        "hard_negatives.jsonl.gz": ('{"text": "a b", "negatives": "a c"}\n',
+                                    r"hard_negatives\.jsonl\.gz:1: not a hard-negative"),
+        "word_synonyms.json.gz": ("[1, 2]", r"word_synonyms\.json\.gz: not an object"),
+    }
+    for name, (text, message) in damage.items():
+        d = tmp_path / name
+        _tiny_dataset(d)
+        with gzip.open(d / name, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+        with pytest.raises(ValueError, match=message):
+            PearlData.load(d, ["NP-OTHER"])
+    ok = tmp_path / "ok"
+    _tiny_dataset(ok)
+    assert len(PearlData.load(ok, ["NP-OTHER"]).paraphrases) == 1

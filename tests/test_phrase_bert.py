@@ -107,6 +107,22 @@ def test_paraphrase_positives_share_no_content_word(dataset):
         assert not set(content_words(r["anchor"])) & set(content_words(r["positive"]))
 
 
+def test_triplets_with_null_or_blank_fields_are_refused(tmp_path):
+    """A null field was read as the text "None" and a blank one trained as a phrase."""
+    import gzip
+    import json
+
+    for name, rec, message in (("null", {"anchor": None, "positive": "b", "negative": "c"},
+                                "not a triplet record"),
+                               ("blank", {"anchor": " ", "positive": "b", "negative": "c"},
+                                "empty anchor")):
+        path = tmp_path / f"{name}.jsonl.gz"
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        with pytest.raises(ValueError, match=f":1: {message}"):
+            read_triplets(path)
+
+
 def test_negatives_differ_in_exactly_one_content_word(dataset):
     rows = read_triplets(dataset[0] / PARAPHRASE_FILE)
     for r in rows:

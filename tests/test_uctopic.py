@@ -352,6 +352,36 @@ def test_build_pairs_from_corpus(toy_pairs):
 
 
 # ---------------------------------------------------------------------------------- training
+def test_damaged_pair_files_are_refused_by_line(toy_pairs, tmp_path):
+    """Pair rows that a build never writes (a negative index, a span past the sentence, a
+    float, six columns), a mention row that is no list and a file that is not gzip are named
+    by file and line, not read as other rows or crashes."""
+    import gzip
+    import shutil
+
+    out, _ = toy_pairs
+    with gzip.open(out / "pairs.jsonl.gz", "rt") as fh:
+        good = [json.loads(x) for x in fh]
+    bad_rows = {"sentence -1 is not": [good[0][0], -1, *good[0][2:]],
+                "span \\(4, 999\\) is no text": [*good[0][:2], 4, 999, *good[0][4:]],
+                "whole numbers": [*good[0][:3], 21.7, *good[0][4:]],
+                "not a pair row": good[0][:6]}
+    for message, row in bad_rows.items():
+        d = tmp_path / f"d{len(message)}"
+        shutil.copytree(out, d)
+        with gzip.open(d / "pairs.jsonl.gz", "wt") as fh:
+            fh.write(json.dumps(good[1]) + "\n" + json.dumps(row) + "\n")
+        with pytest.raises(ValueError, match=f"pairs.jsonl.gz:2: .*{message}"):
+            load_pair_data(d)
+    with gzip.open(d / "mentions.jsonl.gz", "wt") as fh:
+        fh.write("[]\n")
+    with pytest.raises(ValueError, match=r"mentions\.jsonl\.gz:1: not a"):
+        load_pair_data(d)
+    (d / "sentences.jsonl.gz").write_text('"a plain file"\n')
+    with pytest.raises(ValueError, match=r"sentences\.jsonl\.gz: not a whole gzip file"):
+        load_pair_data(d)
+
+
 def test_distinct_mention_batches():
     mentions = np.array([0, 0, 0, 1, 2, 3, 4, 5])
     batches = distinct_mention_batches(mentions, 4, seed=0, epoch=0)

@@ -17,6 +17,7 @@ import json
 import logging
 import random
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,6 +134,38 @@ def write_gz_bytes(path: Path, chunks: Iterable[bytes]) -> None:
     with _gzip_writer(path) as gz:
         for chunk in chunks:
             gz.write(chunk)
+
+
+def gz_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a gzip UTF-8 text file; a file that is not gzip or not UTF-8
+    is named (by line where it can be) in a ValueError."""
+    with gzip.open(path, "rb") as fh:
+        lines = enumerate(fh, start=1)
+        while True:
+            try:
+                lineno, raw = next(lines)
+            except StopIteration:
+                return
+            except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+                raise ValueError(f"{path}: not a whole gzip file ({exc})") from exc
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text ({exc.reason})") from exc
+            yield lineno, line
+
+
+def gz_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a gzip JSON-lines file; a line that is
+    not JSON is named in a ValueError."""
+    for lineno, line in gz_lines(path):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from exc
+        yield lineno, value
 
 
 def jsonl_lines(rows: Iterable[Any], compact: bool = False) -> Iterator[str]:

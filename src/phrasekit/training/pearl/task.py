@@ -24,7 +24,6 @@ model's size), short sequences (``max_seq_length`` 24), batch 64 anchors.
 from __future__ import annotations
 
 import copy
-import gzip
 import json
 import logging
 import random
@@ -54,6 +53,7 @@ from phrasekit.training.core.losses import (
 )
 from phrasekit.training.core.trainer import Trainer
 from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
+from phrasekit.training.data.sources import gz_json_lines, gz_lines
 from phrasekit.training.pearl.alias_pairs import AliasPositives
 from phrasekit.training.pearl.averaging import (
     finish_pearl,
@@ -97,31 +97,52 @@ class PearlData:
         d = Path(data_dir)
         index = {t: i for i, t in enumerate(type_names)}
         texts, types = [], []
-        with gzip.open(d / "phrases.jsonl.gz", "rt", encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                texts.append(rec["text"])
-                types.append(index.get(rec.get("type", ""), -1))
-                if limit and len(texts) >= limit:
-                    break
+        for lineno, rec in gz_json_lines(d / "phrases.jsonl.gz"):
+            if not (isinstance(rec, dict) and _is_text(rec.get("text"))):
+                raise ValueError(f"{d / 'phrases.jsonl.gz'}:{lineno}: not a phrase record "
+                                 "(an object whose 'text' is a non-blank string)")
+            texts.append(rec["text"])
+            types.append(index.get(rec.get("type", ""), -1))
+            if limit and len(texts) >= limit:
+                break
         pairs = []
-        with gzip.open(d / "paraphrases.tsv.gz", "rt", encoding="utf-8") as fh:
-            for line in fh:
-                parts = line.rstrip("\n").split("\t")
-                if len(parts) >= 2 and parts[0] and parts[1]:
-                    pairs.append((parts[0], parts[1]))
-        with gzip.open(d / "word_synonyms.json.gz", "rt", encoding="utf-8") as fh:
-            synonyms = json.load(fh)
+        for lineno, line in gz_lines(d / "paraphrases.tsv.gz"):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) not in (2, 3) or not (parts[0].strip() and parts[1].strip()):
+                raise ValueError(f"{d / 'paraphrases.tsv.gz'}:{lineno}: not a paraphrase line "
+                                 "(phrase, paraphrase and optional source, tab-separated)")
+            pairs.append((parts[0], parts[1]))
+        synonyms = _synonyms(d / "word_synonyms.json.gz")
         negatives: dict[str, list[str]] = {}
-        with gzip.open(d / "hard_negatives.jsonl.gz", "rt", encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                if rec.get("negatives"):
-                    negatives[rec["text"]] = list(rec["negatives"])
+        for lineno, rec in gz_json_lines(d / "hard_negatives.jsonl.gz"):
+            neg = rec.get("negatives") if isinstance(rec, dict) else None
+            if not (_is_text(rec.get("text") if isinstance(rec, dict) else None)
+                    and isinstance(neg, list) and all(_is_text(n) for n in neg)):
+                raise ValueError(f"{d / 'hard_negatives.jsonl.gz'}:{lineno}: not a hard-negative "
+                                 "record (a 'text' and a list of 'negatives', strings)")
+            if neg:
+                negatives[rec["text"]] = list(neg)
         if not texts:
             raise ValueError(f"{d}: no training phrases")
         return cls(texts, np.asarray(types, dtype=np.int64), type_names, pairs, synonyms,
                    negatives)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _synonyms(path: Path) -> dict[str, list[str]]:
+    """``word_synonyms.json.gz``: one JSON object of word -> list of synonyms."""
+    text = "".join(line for _, line in gz_lines(path))
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from exc
+    if not (isinstance(value, dict) and all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in value.values())):
+        raise ValueError(f"{path}: not an object of word -> list of synonyms")
+    return value
 
 
 def _step_indices(n: int, batch: int, step: int, seed: int) -> np.ndarray:

@@ -51,8 +51,6 @@ Run time with the defaults (400k corpus words): about 80 s on this 2-core machin
 
 from __future__ import annotations
 
-import gzip
-import json
 import logging
 import random
 import time
@@ -65,7 +63,7 @@ from phrasekit.models.backbones import minilm_path
 from phrasekit.settings import shared_dir as find_shared
 from phrasekit.training.data.corpus_sampling import corpus_sample
 from phrasekit.training.data.leakage import BenchmarkStringFilter, collect_test_strings
-from phrasekit.training.data.sources import jsonl_lines, write_gz_text
+from phrasekit.training.data.sources import gz_json_lines, jsonl_lines, write_gz_text
 from phrasekit.training.phrase_bert.contexts import (
     CONTEXT_TOKENS,
     build_context_triplets,
@@ -118,19 +116,18 @@ def read_triplets(path: str | Path, limit: int | None = None) -> list[dict[str, 
     out: list[dict[str, str]] = []
     if limit == 0:
         return out
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            try:
-                rec = json.loads(line)
-                row = {k: str(rec[k]) for k in ("anchor", "positive", "negative")}
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{lineno}: not a triplet record ({exc})") from exc
-            if not all(row.values()):
-                raise ValueError(f"{path}:{lineno}: empty anchor, positive or negative")
-            row["source"] = str(rec.get("source", ""))
-            out.append(row)
-            if limit is not None and len(out) >= limit:
-                break
+    for lineno, rec in gz_json_lines(Path(path)):
+        fields = ("anchor", "positive", "negative")
+        if not isinstance(rec, dict) or not all(isinstance(rec.get(k), str) for k in fields):
+            raise ValueError(f"{path}:{lineno}: not a triplet record (an object whose "
+                             "'anchor', 'positive' and 'negative' are strings)")
+        row = {k: rec[k] for k in fields}
+        if not all(v.strip() for v in row.values()):
+            raise ValueError(f"{path}:{lineno}: empty anchor, positive or negative")
+        row["source"] = str(rec.get("source", ""))
+        out.append(row)
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 

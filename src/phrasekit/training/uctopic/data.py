@@ -33,7 +33,6 @@ Files (compact gzip JSON lines):
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -54,7 +53,7 @@ from phrasekit.io import write_json
 from phrasekit.phrases.extract import DEFAULT_SPACY_MODEL, PhraseExtractor, load_spacy
 from phrasekit.settings import shared_dir as find_shared
 from phrasekit.training.data.corpus_sampling import DEFAULT_CORPORA, corpus_sample
-from phrasekit.training.data.sources import jsonl_lines, write_gz_bytes
+from phrasekit.training.data.sources import gz_json_lines, jsonl_lines, write_gz_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +154,7 @@ def _write_jsonl_gz(path: Path, rows: Iterable[Any]) -> None:
 
 
 def _read_jsonl_gz(path: Path) -> list[Any]:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return [value for _, value in gz_json_lines(path)]
 
 
 # ---------------------------------------------------------------------------------- parsing
@@ -344,21 +342,48 @@ def build_uctopic_dataset(
 
 
 def load_pair_data(data_dir: str | Path, limit: int | None = None) -> PairData:
-    """Read the files written by :func:`build_uctopic_dataset` (``limit``: first pairs only)."""
+    """Read the files written by :func:`build_uctopic_dataset` (``limit``: first pairs only);
+    a row that is not what the build writes is named by file and line."""
     d = Path(data_dir)
     for name in (SENTENCES_FILE, MENTIONS_FILE, PAIRS_FILE):
         if not (d / name).is_file():
             raise FileNotFoundError(f"{d / name} missing: build the data first "
                                     "(build_uctopic_dataset / phrasekit train uctopic-data)")
-    sentences = [str(s) for s in _read_jsonl_gz(d / SENTENCES_FILE)]
-    mentions = [str(r[0]) for r in _read_jsonl_gz(d / MENTIONS_FILE)]
-    rows = _read_jsonl_gz(d / PAIRS_FILE)
-    if limit is not None:
-        rows = rows[:limit]
-    pairs = np.asarray(rows, dtype=np.int64).reshape(-1, 7)
-    if len(pairs) == 0:
+    sentences, mentions = [], []
+    for lineno, value in gz_json_lines(d / SENTENCES_FILE):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{d / SENTENCES_FILE}:{lineno}: not a sentence (a JSON string)")
+        sentences.append(value)
+    for lineno, value in gz_json_lines(d / MENTIONS_FILE):
+        if not (isinstance(value, list) and value and isinstance(value[0], str)):
+            raise ValueError(f"{d / MENTIONS_FILE}:{lineno}: not a [mention, count] row")
+        mentions.append(value[0])
+    rows = []
+    for lineno, row in gz_json_lines(d / PAIRS_FILE):
+        _check_pair_row(row, f"{d / PAIRS_FILE}:{lineno}", sentences, len(mentions))
+        rows.append(row)
+        if limit is not None and len(rows) >= limit:
+            break
+    if not rows:
         raise ValueError(f"{d / PAIRS_FILE} holds no pairs")
-    if pairs[:, 0].max() >= len(mentions) or max(pairs[:, 1].max(), pairs[:, 4].max()) >= len(
-            sentences):
-        raise ValueError(f"{d}: pair indices out of range (files from different builds?)")
-    return PairData(sentences, mentions, pairs)
+    return PairData(sentences, mentions, np.asarray(rows, dtype=np.int64))
+
+
+def _check_pair_row(row: Any, where: str, sentences: list[str], n_mentions: int) -> None:
+    """A pair row: seven whole numbers, a known mention and two spans of known sentences that
+    hold text."""
+    if not (isinstance(row, list) and len(row) == 7
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in row)):
+        raise ValueError(f"{where}: not a pair row [mention, sentence_a, start_a, end_a, "
+                         "sentence_b, start_b, end_b] of whole numbers")
+    if not 0 <= row[0] < n_mentions:
+        raise ValueError(f"{where}: mention {row[0]} is not in 0..{n_mentions - 1} "
+                         "(files from different builds?)")
+    for sent, start, end in (row[1:4], row[4:7]):
+        if not 0 <= sent < len(sentences):
+            raise ValueError(f"{where}: sentence {sent} is not in 0..{len(sentences) - 1} "
+                             "(files from different builds?)")
+        if not (0 <= start < end <= len(sentences[sent])
+                and sentences[sent][start:end].strip()):
+            raise ValueError(f"{where}: span ({start}, {end}) is no text of sentence {sent} "
+                             f"({len(sentences[sent])} characters)")
