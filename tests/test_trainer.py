@@ -69,6 +69,18 @@ def test_checkpoint_with_other_settings_is_refused(tmp_path):
         Trainer(tmp_path, total_steps=8, show_progress=False).fit(other)
 
 
+def test_a_diverged_run_stops_before_its_weights_change(tmp_path):
+    """A non-finite loss stops the run at that step, and a folder the run made is removed
+    when nothing was saved in it."""
+    task = TinyTask()
+    before = _weights(task.model)
+    task.step_loss = lambda step, rng: (torch.tensor(float("nan"), requires_grad=True), {})
+    with pytest.raises(ValueError, match="diverged at step 1: the loss is nan"):
+        Trainer(tmp_path / "run", total_steps=4, show_progress=False).fit(task)
+    assert not (tmp_path / "run").exists()
+    assert all(torch.equal(a, b) for a, b in zip(before, _weights(task.model), strict=True))
+
+
 def test_time_budget_stops_and_keeps_progress(tmp_path):
     result = Trainer(tmp_path, total_steps=10_000, max_minutes=1e-9, checkpoint_every=50,
                      show_progress=False).fit(TinyTask())
@@ -80,3 +92,16 @@ def test_schedule_and_seeds():
     assert warmup_linear(9, 100, 0.1) == pytest.approx(1.0)
     assert warmup_linear(99, 100, 0.1) == pytest.approx(1 / 90)
     assert step_seed(1, 5) != step_seed(0, 5) != step_seed(0, 6)
+
+
+def test_infinite_settings_are_refused_before_training():
+    """An infinite temperature, margin or learning rate trained to the end and failed only
+    when the model was saved."""
+    from phrasekit.training.phrase_bert.config import PhraseBertTrainingConfig
+    from phrasekit.training.uctopic.config import UCTopicConfig
+
+    with pytest.raises(ValueError, match="temperature must be a finite number, got inf"):
+        UCTopicConfig(data_dir="d", out_dir="o", temperature=float("inf"), max_steps=1).validate()
+    with pytest.raises(ValueError, match="margin must be a finite number, got inf"):
+        PhraseBertTrainingConfig(data_dir="d", out_dir="o", margin=float("inf")).validate(
+            check_data=False)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+import math
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from phrasekit.errors import Check, raise_failed
 
-__all__ = ["Check", "budget_checks", "config_hash", "portable_path", "portable_settings",
-           "raise_failed"]
+__all__ = ["Check", "budget_checks", "config_hash", "finite_checks", "portable_path",
+           "portable_settings", "raise_failed"]
 
 
 def budget_checks(batch_size: int, lr: float, max_steps: int | None,
@@ -31,6 +32,13 @@ def budget_checks(batch_size: int, lr: float, max_steps: int | None,
         checks.append((max_steps is not None or max_minutes is not None,
                        "give max_steps or max_minutes (or both): the run would never end"))
     return checks
+
+
+def finite_checks(cfg: Any) -> list[Check]:
+    """Every number setting of a config dataclass is finite: an infinite temperature or
+    margin would train to the end and fail only when the model is saved."""
+    return [(math.isfinite(v), f"{f.name} must be a finite number, got {v}")
+            for f in fields(cfg) if isinstance(v := getattr(cfg, f.name), float)]
 
 
 def config_hash(cfg: Any, keys: tuple[str, ...], **extra: Any) -> str:

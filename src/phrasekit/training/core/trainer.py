@@ -114,15 +114,22 @@ class Trainer:
         """Train from step 0, or from the checkpoint in ``out_dir``, to the budget's end."""
         if self.total_steps is None and not self.max_minutes:
             raise ValueError("give total_steps or max_minutes: the run would never end")
+        made = None
         if self.out_dir is not None:
             check_run_folder(self.out_dir, option="out_dir")  # before any step, not after
+            made = None if Path(self.out_dir).exists() else Path(self.out_dir)
             Path(self.out_dir).mkdir(parents=True, exist_ok=True)
         for group in task.optimizer.param_groups:
             group.setdefault("base_lr", group["lr"])
         keep_freed_memory()  # each step's activations reuse the heap, not fresh pages
-        with torch_threads(self.num_threads):
-            start, result = self._resume(task)
-            return self._loop(task, start, result)
+        try:
+            with torch_threads(self.num_threads):
+                start, result = self._resume(task)
+                return self._loop(task, start, result)
+        except BaseException:
+            if made is not None and not any(made.iterdir()):
+                made.rmdir()  # a run that failed before its first checkpoint leaves nothing
+            raise
 
     # ---- internals ---------------------------------------------------------------------------
     def _resume(self, task: TrainingTask) -> tuple[int, TrainResult]:
@@ -195,10 +202,12 @@ class Trainer:
         for group in task.optimizer.param_groups:
             group["lr"] = group["base_lr"] * task.lr_factor(step)
         loss, logged = task.step_loss(step, rng)
+        _check_finite(step, "loss", loss)
         task.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if self.clip_grad_norm:
-            nn.utils.clip_grad_norm_(task.model.parameters(), self.clip_grad_norm)
+            norm = nn.utils.clip_grad_norm_(task.model.parameters(), self.clip_grad_norm)
+            _check_finite(step, "gradient norm", norm)
         task.optimizer.step()
         return logged
 
@@ -218,3 +227,12 @@ class Trainer:
         logger.info("step %d: %s", result.steps,
                     ", ".join(f"{k} {v}" for k, v in row.items() if k != "step"))
         return time.perf_counter()
+
+
+def _check_finite(step: int, what: str, value: torch.Tensor) -> None:
+    """Stop before a non-finite value reaches the weights (a run that diverged is not saved
+    further: its last checkpoint, if any, holds finite weights)."""
+    if not bool(torch.isfinite(value).all()):
+        raise ValueError(f"training diverged at step {step + 1}: the {what} is "
+                         f"{float(value.detach())}; lower the learning rate or check the loss's "
+                         "settings (temperature, margin)")

@@ -15,7 +15,7 @@ from typing import Any
 
 from phrasekit.encoders.facets.config import METHODS, FacetModelConfig
 from phrasekit.encoders.facets.words import WordSpace
-from phrasekit.training.core.config import budget_checks, raise_failed
+from phrasekit.training.core.config import budget_checks, finite_checks, raise_failed
 
 
 @dataclass
@@ -54,6 +54,7 @@ class FacetTrainingConfig:
     def validate(self) -> None:
         """Fail fast on nonsense settings and a missing dataset."""
         raise_failed([
+            *finite_checks(self),
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
                            self.checkpoint_every),
             (1 <= self.n_facets <= 256, f"n_facets must be in [1, 256], got {self.n_facets}"),

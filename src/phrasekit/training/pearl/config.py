@@ -19,7 +19,7 @@ from phrasekit.models.backbones import BACKBONE_LAYERS, BACKBONES
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.training.core.cliff_guard import CliffGuard
-from phrasekit.training.core.config import budget_checks, config_hash, raise_failed
+from phrasekit.training.core.config import budget_checks, config_hash, finite_checks, raise_failed
 from phrasekit.training.pearl.redirects import KINDS
 
 if TYPE_CHECKING:
@@ -141,6 +141,7 @@ class PearlTrainingConfig:
                                                  "distill_weight", "alias_weight")}
         rates = {"lr_new": self.lr_new, "lr_proj": self.lr_proj, "lr_char": self.lr_char}
         raise_failed([
+            *finite_checks(self),
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
                            self.checkpoint_every),
             *((v is None or v > 0, f"{k} must be > 0, got {v}") for k, v in rates.items()),

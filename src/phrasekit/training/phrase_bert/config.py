@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phrasekit.training.core.config import budget_checks, config_hash, raise_failed
+from phrasekit.training.core.config import budget_checks, config_hash, finite_checks, raise_failed
 from phrasekit.training.phrase_bert.data import CONTEXT_FILE, PARAPHRASE_FILE
 
 #: The settings that fix a run's trajectory (with the data sizes): a checkpoint resumes only
@@ -64,6 +64,7 @@ class PhraseBertTrainingConfig:
         if not (self.use_paraphrase or self.use_context):
             raise ValueError("both datasets are disabled (--no-paraphrase and --no-context)")
         raise_failed([
+            *finite_checks(self),
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
                            self.checkpoint_every, min_batch=1, need_budget=False),
             (self.margin > 0, f"margin must be > 0, got {self.margin}"),

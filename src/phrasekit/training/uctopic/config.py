@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phrasekit.training.core.config import budget_checks, raise_failed
+from phrasekit.training.core.config import budget_checks, finite_checks, raise_failed
 
 #: Token positions of the packaged backbones (BERT-style, 512).
 MAX_POSITIONS = 512
@@ -50,6 +50,7 @@ class UCTopicConfig:
     def validate(self) -> None:
         """Fail fast on nonsense settings."""
         raise_failed([
+            *finite_checks(self),
             *budget_checks(self.batch_size, self.lr, self.max_steps, self.max_minutes,
                            self.checkpoint_every),
             (self.temperature > 0, f"temperature must be > 0, got {self.temperature}"),
