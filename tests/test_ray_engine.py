@@ -129,3 +129,17 @@ def test_cluster_nodes_get_distinct_ports():
     flags = [a for i in range(3) for a in c._node_args(i)]
     ports = [int(flags[j + 1]) for j, a in enumerate(flags) if a.endswith("-port")]
     assert len(ports) == 16 and len(set(ports)) == 16 and c.port in ports
+
+
+def test_an_address_where_no_head_answers_is_refused_at_once():
+    """Ray retried an unreachable head for minutes, logging as it went."""
+    import socket
+
+    from phrasekit.pipeline.engines import check_reachable
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ValueError, match=f"--address 127.0.0.1:{port}: no Ray head answers"):
+        check_reachable(f"127.0.0.1:{port}", timeout=2)
+    check_reachable("auto")  # left to Ray

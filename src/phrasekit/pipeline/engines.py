@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 from abc import ABC, abstractmethod
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
@@ -284,6 +285,7 @@ class RayEngine(Engine):
         if cpus_per_worker <= 0 or max_attempts < 1:
             raise ValueError("cpus_per_worker must be > 0 and max_attempts >= 1")
         if address is not None:  # before Ray is imported: it reads the mode once
+            check_reachable(address)
             os.environ.update(token_auth_env())
         self.ray = import_ray()
         self._started = not self.ray.is_initialized()
@@ -357,6 +359,18 @@ def worker_lost(exc: BaseException) -> bool:
             return True
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """A ``host:port`` head answers a TCP connection within ``timeout`` seconds (Ray itself
+    retries an unreachable head for minutes, logging as it goes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto" and other forms: Ray's own checks, which fail at once
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ValueError(f"--address {address}: no Ray head answers there ({exc})") from None
 
 
 def make_engine(name: str = "local", address: str | None = None, workers: int | None = None,
