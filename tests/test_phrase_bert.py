@@ -414,6 +414,8 @@ def test_soup_averages_the_fine_tuned_weights_of_two_seeds(dataset, tmp_path):
         soup_models([tmp_path / "s0" / "model", tmp_path / "s1" / "model"], tmp_path / "s0")
     with pytest.raises(FileNotFoundError, match="not a model folder"):
         soup_models([tmp_path / "s0" / "model", tmp_path / "nothing"], tmp_path / "y")
+    with pytest.raises(ValueError, match="given twice"):  # one run is no soup
+        soup_models([tmp_path / "s0" / "model", tmp_path / "s0" / "." / "model"], tmp_path / "z")
 
 
 def test_ablations_select_the_datasets(dataset, tmp_path):

@@ -30,6 +30,12 @@ def soup_models(model_dirs: list[str | Path], out_dir: str | Path,
     returns the run report (also ``out_dir/report.json``)."""
     if len(model_dirs) < 2:
         raise ValueError("a soup needs at least two model folders")
+    seen: dict[Path, Path] = {}
+    for d in model_dirs:
+        if Path(d).resolve() in seen:
+            raise ValueError(f"{d} is given twice (as {seen[Path(d).resolve()]}): a soup "
+                             "averages different runs")
+        seen[Path(d).resolve()] = Path(d)
     for d in model_dirs:
         if not (Path(d) / "config.json").is_file():
             raise FileNotFoundError(f"{d} is not a model folder (no config.json)")
