@@ -148,6 +148,13 @@ def test_feature_cache_roundtrip_and_top_layers(features, stsb_small, tmp_path):
         build_model(SubTSTConfig(n_topics=0, trainable_layers=2), lower)
 
 
+def test_more_topics_than_texts_is_refused_before_the_backbone_pass(stsb_small):
+    """The backbone's pass over every text ran first, then LDA refused the topic count."""
+    cfg = SubTSTConfig(kind="regression", n_topics=100_000_000, pooling="mean")
+    with pytest.raises(ValueError, match="--topics 100000000 is more than the"):
+        train_subtst("stsb", stsb_small, cfg, features=object())  # type: ignore[arg-type]
+
+
 def test_train_regression_save_load(stsb_small, features, lda, tmp_path):
     cfg = SubTSTConfig(kind="regression", n_topics=6, pooling="mean", max_seq_length=48)
     model, report = train_subtst("stsb", stsb_small, cfg, SubTSTTrainingConfig(epochs=3, seed=1),

@@ -194,6 +194,11 @@ def train_subtst(
     for split in ("train", "dev"):
         if not data.get(split):
             raise ValueError(f"no {split} examples for {task}")
+    if config.n_topics and lda is None:  # before the backbone's pass, not after it
+        n_texts = len({t for e in data["train"] for t in (e.a, e.b)}) + len(lda_extra_texts)
+        if config.n_topics > n_texts:
+            raise ValueError(f"--topics {config.n_topics} is more than the {n_texts} distinct "
+                             "training texts the topic model is fitted on")
     if features is None:
         features = TokenFeatures(config.backbone, max_seq_length=config.max_seq_length)
     t_start = time.perf_counter()
