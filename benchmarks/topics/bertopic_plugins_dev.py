@@ -29,6 +29,16 @@ import topics_vs_peers as tvp
 log = logging.getLogger("bertopic_plugins_dev")
 
 
+def _shipped_spread() -> tuple[int, int]:
+    from phrasekit.integrations import vectorizer as pv
+
+    return pv.SPREAD_STRETCHES, pv.SPREAD_MIN
+
+
+#: Read once: a setting that varies the stretches sets the module's constants while it runs.
+_SHIPPED_SPREAD = _shipped_spread()
+
+
 def settings() -> dict[str, tuple[Any, Any]]:
     """Name -> (vectorizer, representation model) factories' results."""
     from sklearn.feature_extraction.text import CountVectorizer
@@ -36,7 +46,7 @@ def settings() -> dict[str, tuple[Any, Any]]:
     from phrasekit.integrations import KeyphraseRepresentation, PhraseVectorizer
     from phrasekit.integrations import vectorizer as pv
 
-    shipped = pv.SPREAD_STRETCHES, pv.SPREAD_MIN
+    shipped = _SHIPPED_SPREAD
 
     def ctfidf() -> Any:
         return CountVectorizer(ngram_range=(1, 3), stop_words="english")
@@ -63,7 +73,7 @@ def settings() -> dict[str, tuple[Any, Any]]:
                                              {"max_weighted": 5}, {"phrase_weight": 8},
                                              {"repeat_gap": 400},
                                              {"min_phrase_count": 4, "max_weighted": 5})),
-            {"min_df": 2}, *({"spread": sp} for sp in ((10, 3), (10, 4), (10, 5)))]
+            {"min_df": 2}, *({"spread": sp} for sp in ((10, 3), (10, 4), (10, 5), (20, 4)))]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
         **dict(phrases(**kwargs) for kwargs in grid),
