@@ -15,6 +15,7 @@ from phrasekit.training.data.leakage import BenchmarkStringFilter
 from phrasekit.training.pearl.redirects import (
     ALIAS_FILE,
     alias_kind,
+    check_redirects,
     filter_redirects,
     read_redirects,
     split_of,
@@ -64,6 +65,12 @@ def test_read_redirects_names_the_bad_line(tmp_path):
         list(read_redirects(bad))
     with pytest.raises(ValueError, match=r":1: expected the header"):
         list(read_redirects(_redirects(tmp_path, "miata\tmazda mx-5\t1\n")))
+    latin1 = tmp_path / "latin1.tsv"
+    latin1.write_bytes("alias\tcanonical\tn_tokens\nmi\xe4ta\tmazda\t1\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.tsv: not UTF-8 text"):
+        list(read_redirects(latin1))
+    with pytest.raises(IsADirectoryError, match="is a folder, not a redirects file"):
+        check_redirects(tmp_path)
 
 
 @pytest.mark.parametrize(("alias", "canonical", "kind"), [

@@ -105,3 +105,15 @@ def test_infinite_settings_are_refused_before_training():
     with pytest.raises(ValueError, match="margin must be a finite number, got inf"):
         PhraseBertTrainingConfig(data_dir="d", out_dir="o", margin=float("inf")).validate(
             check_data=False)
+
+
+def test_a_file_given_as_the_data_folder_is_named_as_such(tmp_path):
+    """It was reported as '<file>/paraphrase_triplets.jsonl.gz missing'."""
+    from phrasekit.training.pearl.config import PearlTrainingConfig
+    from phrasekit.training.phrase_bert.config import PhraseBertTrainingConfig
+
+    (tmp_path / "afile").write_text("x")
+    for cfg in (PhraseBertTrainingConfig(data_dir=str(tmp_path / "afile"), out_dir="o"),
+                PearlTrainingConfig(data_dir=str(tmp_path / "afile"), out_dir="o", max_steps=1)):
+        with pytest.raises(NotADirectoryError, match="afile is a file, not a dataset folder"):
+            cfg.validate()

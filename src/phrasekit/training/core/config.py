@@ -13,7 +13,7 @@ from typing import Any
 from phrasekit.errors import Check, raise_failed
 
 __all__ = ["Check", "budget_checks", "config_hash", "finite_checks", "portable_path",
-           "portable_settings", "raise_failed"]
+           "portable_settings", "raise_failed", "require_files"]
 
 
 def budget_checks(batch_size: int, lr: float, max_steps: int | None,
@@ -39,6 +39,18 @@ def finite_checks(cfg: Any) -> list[Check]:
     margin would train to the end and fail only when the model is saved."""
     return [(math.isfinite(v), f"{f.name} must be a finite number, got {v}")
             for f in fields(cfg) if isinstance(v := getattr(cfg, f.name), float)]
+
+
+def require_files(data_dir: str | Path, names: tuple[str, ...], build: str) -> None:
+    """The dataset folder holds every file of ``names`` (FileNotFoundError naming the first
+    missing one and ``build``, the command that makes them)."""
+    if Path(data_dir).exists() and not Path(data_dir).is_dir():
+        raise NotADirectoryError(f"--data {data_dir} is a file, not a dataset folder ({build} "
+                                 "makes one)")
+    for name in names:
+        if not (Path(data_dir) / name).is_file():
+            raise FileNotFoundError(f"{Path(data_dir) / name} missing: build the dataset first "
+                                    f"({build})")
 
 
 def config_hash(cfg: Any, keys: tuple[str, ...], **extra: Any) -> str:

@@ -19,7 +19,13 @@ from phrasekit.models.backbones import BACKBONE_LAYERS, BACKBONES
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES
 from phrasekit.phrases.types import PHRASE_TYPES
 from phrasekit.training.core.cliff_guard import CliffGuard
-from phrasekit.training.core.config import budget_checks, config_hash, finite_checks, raise_failed
+from phrasekit.training.core.config import (
+    budget_checks,
+    config_hash,
+    finite_checks,
+    raise_failed,
+    require_files,
+)
 from phrasekit.training.pearl.redirects import KINDS
 
 if TYPE_CHECKING:
@@ -194,11 +200,8 @@ class PearlTrainingConfig:
         ])
         if self.cliff_margin:
             CliffGuard(margin=self.cliff_margin)  # validates
-        for name in DATA_FILES if check_data else ():
-            if not (Path(self.data_dir) / name).is_file():
-                raise FileNotFoundError(
-                    f"{Path(self.data_dir) / name} missing: build the dataset first "
-                    "(phrasekit train pearl-data --out DIR)")
+        if check_data:
+            require_files(self.data_dir, DATA_FILES, "phrasekit train pearl-data --out DIR")
 
 
 #: Settings that only a switched-on part of the recipe reads: (fields, the field that must be

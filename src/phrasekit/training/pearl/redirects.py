@@ -72,16 +72,23 @@ def _redirect_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of a redirects TSV after checking its header."""
     with open_text(path) as fh:
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if not header or header[:2] != ["alias", "canonical"]:
-            raise ValueError(f"{path}:1: expected the header 'alias<TAB>canonical<TAB>n_tokens' "
-                             "(build the file with ../shared/tools/dbpedia_redirects.py)")
-        yield from enumerate(reader, start=2)
+        try:
+            header = next(reader, None)
+            if not header or header[:2] != ["alias", "canonical"]:
+                raise ValueError(f"{path}:1: expected the header 'alias<TAB>canonical<TAB>"
+                                 "n_tokens' (build the file with "
+                                 "../shared/tools/dbpedia_redirects.py)")
+            yield from enumerate(reader, start=2)
+        except UnicodeDecodeError as exc:
+            after = f" after line {reader.line_num}" if reader.line_num else ""
+            raise ValueError(f"{path}: not UTF-8 text{after} ({exc.reason})") from None
 
 
 def check_redirects(path: str | Path) -> None:
     """Fail fast (ValueError / FileNotFoundError naming the file) on a bad redirects file."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder, not a redirects file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: redirects file not found")
     next(_redirect_rows(path), None)

@@ -8,10 +8,15 @@ settings define) loads without :mod:`phrasekit.training.phrase_bert.task`, which
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from phrasekit.training.core.config import budget_checks, config_hash, finite_checks, raise_failed
+from phrasekit.training.core.config import (
+    budget_checks,
+    config_hash,
+    finite_checks,
+    raise_failed,
+    require_files,
+)
 from phrasekit.training.phrase_bert.data import CONTEXT_FILE, PARAPHRASE_FILE
 
 #: The settings that fix a run's trajectory (with the data sizes): a checkpoint resumes only
@@ -94,9 +99,7 @@ class PhraseBertTrainingConfig:
         ])
         if not check_data:
             return
-        for use, name in ((self.use_paraphrase, PARAPHRASE_FILE),
-                          (self.use_context, CONTEXT_FILE)):
-            if use and not (Path(self.data_dir) / name).is_file():
-                raise FileNotFoundError(
-                    f"{Path(self.data_dir) / name} missing: build the dataset first "
-                    "(phrasekit train phrase-bert-data --out DIR)")
+        require_files(self.data_dir, tuple(
+            name for use, name in ((self.use_paraphrase, PARAPHRASE_FILE),
+                                   (self.use_context, CONTEXT_FILE)) if use),
+            "phrasekit train phrase-bert-data --out DIR")
