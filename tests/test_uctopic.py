@@ -5,9 +5,11 @@ time budget). Real packaged MiniLM on tiny inputs. CCL is tested with topic mini
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -356,9 +358,6 @@ def test_damaged_pair_files_are_refused_by_line(toy_pairs, tmp_path):
     """Pair rows that a build never writes (a negative index, a span past the sentence, a
     float, six columns), a mention row that is no list and a file that is not gzip are named
     by file and line, not read as other rows or crashes."""
-    import gzip
-    import shutil
-
     out, _ = toy_pairs
     with gzip.open(out / "pairs.jsonl.gz", "rt") as fh:
         good = [json.loads(x) for x in fh]
@@ -454,6 +453,16 @@ def test_train_uctopic_resumes_bit_exactly(toy_pairs, tmp_path):
     bad.lr = 1.0
     with pytest.raises(ValueError, match="different settings"):
         train_uctopic(bad)
+    other = tmp_path / "other" / data_dir.name  # the same name and size, other sentences
+    shutil.copytree(data_dir, other)
+    with gzip.open(data_dir / "sentences.jsonl.gz", "rt") as fh:
+        sentences = [json.loads(x) for x in fh]
+    with gzip.open(other / "sentences.jsonl.gz", "wt") as fh:
+        fh.writelines(json.dumps(t.upper()) + "\n" for t in sentences)
+    moved = cfg(tmp_path / "b", 4)
+    moved.data_dir = str(other)
+    with pytest.raises(ValueError, match="trained on other data"):
+        train_uctopic(moved)
     with pytest.raises(ValueError, match="keep_prob"):
         UCTopicConfig(data_dir="x", out_dir="y", keep_prob=2).validate()
 

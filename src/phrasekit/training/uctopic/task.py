@@ -23,6 +23,7 @@ Cluster-assisted contrastive learning (CCL, §3.2) is in
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 from collections import deque
@@ -150,6 +151,26 @@ class PretrainTask:
     def fingerprint(self) -> str:
         """Settings and data size (see :meth:`UCTopicConfig.fingerprint`)."""
         return self._fingerprint
+
+    def _data_digest(self) -> str:
+        if getattr(self, "_digest", None) is None:
+            digest = hashlib.sha256(self.data.pairs.astype(np.int64).tobytes())
+            for text in (*self.data.sentences, *self.data.mentions):
+                digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+            self._digest = digest.hexdigest()[:16]
+        return self._digest
+
+    def training_state(self) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Kept in the checkpoint: the digest of the pairs, sentences and mentions trained on."""
+        return {"data_digest": self._data_digest()}, {}
+
+    def restore_state(self, meta: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+        """A resume on other data of the same size is refused (a checkpoint without a digest,
+        written before it was kept, is taken as it is)."""
+        if meta.get("data_digest") not in (None, self._data_digest()):
+            raise ValueError(f"the checkpoint in the output folder was trained on other data "
+                             f"than {self.cfg.data_dir}; use another output folder or the "
+                             "data it was trained on")
 
     def lr_factor(self, step: int) -> float:
         """Warm-up, then constant."""
