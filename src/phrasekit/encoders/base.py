@@ -8,6 +8,7 @@ validated up front so that a bad item fails before any long work starts.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -215,6 +216,22 @@ class Encoder(ABC):
         tokens kept): cached vectors are keyed by them."""
         return {k: v for k in ("precision", "max_seq_length")
                 if (v := getattr(self, k, None)) is not None}
+
+    @contextlib.contextmanager
+    def token_limit(self, tokens: int | None) -> Iterator[Encoder]:
+        """Inside the block, each text is cut to its first ``tokens`` subword tokens, where
+        this encoder cuts at a ``max_seq_length`` above that (cached vectors are keyed by the
+        limit in force); None, or a limit at or above the encoder's own, changes nothing."""
+        own = getattr(self, "max_seq_length", None)
+        if tokens is None or not isinstance(own, int) or tokens >= own:
+            yield self
+            return
+        check_int("tokens", tokens, 1)
+        self.max_seq_length = int(tokens)
+        try:
+            yield self
+        finally:
+            self.max_seq_length = own
 
     @abstractmethod
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -27,6 +27,7 @@ from phrasekit.phrases.pieces import (
     pipe_processes,
     split_long_text,
 )
+from phrasekit.phrases.token_table import TokenTable, pattern_runs
 from phrasekit.phrases.vocabulary import NOUN_CHUNK, PhraseVocabulary
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ DEFAULT_REJECT_PATTERN = r"[$\\{}^_=<>|@#~*\[\]]|https?:|www\."
 #: How noun phrases are found: the dependency parser's noun chunks, or POS patterns.
 CHUNKERS = ("parser", "pos")
 #: Parts of speech of the POS-pattern chunks (maximal runs; a chunk ends in a noun).
-_PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
+PATTERN_POS = frozenset({"NOUN", "PROPN", "ADJ"})
 #: Parts of speech a noun phrase may end in.
 HEAD_POS = frozenset({"NOUN", "PROPN"})
 
@@ -95,18 +96,8 @@ def load_spacy(name: str = DEFAULT_SPACY_MODEL, exclude: tuple[str, ...] = ("lem
 def pattern_spans(sdoc) -> Iterable[Any]:
     """Maximal runs of adjectives / nouns (inner hyphens allowed): the candidate pattern of
     EmbedRank and KeyphraseVectorizers, which needs the tagger only."""
-    start = None
-    for tok in sdoc:
-        ok = tok.pos_ in _PATTERN_POS or (start is not None and tok.text == "-")
-        if ok and "\n" not in tok.text and not tok.is_space:
-            if start is None:
-                start = tok.i
-            continue
-        if start is not None:
-            yield sdoc[start : tok.i]
-            start = None
-    if start is not None:
-        yield sdoc[start:]
+    for start, end in pattern_runs(TokenTable.of(sdoc), PATTERN_POS):
+        yield sdoc[start:end]
 
 
 def pos_chunks(sdoc) -> Iterable[Any]:

@@ -5,6 +5,7 @@ the checks of its documents and settings."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,11 +14,19 @@ from typing import Any
 import numpy as np
 
 from phrasekit.io import LONE_SURROGATE, Document
-from phrasekit.phrases.extract import DEFAULT_REJECT_PATTERN, LEADING_STRIP_WORDS, as_documents
+from phrasekit.phrases.extract import (
+    DEFAULT_REJECT_PATTERN,
+    HEAD_POS,
+    LEADING_STRIP_WORDS,
+    as_documents,
+)
+from phrasekit.phrases.token_table import TokenTable, hashes, pos_ids
 
 #: POS tags that start no keyphrase (stripped from the front of a candidate span).
 _LEADING_POS = frozenset({"DET", "PRON", "CCONJ", "SCONJ", "ADP", "PART", "NUM", "SYM", "PUNCT",
                           "SPACE", "AUX", "INTJ", "X"})
+_LEADING_TAGS = frozenset({"PRP$", "WP$", "POS"})
+_BRACKET_RE = re.compile(r"[()\[\]{}]")
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 REJECT_RE = re.compile(DEFAULT_REJECT_PATTERN)
 _OPEN = {"(": ")", "[": "]", "{": "}"}
@@ -142,24 +151,74 @@ class DocCandidates:
             self.first[j] = min(self.first[j], first)
 
 
-def strip_leading(tok) -> bool:
-    return (
-        tok.pos_ in _LEADING_POS
-        or tok.is_punct
-        or tok.is_space
-        or tok.like_num
-        or tok.tag_ in ("PRP$", "WP$", "POS")
-        or tok.lower_ in LEADING_STRIP_WORDS
-    )
+class DocSpans:
+    """Span cleaning over one Doc's :class:`~phrasekit.phrases.token_table.TokenTable`: which
+    tokens no keyphrase starts with (determiners, pronouns, numbers, punctuation, words such
+    as "many"), ends with (punctuation, possessive 's) or ends in (a noun), read per token
+    once."""
 
+    def __init__(self, table: TokenTable) -> None:
+        self.table = table
+        t = table
+        self.lead = (np.isin(t.pos, pos_ids(_LEADING_POS)) | t.is_punct | t.is_space
+                     | t.like_num | np.isin(t.tag, hashes(_LEADING_TAGS))
+                     | np.isin(t.lower, hashes(LEADING_STRIP_WORDS))).tolist()
+        self.trail = (t.is_punct | t.is_space | (t.tag == hashes(frozenset({"POS"}))[0])).tolist()
+        self.head = np.isin(t.pos, pos_ids(HEAD_POS)).tolist()
+        self.space_after = t.space_after.tolist()
+        self.skip = (t.is_punct | t.is_space).tolist()
+        self.plain = ~(t.is_stop | t.like_num)
 
-def is_content(tok) -> bool:
-    return not (tok.is_stop or tok.like_num) and any(c.isalpha() for c in tok.text)
+    def clean(self, start: int, end: int) -> tuple[int, int] | None:
+        """The span without leading and trailing tokens no keyphrase starts or ends with;
+        None when nothing is left or it does not end in a noun."""
+        while start < end and self.lead[start]:
+            start += 1
+        while end > start and self.trail[end - 1]:
+            end -= 1
+        if start >= end or not self.head[end - 1]:
+            return None
+        return start, end
 
+    def pieces(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The cleaned parts of a span with balanced brackets: cut at every token holding an
+        unpaired bracket, each part cleaned again (cleaning can strip a closing bracket)."""
+        out: list[tuple[int, int]] = []
+        todo = [(start, end)]
+        while todo:
+            cleaned = self.clean(*todo.pop())
+            if cleaned is None:
+                continue
+            a, b = cleaned
+            text = self.table.span_text(a, b)
+            cuts = sorted(unpaired_brackets([self.table.token_text(k) for k in range(a, b)])
+                          ) if _BRACKET_RE.search(text) else []
+            if not cuts:
+                out.append(cleaned)
+                continue
+            bounds = [-1, *cuts, b - a]
+            todo.extend((a + x + 1, a + y) for x, y in itertools.pairwise(bounds) if y > x + 1)
+        return sorted(out)
 
-def surface(tokens: Sequence[Any]) -> str:
-    text = "".join(t.text_with_ws for t in tokens[:-1]) + tokens[-1].text
-    return " ".join(text.lower().split()).replace("’", "'")
+    def valid(self, start: int, end: int, max_words: int) -> bool:
+        """Whether a span is one line of at most ``max_words`` words (punctuation aside), one
+        of them a content word (no stopword or number, with a letter)."""
+        n_words = 0
+        informative = False
+        for k in range(start, end):
+            text = self.table.token_text(k)
+            if "\n" in text or self.table.is_space[k]:
+                return False
+            if self.skip[k]:
+                continue
+            n_words += 1
+            informative = informative or (
+                bool(self.plain[k]) and any(c.isalpha() for c in text))
+        return informative and n_words <= max_words
+
+    def surface(self, start: int, end: int) -> str:
+        """The display form: lower-cased, whitespace runs as one space, ’ as '."""
+        return " ".join(self.table.span_text(start, end).lower().split()).replace("’", "'")
 
 
 # ---------------------------------------------------------------------------- validation
