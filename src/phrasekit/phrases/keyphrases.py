@@ -37,7 +37,8 @@ grid": position weight 0 to 0.5, no frequency prior, MMR 0 or 0.3, containment r
    no frequency prior (39.2).
    ``doc_window_words``: a document longer than this many words is embedded as the mean of
    sentence windows of at most that size (off: 128-word windows lose 0.8 with the coarse
-   grid).
+   grid). ``doc_tokens``: the document pass reads each window's first 192 word pieces
+   (:data:`DOC_TOKENS`).
 4. **Selection**: with ``suppress_nested`` (the default), near-duplicates by containment are
    suppressed first: of two candidates one of whose stemmed word sequences lies inside the
    other's ("instanton liquid" / "instanton liquid density"), only the higher scored is kept
