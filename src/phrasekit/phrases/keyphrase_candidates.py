@@ -166,8 +166,9 @@ class DocSpans:
         self.trail = (t.is_punct | t.is_space | (t.tag == hashes(frozenset({"POS"}))[0])).tolist()
         self.head = np.isin(t.pos, pos_ids(HEAD_POS)).tolist()
         self.space_after = t.space_after.tolist()
-        self.skip = (t.is_punct | t.is_space).tolist()
-        self.plain = ~(t.is_stop | t.like_num)
+        self.word = t.is_word.tolist()
+        self.breaks = (t.is_space | t.newline_tokens()).tolist()
+        self.plain = (~(t.is_stop | t.like_num)).tolist()
 
     def clean(self, start: int, end: int) -> tuple[int, int] | None:
         """The span without leading and trailing tokens no keyphrase starts or ends with;
@@ -206,14 +207,13 @@ class DocSpans:
         n_words = 0
         informative = False
         for k in range(start, end):
-            text = self.table.token_text(k)
-            if "\n" in text or self.table.is_space[k]:
+            if self.breaks[k]:
                 return False
-            if self.skip[k]:
+            if not self.word[k]:
                 continue
             n_words += 1
             informative = informative or (
-                bool(self.plain[k]) and any(c.isalpha() for c in text))
+                self.plain[k] and any(c.isalpha() for c in self.table.token_text(k)))
         return informative and n_words <= max_words
 
     def surface(self, start: int, end: int) -> str:

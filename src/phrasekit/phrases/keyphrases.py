@@ -330,7 +330,7 @@ class KeyphraseExtractor:
     def _add_doc(self, table: TokenTable, cands: DocCandidates, index: dict[str, int],
                  offset: int) -> int:
         """Add one spaCy Doc's candidates and windows; return the word offset after it."""
-        word_at = np.concatenate([[0], np.cumsum(~(table.is_punct | table.is_space))])
+        word_at = np.concatenate([[0], np.cumsum(table.is_word)])
         spans: list[tuple[int, int]] = []
         if self.candidates in ("noun_chunks", "both"):
             spans.extend((s.start, s.end) for s in table.doc.noun_chunks)
@@ -338,14 +338,15 @@ class KeyphraseExtractor:
             spans.extend(pattern_runs(table, PATTERN_POS))
         doc = DocSpans(table)
         seen: set[tuple[int, int]] = set()
+        doc_word_at = (offset + word_at).tolist()
         for span in sorted(spans):
             for start, end in doc.pieces(*span):
-                self._add_span(doc, start, end, cands, index, offset + word_at, seen)
+                self._add_span(doc, start, end, cands, index, doc_word_at, seen)
         cands.windows.extend(self._windows(table))
         return offset + int(word_at[-1])
 
     def _add_span(self, doc: DocSpans, first: int, end: int, cands: DocCandidates,
-                  index: dict[str, int], word_at: np.ndarray, seen: set[tuple[int, int]]
+                  index: dict[str, int], word_at: list[int], seen: set[tuple[int, int]]
                   ) -> None:
         """Add one cleaned span (and, with ``sub_phrases``, its suffixes) as candidates;
         ``word_at``: the document word offset of each token."""
@@ -360,14 +361,14 @@ class KeyphraseExtractor:
             phrase = doc.surface(start, end)
             key = phrase_key(phrase)
             if key and not REJECT_RE.search(phrase) and brackets_balanced(phrase):
-                cands.add(phrase, key, int(word_at[start]), index)
+                cands.add(phrase, key, word_at[start], index)
 
     def _windows(self, table: TokenTable) -> list[str]:
         text = table.text
         if not text.strip():
             return []
         limit = self.doc_window_words
-        if limit is None or int((~(table.is_punct | table.is_space)).sum()) <= limit:
+        if limit is None or int(table.is_word.sum()) <= limit:
             return [text]
         windows: list[str] = []
         cur: list[str] = []

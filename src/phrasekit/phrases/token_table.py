@@ -86,6 +86,11 @@ class TokenTable:
             self._text = self.doc.text
         return self._text
 
+    @property
+    def is_word(self) -> np.ndarray:
+        """Whether each token counts as a word (neither punctuation nor whitespace)."""
+        return ~(self.is_punct | self.is_space)
+
     def token_text(self, i: int) -> str:
         """The text of token ``i``."""
         start = int(self.idx[i])
