@@ -80,6 +80,26 @@ def test_only_a_texts_most_frequent_phrases_are_weighted() -> None:
                                   .toarray()[0])
 
 
+def test_a_phrase_every_text_repeats_gives_way_to_the_texts_own() -> None:
+    """Under the cap, a text's phrases are ranked by count times c-TF-IDF's idf: "last year",
+    in every text, gives way to the phrase this text alone repeats."""
+    from phrasekit.integrations import PhraseVectorizer
+
+    texts = ["Last year the central bank met. Last year it rained. Last year the central "
+             "bank spoke.", "Last year the stock market fell. Last year it rose.",
+             "Last year the team won. Last year the team lost."]
+    vec = PhraseVectorizer(words=False, phrase_words=None, phrase_weight=4, min_phrase_count=2,
+                           max_weighted=1, repeat_gap=None)
+    X = vec.fit_transform(texts).toarray()
+    col = vec.vocabulary_
+    assert X[0, col["central bank"]] == 8.0 and X[0, col["last year"]] == 3.0
+    assert X[1, col["last year"]] == 8.0  # the only phrase this text repeats
+    np.testing.assert_array_equal(vec.transform(texts).toarray(), X)
+    old = pickle.loads(pickle.dumps(vec))
+    del old.__dict__["term_idf_"]  # fitted before the idf: ranked by count, as then
+    assert old.transform(texts[:1]).toarray()[0, col["last year"]] == 12.0
+
+
 def test_a_phrase_repeated_in_one_stretch_of_a_topic_counts_once_toward_the_floor() -> None:
     """BERTopic joins a topic's documents: repeats closer than ``repeat_gap`` tokens are taken
     as one document's and do not earn the weight; the same count spread out does."""

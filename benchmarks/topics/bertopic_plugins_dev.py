@@ -29,14 +29,20 @@ import topics_vs_peers as tvp
 log = logging.getLogger("bertopic_plugins_dev")
 
 
-def _shipped_spread() -> tuple[int, int]:
+def _shipped() -> tuple[tuple[int, int], Any]:
     from phrasekit.integrations import vectorizer as pv
 
-    return pv.SPREAD_STRETCHES, pv.SPREAD_MIN
+    return (pv.SPREAD_STRETCHES, pv.SPREAD_MIN), pv.ctfidf_idf
 
 
-#: Read once: a setting that varies the stretches sets the module's constants while it runs.
-_SHIPPED_SPREAD = _shipped_spread()
+#: Read once: a setting that varies the stretches or drops the cap's idf sets the module's
+#: constants while it runs.
+_SHIPPED_SPREAD, _SHIPPED_IDF = _shipped()
+
+
+def _no_idf(X: Any) -> None:
+    """No idf: the cap ranks a topic's phrases by count alone (as before the idf)."""
+    return None
 
 
 def settings() -> dict[str, tuple[Any, Any]]:
@@ -51,16 +57,19 @@ def settings() -> dict[str, tuple[Any, Any]]:
     def ctfidf() -> Any:
         return CountVectorizer(ngram_range=(1, 3), stop_words="english")
 
-    def phrases(spread: tuple[int, int] = shipped, **kwargs: Any) -> tuple[str, tuple[Any, Any]]:
+    def phrases(spread: tuple[int, int] = shipped, by_count: bool = False,
+                **kwargs: Any) -> tuple[str, tuple[Any, Any]]:
         """A PhraseVectorizer setting; ``spread``: min_df="auto"'s stretches and how many of
         them a term of one topic needs (module constants, set while this setting is built
-        and fitted)."""
+        and fitted); ``by_count``: the cap ranks phrases by count, without the idf."""
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         name = f"PhraseVectorizer({args})" + ("" if spread == shipped else
                                               f" {spread[1]} of {spread[0]} stretches")
+        name += " cap by count" if by_count else ""
 
         def build() -> Any:
             pv.SPREAD_STRETCHES, pv.SPREAD_MIN = spread
+            pv.ctfidf_idf = _no_idf if by_count else _SHIPPED_IDF
             return PhraseVectorizer(**kwargs)
         return name, (build, None)
 
@@ -73,7 +82,8 @@ def settings() -> dict[str, tuple[Any, Any]]:
                                              {"max_weighted": 5}, {"phrase_weight": 8},
                                              {"repeat_gap": 400},
                                              {"min_phrase_count": 4, "max_weighted": 5})),
-            {"min_df": 2}, *({"spread": sp} for sp in ((10, 3), (10, 4), (10, 5), (20, 4)))]
+            {"min_df": 2}, *({"spread": sp} for sp in ((10, 3), (10, 4), (10, 5), (20, 4))),
+            {"by_count": True}]
     return {
         "c-TF-IDF 1-3grams": (ctfidf, None),
         **dict(phrases(**kwargs) for kwargs in grid),

@@ -5,8 +5,9 @@ words, for BERTopic's c-TF-IDF (``BERTopic(vectorizer_model=PhraseVectorizer())`
 :class:`~phrasekit.integrations.phrases.SentencePhrases`), then counts every phrase and word
 verbatim in every text by token matching; ``transform`` only counts. A phrase counts
 ``phrase_weight`` times in a text (a topic) where it occurs at least ``min_phrase_count``
-times (``repeat_gap`` tokens apart) and is one of the text's ``max_weighted`` most frequent
-such phrases, once elsewhere: phrases, rarer than their words, reach c-TF-IDF's top terms
+times (``repeat_gap`` tokens apart) and is one of the text's ``max_weighted`` such phrases
+of highest count times c-TF-IDF's idf (``term_idf_``, from the fitted texts), once
+elsewhere: phrases, rarer than their words, reach c-TF-IDF's top terms
 where the topic repeats them, while a phrase of one document does not, and a few phrases do
 not crowd out a topic's words. With ``consume`` the words inside a counted phrase are not
 counted again.
@@ -170,8 +171,9 @@ class PhraseVectorizer(CountVectorizer):
         min_phrase_count: ... in a text where the phrase occurs at least this many times
             (elsewhere it counts 1; default ``PHRASE_MIN_COUNT``), each more than
             ``repeat_gap`` tokens after the one before it ...
-        max_weighted: ... and is one of the text's this many most frequent such phrases
-            (default ``PHRASE_MAX_WEIGHTED``; None: all of them).
+        max_weighted: ... and is one of the text's this many such phrases that are most
+            frequent there for their frequency in all texts (count times c-TF-IDF's idf over
+            the fitted texts; default ``PHRASE_MAX_WEIGHTED``; None: all of them).
         repeat_gap: occurrences within this many tokens of the phrase's previous one count
             once toward ``min_phrase_count``: BERTopic's texts are a topic's documents
             joined, and one document's repeats say little about the topic (default
@@ -184,6 +186,8 @@ class PhraseVectorizer(CountVectorizer):
     min_phrase_count: int = 1
     max_weighted: int | None = None
     repeat_gap: int | None = None
+    #: A vectorizer fitted before ``term_idf_`` existed ranks a text's phrases by count.
+    term_idf_: np.ndarray | None = None
 
     def __init__(self, words: bool = True, min_df: int | float | str = "auto",
                  max_df: int | float = 1.0, spacy_model: str = DEFAULT_SPACY_MODEL,
@@ -264,6 +268,7 @@ class PhraseVectorizer(CountVectorizer):
         else:
             cols = [j for _, j in terms]
             X, runs = X[:, cols].tocsr(), None if runs is None else runs[:, cols].tocsr()
+        self.term_idf_ = ctfidf_idf(X)
         X = self._weighted(X, runs)
         self._last = (texts, self.get_params(deep=False), X)
         logger.info("PhraseVectorizer: %d terms (%d phrases) from %d phrases found in %d "
@@ -314,8 +319,8 @@ class PhraseVectorizer(CountVectorizer):
 
     def _weighted(self, X: sp.csr_matrix, runs: sp.csr_matrix | None = None) -> sp.csr_matrix:
         """Counts with each phrase count of at least ``min_phrase_count`` (in as many runs
-        when ``runs`` is given; of a text's ``max_weighted`` most frequent such phrases) times
-        ``phrase_weight`` (as they are at weight 1)."""
+        when ``runs`` is given; of a text's ``max_weighted`` such phrases of highest count
+        times ``term_idf_``) times ``phrase_weight`` (as they are at weight 1)."""
         if float(self.phrase_weight) == 1.0:
             return X
         phrase = np.zeros(X.shape[1], dtype=bool)
@@ -325,7 +330,9 @@ class PhraseVectorizer(CountVectorizer):
         repeated = X.data if runs is None else _aligned(X, runs)
         boost = phrase[X.indices] & (repeated >= int(self.min_phrase_count))
         if self.max_weighted is not None:
-            boost = _most_frequent(X, boost, int(self.max_weighted))
+            idf = self.term_idf_
+            rank = X.data if idf is None or len(idf) != X.shape[1] else X.data * idf[X.indices]
+            boost = _most_frequent(X, boost, int(self.max_weighted), rank)
         X.data = np.where(boost, X.data * float(self.phrase_weight), X.data)
         return X
 
@@ -341,14 +348,25 @@ def _aligned(X: sp.csr_matrix, other: sp.csr_matrix) -> np.ndarray:
     return other.data
 
 
-def _most_frequent(X: sp.csr_matrix, chosen: np.ndarray, most: int) -> np.ndarray:
+def ctfidf_idf(X: sp.csr_matrix) -> np.ndarray:
+    """BERTopic's c-TF-IDF idf of each column of counts ``X`` (texts x terms):
+    ``log(1 + A / f)``, ``A`` the mean count per text, ``f`` the column's count in all texts.
+    A text's phrases are weighted by count times this, so that a phrase every topic repeats
+    ("last year") does not take the place of one its own topic repeats."""
+    total = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+    mean = float(total.sum()) / max(X.shape[0], 1)
+    return np.log1p(mean / np.maximum(total, 1.0))
+
+
+def _most_frequent(X: sp.csr_matrix, chosen: np.ndarray, most: int,
+                   values: np.ndarray | None = None) -> np.ndarray:
     """``chosen`` (a mask over ``X``'s stored entries) kept only at each row's ``most``
-    largest chosen counts (ties: the earlier column)."""
+    largest chosen ``values`` (default: the counts; ties: the earlier column)."""
     cand = np.flatnonzero(chosen)
     if not cand.size:
         return chosen
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[cand]
-    order = np.lexsort((-X.data[cand], rows))
+    order = np.lexsort((-(X.data if values is None else values)[cand], rows))
     rows = rows[order]
     first = np.r_[0, np.flatnonzero(np.diff(rows)) + 1]
     rank = np.arange(cand.size) - np.repeat(first, np.diff(np.r_[first, cand.size]))
