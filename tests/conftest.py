@@ -21,6 +21,16 @@ def _own_vector_cache(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("PHRASEKIT_ONNX_CACHE", str(tmp_path_factory.getbasetemp() / "onnx"))
 
 
+@pytest.fixture(autouse=True)
+def _bf16_not_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process, ``precision="auto"`` follows the CPU flags without timing torch bf16, so
+    that a test faking the flags gets the flags' choice on any machine; the timing's own tests
+    put :func:`~phrasekit.encoders.transformer.measured_bf16_speed` back."""
+    from phrasekit.encoders import transformer
+
+    monkeypatch.setattr(transformer, "measured_bf16_speed", lambda: None)
+
+
 @pytest.fixture(scope="session")
 def minilm():
     """The packaged all-MiniLM-L6-v2 encoder (loaded once)."""

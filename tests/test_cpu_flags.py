@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from phrasekit.encoders import cpu, transformer
 from phrasekit.encoders.cpu import (
@@ -13,6 +14,9 @@ from phrasekit.encoders.cpu import (
     parse_cpuinfo_flags,
     parse_sysctl_flags,
 )
+
+#: Read at import, before the suite's fixture replaces it (tests/conftest.py).
+REAL_BF16_SPEED = transformer.measured_bf16_speed
 
 SAPPHIRE_FLAGS = (
     "fpu vme sse2 avx avx2 fma avx512f avx512bw avx512_vnni avx512_bf16 amx_bf16 amx_tile "
@@ -104,6 +108,33 @@ def test_auto_precision_follows_the_flags_and_never_picks_int8(monkeypatch, text
     try:
         want = "bf16" if text in (X86_SAPPHIRE, ARM_GRAVITON3) else "fp32"
         assert transformer.resolve_precision("auto") == want
+    finally:
+        transformer._auto_precision.cache_clear()
+
+
+@pytest.mark.parametrize(("bf16_x", "want"), [(0.73, "fp32"), (1.0, "bf16"), (1.9, "bf16"),
+                                             (None, "bf16")])
+def test_auto_precision_skips_bf16_measured_slower_than_fp32(monkeypatch, bf16_x, want):
+    """A CPU with bf16 instructions that runs them slower than fp32 (an Intel Xeon with
+    AVX512-BF16 measured 0.73x) gets fp32 from ``auto``; not measurable: the flags stand."""
+    flags = parse_cpuinfo_flags(X86_SAPPHIRE)
+    calls: list[bool] = []
+
+    def measured(enc, root=None, int8=False, bf16=False):
+        calls.append(bf16)
+        assert enc.model.dtype == torch.float32 and enc.attention == "eager"
+        if bf16_x is None:
+            raise RuntimeError("no ONNX Runtime session")
+        return {"onnx": 1.03, "bf16": bf16_x}
+
+    transformer._auto_precision.cache_clear()
+    monkeypatch.setattr(transformer, "measured_bf16_speed", REAL_BF16_SPEED)
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(cpu.platform, "system", lambda: "Linux")
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", measured)
+    try:
+        assert transformer.resolve_precision("auto") == want
+        assert transformer.resolve_precision("fast") == want and calls == [True]  # once
     finally:
         transformer._auto_precision.cache_clear()
 

@@ -55,15 +55,39 @@ def cpu_supports_bf16() -> bool:
 
 @functools.cache
 def _auto_precision() -> str:
-    choice = "bf16" if cpu_supports_bf16() else "fp32"
-    logger.info("precision auto -> %s (%s)", choice, "the CPU has native bfloat16"
-                if choice == "bf16" else "no native bfloat16 on this CPU")
+    if not cpu_supports_bf16():
+        choice, why = "fp32", "no native bfloat16 on this CPU"
+    elif (speed := measured_bf16_speed()) is not None and speed < 1.0:
+        choice, why = "fp32", f"native bfloat16, but torch bf16 measured {speed:.2f}x fp32 here"
+    else:
+        choice, why = "bf16", "the CPU has native bfloat16"
+    logger.info("precision auto -> %s (%s)", choice, why)
     return choice
+
+
+def measured_bf16_speed() -> float | None:
+    """Torch bf16's speed against torch fp32 on this CPU, for the packaged MiniLM (the
+    speed file's measurement, taken once per CPU and thread count: the one ``minilm@auto``
+    takes), or None where it cannot be measured (no ONNX Runtime or packaged MiniLM, a GPU):
+    a CPU may have bf16 instructions and still run them slower than fp32."""
+    from phrasekit.encoders import onnx_graph
+    from phrasekit.models.backbones import minilm_path
+
+    if not onnx_graph.onnx_available() or resolve_device(None) != "cpu":
+        return None
+    try:  # built as minilm@auto is before its cast, so that both read one measurement
+        probe = TransformerEncoder(minilm_path(), name="minilm", precision="fp32",
+                                   attn_implementation="eager")
+        return float(onnx_graph.cpu_speedups(probe, bf16=True)["bf16"])
+    except Exception as exc:  # the flags still stand
+        logger.warning("torch bf16 not timed against fp32 on this CPU (%s)", exc)
+        return None
 
 
 def resolve_precision(precision: str) -> str:
     """``"auto"`` or ``"fast"``: bf16 where the CPU computes it natively (AVX512-BF16 or AMX:
-    1.3-1.9x the fp32 speed, vectors within cosine 0.999), fp32 elsewhere (emulated bf16 is
+    1.3-1.9x the fp32 speed, vectors within cosine 0.999) and torch bf16 was not measured
+    slower than fp32 here (:func:`measured_bf16_speed`), fp32 elsewhere (emulated bf16 is
     slower; an encoder with ``backend="auto"`` may then take int8 where it measures faster:
     :func:`fastest_cpu_path`); any other value as it is. The choice is logged once per
     process."""
