@@ -414,6 +414,16 @@ def _read_speeds(path: Path) -> dict[str, Any] | None:
     return _read_kind(path, SPEED_KIND, "speeds")
 
 
+def stored_cpu_speedups(encoder: Any, root: Path | None = None) -> dict[str, float] | None:
+    """What :func:`cpu_speedups` stored for ``encoder`` on this CPU, opening no model or graph
+    (None: not measured yet); ``encoder`` needs only ``config``, ``attention``,
+    ``max_seq_length`` and ``num_threads``."""
+    from phrasekit.settings import onnx_cache_dir
+
+    threads = int(encoder.num_threads or torch.get_num_threads())
+    return _stored_speedups((root or onnx_cache_dir()) / SPEED_FILE, _speed_key(encoder, threads))
+
+
 def _stored_speedups(path: Path, key: str) -> dict[str, float] | None:
     """The speed-ups stored for ``key`` in the speeds file (``onnx``, and ``int8`` and
     ``bf16`` where they were measured), if any."""
