@@ -132,9 +132,37 @@ def test_auto_precision_skips_bf16_measured_slower_than_fp32(monkeypatch, bf16_x
     monkeypatch.setattr(transformer, "cpu_flags", lambda: flags)
     monkeypatch.setattr(cpu.platform, "system", lambda: "Linux")
     monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", measured)
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.stored_cpu_speedups",
+                        lambda enc, root=None: None)  # nothing stored yet: MiniLM is timed
     try:
         assert transformer.resolve_precision("auto") == want
         assert transformer.resolve_precision("fast") == want and calls == [True]  # once
+    finally:
+        transformer._auto_precision.cache_clear()
+
+
+def test_a_stored_bf16_timing_is_read_without_loading_a_model(monkeypatch):
+    """Once this CPU's timing is in the speed file, ``auto`` reads it by its key alone."""
+    flags = parse_cpuinfo_flags(X86_SAPPHIRE)
+    keys: list[tuple[str, int]] = []
+
+    def stored(enc, root=None):
+        keys.append((enc.attention, enc.max_seq_length))
+        return {"onnx": 1.0, "bf16": 0.73}
+
+    def never(*args, **kwargs):
+        raise AssertionError("timed again")
+
+    transformer._auto_precision.cache_clear()
+    monkeypatch.setattr(transformer, "measured_bf16_speed", REAL_BF16_SPEED)
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: flags)
+    monkeypatch.setattr(cpu.platform, "system", lambda: "Linux")
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.stored_cpu_speedups", stored)
+    monkeypatch.setattr("phrasekit.encoders.onnx_graph.cpu_speedups", never)
+    monkeypatch.setattr(transformer, "TransformerEncoder", never)
+    try:
+        assert transformer.resolve_precision("auto") == "fp32"
+        assert keys == [("eager", transformer.MAX_SEQ_LENGTH)]
     finally:
         transformer._auto_precision.cache_clear()
 
