@@ -165,6 +165,12 @@ def fastest_cpu_path(encoder: Any, seven_bit: bool = False) -> tuple[str, str]:
     return _fastest_cpu_path(encoder, int8=seven_bit or native_int8_dot(cpu_flags()))
 
 
+def _fp32_backend(onnx_speedup: float) -> str:
+    """fp32's runtime given ONNX Runtime's measured speed-up over torch: ONNX Runtime only
+    where it is at least ``MIN_SPEEDUP`` times faster."""
+    return "onnx" if onnx_speedup >= MIN_SPEEDUP else "torch"
+
+
 def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
     from phrasekit.encoders import onnx_graph
 
@@ -179,7 +185,7 @@ def _fastest_cpu_path(encoder: Any, int8: bool) -> tuple[str, str]:
             return _fastest_cpu_path(encoder, int8=False)
         logger.warning("backend auto -> torch: %s", exc)
         return "fp32", "torch"
-    backend = "onnx" if fp32 >= MIN_SPEEDUP else "torch"
+    backend = _fp32_backend(fp32)
     _log_auto_backend(backend, fp32)
     if not int8:
         return "fp32", backend
@@ -214,7 +220,7 @@ def fastest_bf16_path(encoder: Any) -> tuple[str, str]:
     except Exception as exc:  # any failure to export or measure: bf16 on torch still works
         logger.warning("precision auto/fast -> bf16: int8 not measured (%s)", exc)
         return "bf16", "torch"
-    fp32 = ("fp32", "onnx") if onnx >= MIN_SPEEDUP else ("fp32", "torch")
+    fp32 = ("fp32", _fp32_backend(onnx))
     fp32_speed = onnx if fp32[1] == "onnx" else 1.0
     best, speed = (("bf16", "torch"), bf16) if bf16 >= fp32_speed else (fp32, fp32_speed)
     choice = ("int8", "onnx") if int8 >= MIN_SPEEDUP * speed else best
