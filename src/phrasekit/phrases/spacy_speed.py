@@ -198,35 +198,60 @@ class PosRuler:
             for k, tests in enumerate(tokens) if k for a, test in tests.items())
 
     def __call__(self, doc: Any) -> Any:
+        """Set ``doc``'s POS (and any TAG or DEP a rule sets). The rules are looked up once per
+        distinct token row (tag, lower-case form, dependency, space) of the Doc; only tokens
+        that start a longer rule, or get a TAG or DEP, are visited one by one."""
         from spacy.attrs import DEP, IS_SPACE, LOWER, POS, TAG
         from spacy.parts_of_speech import IDS
 
         if not len(doc):
             return doc
-        rows = [(t, lo, d, bool(sp)) for t, lo, d, sp in
-                doc.to_array([TAG, LOWER, DEP, IS_SPACE]).tolist()]
-        hits = []
-        longer: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-        for start, row in enumerate(rows):
-            single, starts = self._at(row)
-            hits.append(single)
-            for rule_id in starts:
-                if self._rest_matches(rule_id, rows, start):
-                    tokens, index, attrs = self.rules[rule_id]
-                    target = (start if index >= 0 else start + len(tokens)) + index
-                    longer.setdefault(target, []).append((rule_id, attrs))
+        distinct, inverse = np.unique(doc.to_array([TAG, LOWER, DEP, IS_SPACE]), axis=0,
+                                      return_inverse=True)
+        inverse = inverse.reshape(-1)
+        keys = [(t, lo, d, bool(sp)) for t, lo, d, sp in distinct.tolist()]
+        found = [self._at(key) for key in keys]
+        longer = self._longer_hits(keys, found, inverse)
+        merged = [_merge(single) for single, _ in found]
         pos = doc.to_array([POS])
-        for i, single in enumerate(hits):
-            found = sorted(single + tuple(longer[i])) if i in longer else single
-            attrs: dict[str, Any] = {}
-            for _, sets in found:  # the ruler's precedence: later rules win
-                attrs.update(sets)
+        row_pos = np.array([IDS[m["POS"]] if "POS" in m else -1 for m in merged], dtype=np.int64)
+        tok_pos = row_pos[inverse]
+        pos[tok_pos >= 0] = tok_pos[tok_pos >= 0].astype(pos.dtype)
+        sets_more = np.array([len(m) > ("POS" in m) for m in merged])[inverse]
+        for i in set(np.flatnonzero(sets_more).tolist()) | set(longer):
+            single = found[inverse[i]][0]
+            attrs = _merge(sorted(single + tuple(longer[i])) if i in longer else single)
             if "POS" in attrs:
                 pos[i] = IDS[attrs.pop("POS")]
             for attr, value in attrs.items():
                 setattr(doc[i], attr.lower() + "_", value)
         doc.from_array([POS], pos)
         return doc
+
+    def _longer_hits(self, keys: list[tuple[Any, ...]], found: list[Any], inverse: np.ndarray
+                     ) -> dict[int, list[tuple[int, dict[str, Any]]]]:
+        """The rules of more than one token that match, by the token each one sets: ``keys``
+        and ``found`` per distinct row, ``inverse`` each token's row."""
+        starts = np.array([bool(f[1]) for f in found])[inverse]
+        longer: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        if not starts.any():
+            return longer
+        rows = [keys[j] for j in inverse.tolist()]
+        for start in np.flatnonzero(starts).tolist():
+            for rule_id in found[inverse[start]][1]:
+                if self._rest_matches(rule_id, rows, start):
+                    tokens, index, attrs = self.rules[rule_id]
+                    target = (start if index >= 0 else start + len(tokens)) + index
+                    longer.setdefault(target, []).append((rule_id, attrs))
+        return longer
+
+
+def _merge(rules: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """What ``rules`` (in rule order) set together: the ruler's precedence, later rules win."""
+    attrs: dict[str, Any] = {}
+    for _, sets in rules:
+        attrs.update(sets)
+    return attrs
 
 
 def speed_up(nlp: Any) -> Any:
