@@ -16,7 +16,7 @@ from phrasekit.phrases.extract import (
 )
 from phrasekit.phrases.keyphrase_candidates import DocSpans
 from phrasekit.phrases.keyphrases import KeyphraseExtractor
-from phrasekit.phrases.token_table import TokenTable, pattern_runs
+from phrasekit.phrases.token_table import TokenTable, left_edges, noun_chunks, pattern_runs
 
 # Symbols that are also tags ("POS" for 's), hyphens, brackets, a curly apostrophe, line
 # breaks, numbers and double spaces: the cases where an array lookup could differ from spaCy.
@@ -92,6 +92,29 @@ def test_pattern_runs_match_a_token_walk(docs) -> None:
         assert pattern_runs(TokenTable.of(doc), PATTERN_POS) == expected
         assert [(s.start, s.end) for s in pattern_spans(doc)] == expected
     assert any(b - a > 1 for a, b in pattern_runs(TokenTable.of(docs[2]), PATTERN_POS))
+
+
+COORDINATED = ("The board approved budgets, salaries and pensions for nurses, teachers and "
+               "the police, and its chairman thanked them.")
+
+
+def test_noun_chunks_from_arrays_match_spacys(docs) -> None:
+    nlp = load_spacy(DEFAULT_SPACY_MODEL, exclude=("lemmatizer", "ner"))
+    for doc in [*docs, nlp(COORDINATED)]:
+        expected = [(s.start, s.end) for s in doc.noun_chunks]
+        assert noun_chunks(TokenTable.of(doc)) == expected
+        assert [int(left_edges(TokenTable.of(doc).head)[t.i]) for t in doc] == \
+            [t.left_edge.i for t in doc]
+    coordinated = noun_chunks(TokenTable.of(nlp(COORDINATED)))
+    assert len(coordinated) >= 6  # conjuncts ("salaries", "pensions", ...) are chunks too
+
+
+def test_noun_chunks_without_a_parse_fail_as_spacy_does() -> None:
+    import spacy
+
+    doc = spacy.blank("en")("support vector machines")
+    with pytest.raises(ValueError):
+        noun_chunks(TokenTable.of(doc))
 
 
 def test_token_limit_cuts_and_restores(minilm) -> None:

@@ -84,7 +84,7 @@ from phrasekit.phrases.keyphrase_candidates import (
 )
 from phrasekit.phrases.parallel import TASKS_PER_WORKER, pooled, shares
 from phrasekit.phrases.pieces import PIPE_BATCH_CHARS, pipe_processes, split_long_text
-from phrasekit.phrases.token_table import TokenTable, pattern_runs
+from phrasekit.phrases.token_table import TokenTable, noun_chunks, pattern_runs
 from phrasekit.registry import KEYPHRASES_MODEL, as_encoder, check_model_name
 
 logger = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ class KeyphraseExtractor:
         word_at = np.concatenate([[0], np.cumsum(table.is_word)])
         spans: list[tuple[int, int]] = []
         if self.candidates in ("noun_chunks", "both"):
-            spans.extend((s.start, s.end) for s in table.doc.noun_chunks)
+            spans.extend(noun_chunks(table))
         if self.candidates in ("pos", "both"):
             spans.extend(pattern_runs(table, PATTERN_POS))
         doc = DocSpans(table)

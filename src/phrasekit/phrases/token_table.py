@@ -20,8 +20,8 @@ def _attrs() -> list[int]:
     """The attributes a table reads, in its column order (spaCy imported on first use)."""
     from spacy import attrs as a
 
-    return [a.IDX, a.LENGTH, a.SPACY, a.POS, a.TAG, a.LOWER, a.ORTH, a.IS_PUNCT, a.IS_SPACE,
-            a.LIKE_NUM, a.IS_STOP]
+    return [a.IDX, a.LENGTH, a.SPACY, a.POS, a.TAG, a.LOWER, a.ORTH, a.DEP, a.HEAD, a.IS_PUNCT,
+            a.IS_SPACE, a.LIKE_NUM, a.IS_STOP]
 
 
 @functools.cache
@@ -44,7 +44,8 @@ def hashes(strings: frozenset[str]) -> np.ndarray:
 @dataclass
 class TokenTable:
     """One Doc's tokens: character offsets and lengths, trailing space, part of speech, fine
-    tag, lower-case and exact form (hashes) and the lexical flags, one array each."""
+    tag, lower-case and exact form, dependency label (hashes), the head's index and the
+    lexical flags, one array each."""
 
     doc: Any
     idx: np.ndarray
@@ -54,6 +55,8 @@ class TokenTable:
     tag: np.ndarray
     lower: np.ndarray
     orth: np.ndarray
+    dep: np.ndarray
+    head: np.ndarray
     is_punct: np.ndarray
     is_space: np.ndarray
     like_num: np.ndarray
@@ -66,9 +69,10 @@ class TokenTable:
         spaCy rebuilds token by token, is read only when it is not given or does not fit)."""
         attrs = _attrs()
         a = doc.to_array(attrs).reshape(len(doc), len(attrs))
-        flags = a[:, 7:].astype(bool)
+        flags = a[:, 9:].astype(bool)
+        head = np.arange(len(doc), dtype=np.int64) + a[:, 8].astype(np.int64)  # stored relative
         table = cls(doc, a[:, 0].astype(np.int64), a[:, 1].astype(np.int64),
-                    a[:, 2].astype(bool), a[:, 3], a[:, 4], a[:, 5], a[:, 6],
+                    a[:, 2].astype(bool), a[:, 3], a[:, 4], a[:, 5], a[:, 6], a[:, 7], head,
                     flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3])
         if text is not None and len(doc) and (
             len(text) == int(table.idx[-1] + table.length[-1] + table.space_after[-1])
@@ -126,3 +130,50 @@ def pattern_runs(table: TokenTable, pattern_pos: frozenset[str]) -> list[tuple[i
     if start is not None:
         runs.append((start, len(table)))
     return runs
+
+
+#: The dependency labels of an English noun chunk's head (spaCy's ``lang/en/syntax_iterators``).
+NP_DEPS = frozenset({"oprd", "nsubj", "dobj", "nsubjpass", "pcomp", "pobj", "dative", "appos",
+                     "attr", "ROOT"})
+
+
+def left_edges(head: np.ndarray) -> np.ndarray:
+    """Each token's leftmost descendant (itself included), from the head of every token: the
+    minimum is passed up one level per round until no token changes."""
+    left = np.arange(len(head))
+    while True:
+        up = left.copy()
+        np.minimum.at(up, head, left)
+        if np.array_equal(up, left):
+            return left
+        left = up
+
+
+def noun_chunks(table: TokenTable) -> list[tuple[int, int]]:
+    """``(start, end)`` of the Doc's noun chunks, as ``doc.noun_chunks`` gives them for an
+    English pipeline, read from the table's arrays instead of one ``Token`` object per visit
+    (spaCy's own iterator, called for other languages, or a Doc without a parse, where it
+    raises)."""
+    from spacy.lang.en.syntax_iterators import noun_chunks as english
+
+    doc = table.doc
+    if doc.vocab.get_noun_chunks is not english or not doc.has_annotation("DEP"):
+        return [(span.start, span.end) for span in doc.noun_chunks]
+    np_dep = np.isin(table.dep, hashes(NP_DEPS))
+    conj = table.dep == hashes(frozenset({"conj"}))[0]
+    nominal = np.isin(table.pos, pos_ids(frozenset({"NOUN", "PROPN", "PRON"})))
+    head, left = table.head.tolist(), left_edges(table.head).tolist()
+    chunks: list[tuple[int, int]] = []
+    prev_end = -1
+    for i in np.flatnonzero(nominal & (np_dep | conj)).tolist():
+        if left[i] <= prev_end:  # no chunk inside another
+            continue
+        if not np_dep[i]:  # a conjunct is a chunk where the head of its coordination is one
+            h = head[i]
+            while conj[h] and head[h] < h:
+                h = head[h]
+            if not np_dep[h]:
+                continue
+        prev_end = i
+        chunks.append((left[i], i + 1))
+    return chunks
