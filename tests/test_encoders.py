@@ -188,6 +188,58 @@ def test_batches_group_texts_by_tokens_not_characters(minilm):
     assert minilm._token_counts(texts) == counts
 
 
+TOKEN_TEXTS = ["a.b.c.d.e.f", "support vector machine", "naïve café – résumé", "x" * 3000,
+               "  spaced   out  ", "word " * 400, "\u200b"]
+
+
+@pytest.mark.parametrize("max_length", [256, 192, 5])
+def test_token_ids_give_the_tokenizers_padded_batches(minilm, max_length):
+    """Texts tokenised once (one backend call, flat ids) give every batch exactly the inputs
+    ``tokenizer(texts, padding=True, truncation=True)`` gives, and the shared tokenizer's own
+    settings are left alone."""
+    import torch
+
+    from phrasekit.encoders.base import cap_chars
+    from phrasekit.encoders.token_ids import TokenIds
+
+    tok = minilm.tokenizer
+    texts = cap_chars(TOKEN_TEXTS, max_length)
+    before = (tok.backend_tokenizer.truncation, tok.backend_tokenizer.padding)
+    ids = TokenIds.of(tok, texts, max_length)
+    assert (tok.backend_tokenizer.truncation, tok.backend_tokenizer.padding) == before
+    assert ids is not None and ids.lengths.max() <= max_length
+    for part in (texts, texts[2:5], texts[::-1], texts[:1]):
+        want = tok(part, padding=True, truncation=True, max_length=max_length,
+                   return_tensors="pt")
+        got = ids.batch(part, max_length)
+        assert set(got) == set(want)
+        for name, value in want.items():
+            assert torch.equal(got[name], value), name
+    assert ids.batch(texts, max_length + 1) is None  # cut at another length: not these ids
+    assert ids.batch(["never tokenised"], max_length) is None
+
+
+def test_encode_tokenises_each_text_once(minilm, monkeypatch):
+    """One ``encode`` call tokenises through the backend once, never through the wrapper,
+    with the vectors of the wrapper's path; a text the call did not see falls back to it."""
+    calls: list[int] = []
+    real = type(minilm.tokenizer).__call__
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    texts = [*PHRASES, *TOKEN_TEXTS]
+    monkeypatch.setattr(type(minilm.tokenizer), "__call__", counting)
+    vecs = minilm.encode(texts, batch_size=4)
+    assert calls == []
+    from phrasekit.encoders import transformer
+
+    monkeypatch.setattr(transformer.TokenIds, "of", lambda *a, **k: None)
+    np.testing.assert_array_equal(vecs, minilm.encode(texts, batch_size=4))
+    assert calls  # without the ids, the wrapper counts and builds every batch
+
+
 def test_long_texts_are_batched_by_a_token_budget_on_the_cpu(minilm, monkeypatch):
     """Batches of long texts stay under ``tokens_per_batch`` on the CPU (large activations
     leave the caches); short texts still fill ``batch_size``; rows keep their order."""

@@ -40,6 +40,7 @@ from phrasekit.encoders.cpu import (
     weighs_int8_over_bf16,
 )
 from phrasekit.encoders.pooling import mean_pool
+from phrasekit.encoders.token_ids import TokenIds
 from phrasekit.models.backbones import load_hf_model
 
 logger = logging.getLogger(__name__)
@@ -312,6 +313,7 @@ class TransformerEncoder(Encoder):
         self._fingerprint: str | None = None
         self._config = AutoConfig.from_pretrained(str(path), **self._load_options)
         self._onnx: Any = None
+        self._tokenized: tuple[Sequence[str], TokenIds] | None = None
         self._settle_auto(asked, backend)
         if self.backend == "torch":
             self.model = cast_model(self.model, self.precision)
@@ -408,7 +410,8 @@ class TransformerEncoder(Encoder):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_onnx": None}  # a worker opens its own session
+        # a worker opens its own session; ids tokenised for a call stay with the call
+        return {**self.__dict__, "_onnx": None, "_tokenized": None}
 
     def _hidden(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """The backbone's last hidden state for a tokenised batch (torch or ONNX Runtime)."""
@@ -420,10 +423,12 @@ class TransformerEncoder(Encoder):
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Contextual token vectors (batch, seq, dim) in float32 and the attention mask."""
-        batch = self.tokenizer(
-            cap_chars(texts, self.max_seq_length), padding=True, truncation=True,
-            max_length=self.max_seq_length, return_tensors="pt",
-        )
+        texts = cap_chars(texts, self.max_seq_length)
+        known = getattr(self, "_tokenized", None)
+        batch = known[1].batch(texts, self.max_seq_length) if known else None
+        if batch is None:
+            batch = self.tokenizer(texts, padding=True, truncation=True,
+                                   max_length=self.max_seq_length, return_tensors="pt")
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.inference_mode():
             hidden = self._hidden(batch)
@@ -442,7 +447,21 @@ class TransformerEncoder(Encoder):
         """Batches side by side on torch (an ONNX session keeps its own threads)."""
         return self.backend == "torch"
 
+    def _encode_all(self, items: list[str], batch_size: int | None, show_progress: bool
+                    ) -> np.ndarray:
+        """``encode`` with every text tokenised once, for counting and for its batch."""
+        ids = TokenIds.of(self.tokenizer, cap_chars(items, self.max_seq_length),
+                          self.max_seq_length)
+        self._tokenized = None if ids is None else (items, ids)
+        try:
+            return super()._encode_all(items, batch_size, show_progress)
+        finally:
+            self._tokenized = None
+
     def _token_counts(self, items: Sequence[str]) -> list[int]:
+        known = getattr(self, "_tokenized", None)
+        if known is not None and known[0] is items:
+            return known[1].lengths.tolist()
         return token_counts(self.tokenizer, items, self.max_seq_length)
 
     def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
