@@ -26,6 +26,8 @@ from sklearn.decomposition import PCA
 from sklearn.metrics import silhouette_score
 from tqdm.auto import tqdm
 
+from phrasekit.topics.core.kmeans_init import fast_kmeans_init
+
 logger = logging.getLogger(__name__)
 
 CRITERIA = ("stability", "silhouette")
@@ -62,7 +64,8 @@ STABILITY_DIMS = 64
 
 def kmeans_labels(X: np.ndarray, k: int, n_init: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """KMeans labels and centres of the rows of ``X``."""
-    km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(X)
+    with fast_kmeans_init():
+        km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(X)
     return km.labels_.astype(np.int64), km.cluster_centers_
 
 
@@ -120,8 +123,10 @@ def stability_scores(X: np.ndarray, ks: Sequence[int], seed: int = 0,
     streams = {k: np.random.default_rng([seed, k]) for k in ks}
     aris: dict[int, list[float]] = {}
     # hundreds of small fits: scikit-learn's argument checks took 15% of the time (the
-    # vectors are finite and the arguments ours); the scores are the same
-    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
+    # vectors are finite and the arguments ours), and its seeding a third (the same seeds
+    # from copies made once: kmeans_init.py); the scores are the same
+    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True), \
+            fast_kmeans_init():
         for k in tqdm(ks, desc="topics[choose K]", unit="K", disable=not show_progress,
                       leave=False):
             aris[k] = _pair_aris(X, k, streams[k], n_pairs)
