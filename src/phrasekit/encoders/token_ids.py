@@ -21,20 +21,22 @@ import torch
 
 def _backend(tokenizer: Any, max_length: int) -> Any | None:
     """A copy of ``tokenizer``'s fast backend that cuts at ``max_length`` tokens and pads
-    nothing (None: a slow tokenizer, or padding on the left); the copy is kept on the
-    tokenizer, so the shared backend's settings are never changed."""
+    nothing (None: a slow tokenizer, or padding on the left). One copy per length is kept on
+    the tokenizer and never changed afterwards, so calls on several threads, or with other
+    lengths, cannot change each other's settings or the shared backend's."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or getattr(tokenizer, "padding_side", "right") != "right":
         return None
-    own = getattr(tokenizer, "_phrasekit_backend", None)
+    copies = tokenizer.__dict__.setdefault("_phrasekit_backends", {})
+    own = copies.get(int(max_length))
     if own is None:
         from tokenizers import Tokenizer
 
         own = Tokenizer.from_str(backend.to_str())
         own.no_padding()
-        tokenizer._phrasekit_backend = own
-    own.enable_truncation(int(max_length), stride=0, strategy="longest_first",
-                          direction=getattr(tokenizer, "truncation_side", "right"))
+        own.enable_truncation(int(max_length), stride=0, strategy="longest_first",
+                              direction=getattr(tokenizer, "truncation_side", "right"))
+        copies[int(max_length)] = own
     return own
 
 
