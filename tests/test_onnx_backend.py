@@ -458,3 +458,19 @@ def test_mpnet_auto_never_takes_int8_but_fast_may(request, cpu):
     assert (fast["precision"], fast["name"]) == ("fast", "mpnet")  # the encoder weighs int8
     minilm = _at_precision("minilm", {"precision": "auto"}, backend=True)
     assert minilm["precision"] == "auto"
+
+
+def test_checking_for_onnx_does_not_import_it() -> None:
+    """A cached graph needs ONNX Runtime only: the check looks ``onnx`` up without importing
+    it (the import took a second of every command's start)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from phrasekit.encoders.onnx_graph import onnx_available, _graph_meta; "
+            "assert onnx_available(); meta = _graph_meta(('input_ids',), 'int8'); "
+            "assert 'onnx' not in sys.modules, 'onnx imported'; print(meta['versions'][2])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    from importlib.metadata import version
+
+    assert out.stdout.strip() == version("onnx")

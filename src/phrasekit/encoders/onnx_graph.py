@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -43,14 +44,14 @@ KEYS_FILE, KEYS_KIND = "phrasekit-onnx-keys.json", "phrasekit-onnx-keys"
 PRECISIONS = ("fp32", "int8")
 
 
+@functools.cache
 def onnx_available() -> bool:
-    """True when ONNX Runtime (and ``onnx``, which its quantiser needs) can be imported."""
-    try:
-        import onnx  # noqa: F401
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """True when ONNX Runtime (and ``onnx``, which its quantiser needs) is installed: looked
+    up, not imported (importing ``onnx`` took a second of every command's start, though a
+    cached graph needs only ONNX Runtime)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("onnx", "onnxruntime"))
 
 
 def require_onnx(what: str) -> None:
@@ -80,14 +81,16 @@ def reduce_range() -> bool:
 
 def _graph_meta(input_names: tuple[str, ...], precision: str) -> dict[str, Any]:
     """What besides the weights gives a graph: the inputs, the precision (and int8's range),
-    phrasekit's export recipe and the versions of every library that writes or runs it."""
-    import onnx
+    phrasekit's export recipe and the versions of every library that writes or runs it (read
+    from the installed packages: a cached graph needs no ``onnx`` import)."""
+    from importlib.metadata import version
+
     import onnxruntime
     import transformers
 
     return {"inputs": list(input_names), "opset": OPSET, "format": GRAPH_FORMAT,
             "precision": precision, "reduce_range": precision == "int8" and reduce_range(),
-            "versions": [torch.__version__, transformers.__version__, onnx.__version__,
+            "versions": [torch.__version__, transformers.__version__, version("onnx"),
                          onnxruntime.__version__]}
 
 
