@@ -55,3 +55,23 @@ def test_kmeans_and_stability_are_unchanged_and_the_seeding_restored(
     scores = stability_scores(X, [3, 5, 7], n_pairs=3, more_pairs=2)
     monkeypatch.setattr(choose_k, "fast_kmeans_init", contextlib.nullcontext)
     assert stability_scores(X, [3, 5, 7], n_pairs=3, more_pairs=2) == scores
+
+
+def test_a_scikit_learn_with_other_seeds_keeps_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from phrasekit.topics.core import kmeans_init
+
+    assert kmeans_init.matches_installed_sklearn()
+
+    def other(X, n_clusters, x_squared_norms, sample_weight, random_state, n_local_trials=None):
+        return _SKLEARN_SEEDING(X, n_clusters, x_squared_norms, sample_weight, random_state,
+                                n_local_trials=1)  # draws other seeds
+
+    kmeans_init.matches_installed_sklearn.cache_clear()
+    monkeypatch.setattr(kmeans_init, "_SKLEARN_SEEDING", other)
+    monkeypatch.setattr(_kmeans, "_kmeans_plusplus", other)
+    try:
+        assert not kmeans_init.matches_installed_sklearn()
+        with fast_kmeans_init():
+            assert _kmeans._kmeans_plusplus is other
+    finally:
+        kmeans_init.matches_installed_sklearn.cache_clear()

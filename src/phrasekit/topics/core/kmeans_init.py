@@ -13,6 +13,7 @@ and K, are identical (tested against scikit-learn's own function).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -98,9 +99,33 @@ def kmeans_plusplus(X: Any, n_clusters: int, x_squared_norms: Any, sample_weight
     return centers, indices
 
 
+@functools.cache
+def matches_installed_sklearn() -> bool:
+    """Whether :func:`kmeans_plusplus` gives the installed scikit-learn's seeds (checked once
+    per process on two small problems): the seeding is scikit-learn's private code, which a
+    release may change, and other seeds could choose another K."""
+    rng = np.random.default_rng(0)
+    try:
+        for n, d, k in ((300, 8, 6), (1200, 16, 9)):
+            X = rng.normal(size=(n, d)).astype(np.float32)
+            w = np.ones(n, dtype=np.float32)
+            ours = kmeans_plusplus(X, k, row_norms(X, squared=True), w, np.random.RandomState(1))
+            theirs = _SKLEARN_SEEDING(X, k, row_norms(X, squared=True), w,
+                                      np.random.RandomState(1))
+            if not (np.array_equal(ours[0], theirs[0]) and np.array_equal(ours[1], theirs[1])):
+                return False
+    except (TypeError, ValueError):  # another signature
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def fast_kmeans_init() -> Iterator[None]:
-    """Inside the block, scikit-learn's k-means seeds with :func:`kmeans_plusplus`."""
+    """Inside the block, scikit-learn's k-means seeds with :func:`kmeans_plusplus`, where that
+    gives the installed scikit-learn's own seeds (else the block changes nothing)."""
+    if not matches_installed_sklearn():
+        yield
+        return
     _kmeans._kmeans_plusplus = kmeans_plusplus
     try:
         yield
