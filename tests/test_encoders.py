@@ -217,6 +217,9 @@ def test_token_ids_give_the_tokenizers_padded_batches(minilm, max_length):
             assert torch.equal(got[name], value), name
     assert ids.batch(texts, max_length + 1) is None  # cut at another length: not these ids
     assert ids.batch(["never tokenised"], max_length) is None
+    by_given = TokenIds.of(tok, texts, max_length, keys=TOKEN_TEXTS)  # found by the uncut texts
+    assert torch.equal(by_given.batch(TOKEN_TEXTS, max_length)["input_ids"],
+                       ids.batch(texts, max_length)["input_ids"])
 
 
 def test_encode_tokenises_each_text_once(minilm, monkeypatch):

@@ -44,22 +44,24 @@ class TokenIds:
     """The token ids of ``texts`` (cut to ``max_length`` tokens, special tokens included) in
     one flat array, with each text's length, and the padded batch of any of them."""
 
-    def __init__(self, texts: Sequence[str], flat: np.ndarray, lengths: np.ndarray,
+    def __init__(self, keys: Sequence[str], flat: np.ndarray, lengths: np.ndarray,
                  max_length: int, pad_id: int, names: Sequence[str]) -> None:
-        self.texts = texts
         self.flat = flat
         self.lengths = lengths
         self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         self.max_length = int(max_length)
         self.pad_id = int(pad_id)
         self.names = tuple(names)
-        self.row = {t: i for i, t in enumerate(texts)}
+        self.row = {t: i for i, t in enumerate(keys)}
 
     @classmethod
-    def of(cls, tokenizer: Any, texts: Sequence[str], max_length: int) -> TokenIds | None:
+    def of(cls, tokenizer: Any, texts: Sequence[str], max_length: int,
+           keys: Sequence[str] | None = None) -> TokenIds | None:
         """``texts`` tokenised by ``tokenizer``'s backend (texts already cut to the characters
-        the encoder reads); None where the tokenizer has no fast backend that pads on the
-        right, or no pad token."""
+        the encoder reads), found again by ``keys`` (one per text; default the texts: the
+        texts as given before the cut, so a batch is looked up without cutting it again);
+        None where the tokenizer has no fast backend that pads on the right, or no pad
+        token."""
         backend = _backend(tokenizer, max_length)
         if backend is None or tokenizer.pad_token_id is None:
             return None
@@ -67,7 +69,8 @@ class TokenIds:
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64,
                            count=int(lengths.sum()))
-        return cls(texts, flat, lengths, max_length, tokenizer.pad_token_id,
+        return cls(texts if keys is None else keys, flat, lengths, max_length,
+                   tokenizer.pad_token_id,
                    tokenizer.model_input_names)
 
     def batch(self, texts: Sequence[str], max_length: int) -> dict[str, torch.Tensor] | None:

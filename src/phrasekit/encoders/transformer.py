@@ -423,12 +423,12 @@ class TransformerEncoder(Encoder):
 
     def token_embeddings(self, texts: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Contextual token vectors (batch, seq, dim) in float32 and the attention mask."""
-        texts = cap_chars(texts, self.max_seq_length)
         known = getattr(self, "_tokenized", None)
         batch = known[1].batch(texts, self.max_seq_length) if known else None
         if batch is None:
-            batch = self.tokenizer(texts, padding=True, truncation=True,
-                                   max_length=self.max_seq_length, return_tensors="pt")
+            batch = self.tokenizer(cap_chars(texts, self.max_seq_length), padding=True,
+                                   truncation=True, max_length=self.max_seq_length,
+                                   return_tensors="pt")
         batch = {k: v.to(self.device) for k, v in batch.items()}
         with torch.inference_mode():
             hidden = self._hidden(batch)
@@ -451,7 +451,7 @@ class TransformerEncoder(Encoder):
                     ) -> np.ndarray:
         """``encode`` with every text tokenised once, for counting and for its batch."""
         ids = TokenIds.of(self.tokenizer, cap_chars(items, self.max_seq_length),
-                          self.max_seq_length)
+                          self.max_seq_length, keys=items)
         self._tokenized = None if ids is None else (items, ids)
         try:
             return super()._encode_all(items, batch_size, show_progress)
