@@ -30,8 +30,14 @@ VARIANTS: dict[str, dict[str, object]] = {
     "fp32, 2 threads, batch 128": {"num_threads": 2, "batch_size": 128},
     "GPU (--device cuda), batch 64": {"device": "cuda"},
     "fp32, 2 threads, top 3 of 6 layers trained": {"num_threads": 2, "train_layers": 3},
+    "mpnet, rank-16 adapters, fp32, 2 threads": {
+        "num_threads": 2, "backbone": "mpnet", "adapter_rank": 16, "lr": 3e-4},
+    "mpnet, rank-16 adapters, bf16 autocast, 2 threads": {
+        "num_threads": 2, "backbone": "mpnet", "adapter_rank": 16, "lr": 3e-4,
+        "precision": "bf16"},
 }
-#: Variants run when --variants is not given (the GPU one, 5, needs a GPU).
+#: Variants run when --variants is not given (the GPU one, 5, needs a GPU; 7 and 8 train
+#: adapters on the larger mpnet backbone, the ``mpnet`` extra).
 CPU_VARIANTS = "0,1,2,3,4,6"
 
 
