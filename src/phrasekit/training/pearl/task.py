@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from phrasekit.encoders.cpu import cpu_flags, cpu_model, native_bf16
 from phrasekit.encoders.pearl import PearlModel
 from phrasekit.phrases.augment import Augmenter, paraphrase_map
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES, SupersenseLexicon
@@ -236,6 +237,15 @@ def build_transfer_set(cfg: PearlTrainingConfig, data: PearlData) -> TransferSet
     return TransferSet(texts, n_plain, vectors)
 
 
+def _warn_slow_bf16(cfg: PearlTrainingConfig) -> None:
+    """Warn where bf16 autocast is asked for on a CPU that emulates bfloat16: there it runs
+    several times slower than fp32 (the user's choice stands)."""
+    if cfg.precision == "bf16" and cfg.device == "cpu" and not native_bf16(cpu_flags()):
+        logger.warning("precision bf16 on a CPU without native bfloat16 (%s): autocast is "
+                       "emulated here and trains several times slower than fp32; "
+                       "--precision fp32 is faster on this CPU", cpu_model())
+
+
 class PearlTask:
     """PEARL's model, batches and losses as a
     :class:`~phrasekit.training.core.trainer.TrainingTask`.
@@ -246,6 +256,7 @@ class PearlTask:
 
     def __init__(self, cfg: PearlTrainingConfig, data: PearlData, model: PearlModel) -> None:
         self.cfg, self.data, self.model = cfg, data, model
+        _warn_slow_bf16(cfg)
         self.optimizer = _optimizer(model, cfg)
         # the untrained model is its backbone (projection [I, 0]): the reference for preservation
         needs_reference = cfg.preserve_weight > 0 or cfg.length_weight > 0
