@@ -238,6 +238,7 @@ def _tiny_run(tmp_path: Path, **settings):
 
 
 def test_bf16_training_warns_only_where_the_cpu_emulates_bfloat16(monkeypatch, caplog):
+    import phrasekit.encoders.transformer as transformer
     import phrasekit.training.pearl.task as task
     from phrasekit.training.pearl.config import PearlTrainingConfig
 
@@ -245,13 +246,13 @@ def test_bf16_training_warns_only_where_the_cpu_emulates_bfloat16(monkeypatch, c
     for flags, warns in ((frozenset({"avx2", "fma"}), True),
                          (frozenset({"avx2", "avx512f", "avx512_bf16"}), False),
                          (frozenset({"avx2", "amx_bf16"}), False)):
-        monkeypatch.setattr(task, "cpu_flags", lambda flags=flags: flags)
+        monkeypatch.setattr(transformer, "cpu_flags", lambda flags=flags: flags)
         caplog.clear()
         with caplog.at_level("WARNING", logger=task.__name__):
             task._warn_slow_bf16(cfg)
         assert ("without native bfloat16" in caplog.text) is warns, flags
     caplog.clear()
-    monkeypatch.setattr(task, "cpu_flags", lambda: frozenset({"avx2"}))
+    monkeypatch.setattr(transformer, "cpu_flags", lambda: frozenset({"avx2"}))
     with caplog.at_level("WARNING", logger=task.__name__):
         task._warn_slow_bf16(PearlTrainingConfig(data_dir="d", out_dir="o"))  # fp32
     assert not caplog.text

@@ -34,8 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from phrasekit.encoders.cpu import cpu_flags, cpu_model, native_bf16
+from phrasekit.encoders.cpu import cpu_model
 from phrasekit.encoders.pearl import PearlModel
+from phrasekit.encoders.transformer import cpu_supports_bf16
 from phrasekit.phrases.augment import Augmenter, paraphrase_map
 from phrasekit.phrases.supersenses import NOUN_SUPERSENSES, SupersenseLexicon
 from phrasekit.phrases.types import PHRASE_TYPES
@@ -240,7 +241,7 @@ def build_transfer_set(cfg: PearlTrainingConfig, data: PearlData) -> TransferSet
 def _warn_slow_bf16(cfg: PearlTrainingConfig) -> None:
     """Warn where bf16 autocast is asked for on a CPU that emulates bfloat16: there it runs
     several times slower than fp32 (the user's choice stands)."""
-    if cfg.precision == "bf16" and cfg.device == "cpu" and not native_bf16(cpu_flags()):
+    if cfg.precision == "bf16" and cfg.device == "cpu" and not cpu_supports_bf16():
         logger.warning("precision bf16 on a CPU without native bfloat16 (%s): autocast is "
                        "emulated here and trains several times slower than fp32; "
                        "--precision fp32 is faster on this CPU", cpu_model())
